@@ -1,0 +1,28 @@
+//===- AttentionConfig.h - an attention problem, as the CLI sees it -*- C++
+//-*-===//
+#ifndef ATTNC_COMPILER_FRONTEND_ATTENTIONCONFIG_H
+#define ATTNC_COMPILER_FRONTEND_ATTENTIONCONFIG_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace attnc {
+
+/// What `attnc emit --op attention` is asked to build. Batch and sequence
+/// lengths are not here: kernels are compiled for any of them.
+struct AttentionConfig {
+  int64_t heads = 32;
+  int64_t kvHeads = 8;
+  int64_t headDim = 128;
+  std::string dtype = "bf16"; // "bf16" | "fp16"
+  bool causal = false;
+  std::optional<int64_t> windowLeft, windowRight; // -1 = unbounded
+  std::optional<float> softcap;
+  std::optional<float> scale;
+  bool withLse = true;
+};
+
+} // namespace attnc
+
+#endif

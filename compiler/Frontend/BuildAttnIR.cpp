@@ -1,0 +1,61 @@
+//===- BuildAttnIR.cpp - build attn IR for a configuration ----------------===//
+#include "compiler/Frontend/BuildAttnIR.h"
+
+#include "dialects/Attn/IR/AttnOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+using namespace mlir;
+
+OwningOpRef<ModuleOp>
+attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
+  ctx.loadDialect<attn::AttnDialect, func::FuncDialect>();
+  Location loc =
+      NameLoc::get(StringAttr::get(&ctx, "attnc emit --op attention"));
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+
+  // An unknown dtype string is turned into f32 so that the verifier reports
+  // it with the op's own message.
+  Type elt = config.dtype == "bf16"   ? Type(b.getBF16Type())
+             : config.dtype == "fp16" ? Type(b.getF16Type())
+                                      : Type(b.getF32Type());
+  int64_t dyn = ShapedType::kDynamic;
+  auto qT =
+      RankedTensorType::get({dyn, config.heads, dyn, config.headDim}, elt);
+  auto kvT =
+      RankedTensorType::get({dyn, config.kvHeads, dyn, config.headDim}, elt);
+  auto lseT = RankedTensorType::get({dyn, config.heads, dyn}, b.getF32Type());
+
+  SmallVector<Type> results{qT};
+  if (config.withLse)
+    results.push_back(lseT);
+  auto fn = func::FuncOp::create(b, loc, "attention_fwd",
+                                 b.getFunctionType({qT, kvT, kvT}, results));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+
+  FloatAttr scale =
+      config.scale ? b.getF32FloatAttr(*config.scale) : FloatAttr();
+  FloatAttr softcap =
+      config.softcap ? b.getF32FloatAttr(*config.softcap) : FloatAttr();
+  attn::WindowAttr window;
+  if (config.windowLeft || config.windowRight)
+    window = attn::WindowAttr::getChecked([&] { return emitError(loc); }, &ctx,
+                                          config.windowLeft.value_or(-1),
+                                          config.windowRight.value_or(-1));
+  if ((config.windowLeft || config.windowRight) && !window)
+    return nullptr;
+
+  auto op = attn::AttentionOp::create(
+      b, loc, qT, config.withLse ? Type(lseT) : Type(), body->getArgument(0),
+      body->getArgument(1), body->getArgument(2), scale,
+      config.causal ? b.getUnitAttr() : UnitAttr(), window, softcap);
+  func::ReturnOp::create(b, loc, op->getResults());
+
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}

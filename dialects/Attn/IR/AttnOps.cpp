@@ -1,0 +1,190 @@
+//===- AttnOps.cpp - verifiers and helpers of attn ops --------------------===//
+#include "dialects/Attn/IR/AttnOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace attnc::attn;
+
+#define GET_OP_CLASSES
+#include "dialects/Attn/IR/AttnOps.cpp.inc"
+
+/// The head dims the code generator has tile configurations for.
+static constexpr int64_t kSupportedHeadDims[] = {64, 96, 128, 192, 256};
+
+static std::string dimStr(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+
+/// Two dims agree unless both are static and different.
+static bool compatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+int64_t AttentionOp::getNumHeads() {
+  return getQuery().getType().getDimSize(1);
+}
+int64_t AttentionOp::getNumKVHeads() {
+  return getKey().getType().getDimSize(1);
+}
+int64_t AttentionOp::getHeadDim() { return getQuery().getType().getDimSize(3); }
+Type AttentionOp::getElementType() {
+  return getQuery().getType().getElementType();
+}
+
+float AttentionOp::getEffectiveScale() {
+  if (auto s = getScaleAttr())
+    return s.getValueAsDouble();
+  return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
+}
+
+LogicalResult AttentionOp::verify() {
+  auto qT = getQuery().getType();
+  auto kT = getKey().getType();
+  auto vT = getValue().getType();
+
+  const std::pair<const char *, RankedTensorType> operands[] = {
+      {"query", qT}, {"key", kT}, {"value", vT}};
+  for (auto [name, t] : operands)
+    if (t.getRank() != 4)
+      return emitOpError() << "expected " << name
+                           << " to have rank 4 ([batch, heads, seq, "
+                              "head_dim]), got rank "
+                           << t.getRank();
+
+  Type elt = qT.getElementType();
+  if (!elt.isBF16() && !elt.isF16())
+    return emitOpError() << "expected query element type bf16 or f16, got "
+                         << elt;
+  for (auto [name, t] : operands)
+    if (t.getElementType() != elt)
+      return emitOpError() << "expected " << name << " element type " << elt
+                           << " to match the query, got " << t.getElementType();
+
+  for (auto [name, t] : operands)
+    if (t.isDynamicDim(1) || t.isDynamicDim(3))
+      return emitOpError() << "expected " << name
+                           << " to have static heads and head dim, got "
+                           << Type(t);
+
+  int64_t hq = qT.getDimSize(1), hk = kT.getDimSize(1), hv = vT.getDimSize(1);
+  if (hk != hv)
+    return emitOpError() << "expected key and value to have the same number "
+                            "of heads, got "
+                         << hk << " and " << hv;
+  if (hq % hk != 0)
+    return emitOpError() << "query heads (" << hq
+                         << ") must be a multiple of key/value heads (" << hk
+                         << ") for grouped-query attention";
+
+  int64_t d = qT.getDimSize(3);
+  if (kT.getDimSize(3) != d)
+    return emitOpError() << "expected key head dim " << kT.getDimSize(3)
+                         << " to match query head dim " << d;
+  if (vT.getDimSize(3) != d)
+    return emitOpError() << "expected value head dim " << vT.getDimSize(3)
+                         << " to match query head dim " << d;
+  if (!llvm::is_contained(kSupportedHeadDims, d))
+    return emitOpError() << "head dim " << d
+                         << " is not supported; expected one of 64, 96, 128, "
+                            "192, 256";
+
+  if (!compatible(qT.getDimSize(0), kT.getDimSize(0)) ||
+      !compatible(kT.getDimSize(0), vT.getDimSize(0)))
+    return emitOpError() << "expected query, key and value batch sizes to "
+                            "match, got "
+                         << dimStr(qT.getDimSize(0)) << ", "
+                         << dimStr(kT.getDimSize(0)) << " and "
+                         << dimStr(vT.getDimSize(0));
+  if (!compatible(kT.getDimSize(2), vT.getDimSize(2)))
+    return emitOpError() << "expected key and value sequence lengths to "
+                            "match, got "
+                         << dimStr(kT.getDimSize(2)) << " and "
+                         << dimStr(vT.getDimSize(2));
+
+  if (getOutput().getType() != qT)
+    return emitOpError() << "expected the output type to equal the query "
+                            "type "
+                         << Type(qT) << ", got " << getOutput().getType();
+
+  if (Value lse = getLse()) {
+    auto expected =
+        RankedTensorType::get({qT.getDimSize(0), hq, qT.getDimSize(2)},
+                              Float32Type::get(getContext()));
+    if (lse.getType() != expected)
+      return emitOpError() << "expected the lse type " << Type(expected)
+                           << " ([batch, heads, seq] in f32), got "
+                           << lse.getType();
+  }
+
+  if (auto s = getScaleAttr()) {
+    double v = s.getValueAsDouble();
+    if (!(v > 0.0) || !std::isfinite(v))
+      return emitOpError() << "expected scale to be a positive finite number, "
+                              "got "
+                           << v;
+  }
+  if (auto c = getSoftcapAttr()) {
+    double v = c.getValueAsDouble();
+    if (!(v > 0.0) || !std::isfinite(v))
+      return emitOpError() << "expected softcap to be a positive finite "
+                              "number, got "
+                           << v;
+  }
+  if (auto w = getWindowAttr(); w && getCausal() && w.getRight() != 0)
+    return emitOpError() << "causal attention sees no key right of the "
+                            "diagonal; use window right = 0 or drop causal, "
+                            "got right = "
+                         << w.getRight();
+  return success();
+}
+
+/// Checks one scalar region: its block arguments and what it yields.
+static LogicalResult verifyScalarRegion(AttentionOp op, Region &region,
+                                        StringRef name, ArrayRef<Type> argTypes,
+                                        Type yieldType, StringRef argsDoc) {
+  if (region.empty())
+    return success();
+  if (!region.hasOneBlock())
+    return op.emitOpError()
+           << "expected the " << name << " region to have a single block";
+  Block &block = region.front();
+  if (TypeRange(block.getArgumentTypes()) != TypeRange(argTypes))
+    return op.emitOpError()
+           << "expected the " << name << " region to take " << argsDoc;
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield || yield.getValues().size() != 1 ||
+      yield.getValues()[0].getType() != yieldType)
+    return op.emitOpError()
+           << "expected the " << name << " region to yield one " << yieldType;
+  for (Operation &nested : block.without_terminator()) {
+    StringRef ns =
+        nested.getDialect() ? nested.getDialect()->getNamespace() : StringRef();
+    if ((ns != "arith" && ns != "math") || !isPure(&nested))
+      return nested.emitOpError()
+             << "is not allowed in the " << name
+             << " region: only pure arith and math ops can be lowered to "
+                "every target";
+  }
+  return success();
+}
+
+LogicalResult AttentionOp::verifyRegions() {
+  MLIRContext *ctx = getContext();
+  Type f32 = Float32Type::get(ctx), idx = IndexType::get(ctx);
+  Type i1 = IntegerType::get(ctx, 1);
+  if (failed(verifyScalarRegion(
+          *this, getScore(), "score", {f32, idx, idx, idx, idx}, f32,
+          "(f32, index, index, index, index): the score and its batch, head, "
+          "query and key indices")))
+    return failure();
+  return verifyScalarRegion(*this, getMask(), "mask", {idx, idx, idx, idx}, i1,
+                            "(index, index, index, index): the batch, head, "
+                            "query and key indices");
+}

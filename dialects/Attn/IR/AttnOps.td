@@ -1,0 +1,108 @@
+//===- AttnOps.td - operations of the attn dialect ---------*- tablegen -*-===//
+#ifndef ATTNC_ATTN_OPS
+#define ATTNC_ATTN_OPS
+
+include "dialects/Attn/IR/AttnDialect.td"
+include "dialects/Attn/IR/AttnAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/IR/OpBase.td"
+
+//===----------------------------------------------------------------------===//
+// attn.attention
+//===----------------------------------------------------------------------===//
+
+def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
+  let summary = "Scaled dot-product attention, softmax(mod(Q·Kᵀ)) · V";
+  let description = [{
+    Computes `O = softmax(mask(score(scale · Q·Kᵀ))) · V` for every batch and
+    query head, and optionally the row log-sum-exp `LSE` (natural log), without
+    ever materialising the full score matrix once lowered.
+
+    Operands use the logical layout `[B, H, S, D]`. `B` and `S` may be dynamic;
+    the head counts and head dim must be static. Grouped-query attention is
+    implied by the head counts: query head `h` reads key/value head
+    `h / (Hq / Hkv)`, so `Hq` must be a multiple of `Hkv`.
+
+    Attributes, applied in this order to each score `s = q·k`:
+    - `scale` (default `1/sqrt(D)`): `s = scale · s`;
+    - `softcap` `c`: `s = c · tanh(s / c)`;
+    - the `score` region (a FlexAttention `score_mod`):
+      `(s: f32, b, h, i, j: index) -> f32`;
+    - masking: `causal` (bottom-right aligned: row `i` sees `j <= i + Skv - Sq`),
+      `window` (`#attn.window<left, right>`, same alignment), and the `mask`
+      region (a FlexAttention `mask_mod`: `(b, h, i, j: index) -> i1`, true
+      keeps the score). A row with no visible key yields `O = 0`, `LSE = -inf`.
+
+    ```mlir
+    %o, %lse = attn.attention %q, %k, %v {causal, softcap = 30.0 : f32}
+        : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+        -> tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+    ```
+
+    With a FlexAttention-style mask (a document mask on a 256-token stride):
+    ```mlir
+    %o = attn.attention %q, %k, %v : ... -> tensor<?x32x?x128xbf16>
+    mask {
+    ^bb0(%b: index, %h: index, %i: index, %j: index):
+      %c256 = arith.constant 256 : index
+      %di = arith.divui %i, %c256 : index
+      %dj = arith.divui %j, %c256 : index
+      %same = arith.cmpi eq, %di, %dj : index
+      attn.yield %same : i1
+    }
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$query,
+    AnyRankedTensor:$key,
+    AnyRankedTensor:$value,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal,
+    OptionalAttr<Attn_WindowAttr>:$window,
+    OptionalAttr<F32Attr>:$softcap
+  );
+  let results = (outs AnyRankedTensor:$output, Optional<AnyRankedTensor>:$lse);
+  let regions = (region AnyRegion:$score, AnyRegion:$mask);
+
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict
+    `:` type($query) `,` type($key) `,` type($value)
+    `->` type($output) (`,` type($lse)^)?
+    (`score` $score^)? (`mask` $mask^)?
+  }];
+
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// The scale applied to Q·Kᵀ: the attribute, else 1/sqrt(head dim).
+    float getEffectiveScale();
+    int64_t getNumHeads();
+    int64_t getNumKVHeads();
+    int64_t getHeadDim();
+    ::mlir::Type getElementType();
+    bool hasScoreMod() { return !getScore().empty(); }
+    bool hasMaskMod() { return !getMask().empty(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// attn.yield
+//===----------------------------------------------------------------------===//
+
+def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
+                                     ParentOneOf<["AttentionOp"]>]> {
+  let summary = "Yields the value a scalar region computes";
+  let description = [{
+    Terminates the `score` and `mask` regions of `attn.attention`.
+    ```mlir
+    attn.yield %s : f32
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
+#endif // ATTNC_ATTN_OPS

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Quick start (a): set up, build, and run the main job on the built-in default:
+# the forward attention of one Llama-3.1-8B layer (32 query heads, 8 KV heads,
+# head dim 128, bf16, causal) for sm_90a, with its summary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+mkdir -p out
+# Only the graph level (attn IR) exists so far; the summary says so rather
+# than inventing PTX numbers. The lowering to PTX is the prefill issue.
+build/bin/attnc emit --op attention --heads 32 --kv-heads 8 --head-dim 128 \
+  --dtype bf16 --causal --arch sm_90a --emit attn \
+  -o out/llama31-8b-attention-fwd.attn.mlir --summary --seq-len 8192

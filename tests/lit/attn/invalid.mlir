@@ -1,0 +1,242 @@
+// RUN: attnc-opt %s -split-input-file -verify-diagnostics
+
+func.func @rank(%q: tensor<32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected query to have rank 4 ([batch, heads, seq, head_dim]), got rank 3}}
+  %o = attn.attention %q, %k, %v : tensor<32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<32x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @f32_inputs(%q: tensor<?x8x?x128xf32>, %k: tensor<?x8x?x128xf32>, %v: tensor<?x8x?x128xf32>) {
+  // expected-error @+1 {{expected query element type bf16 or f16, got 'f32'}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xf32>, tensor<?x8x?x128xf32>, tensor<?x8x?x128xf32> -> tensor<?x8x?x128xf32>
+  return
+}
+
+// -----
+
+func.func @mixed_types(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected key element type 'bf16' to match the query, got 'f16'}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @dynamic_heads(%q: tensor<?x?x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected query to have static heads and head dim, got 'tensor<?x?x?x128xbf16>'}}
+  %o = attn.attention %q, %k, %v : tensor<?x?x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x?x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @kv_heads_differ(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x4x?x128xbf16>) {
+  // expected-error @+1 {{expected key and value to have the same number of heads, got 8 and 4}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x4x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @gqa_ratio(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x6x?x128xbf16>, %v: tensor<?x6x?x128xbf16>) {
+  // expected-error @+1 {{query heads (32) must be a multiple of key/value heads (6) for grouped-query attention}}
+  %o = attn.attention %q, %k, %v : tensor<?x32x?x128xbf16>, tensor<?x6x?x128xbf16>, tensor<?x6x?x128xbf16> -> tensor<?x32x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @key_head_dim(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected key head dim 64 to match query head dim 128}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @value_head_dim(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x64xbf16>) {
+  // expected-error @+1 {{expected value head dim 64 to match query head dim 128}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @head_dim_100(%q: tensor<?x8x?x100xbf16>, %k: tensor<?x8x?x100xbf16>, %v: tensor<?x8x?x100xbf16>) {
+  // expected-error @+1 {{head dim 100 is not supported; expected one of 64, 96, 128, 192, 256}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x100xbf16>, tensor<?x8x?x100xbf16>, tensor<?x8x?x100xbf16> -> tensor<?x8x?x100xbf16>
+  return
+}
+
+// -----
+
+func.func @batch(%q: tensor<2x8x?x128xbf16>, %k: tensor<3x8x?x128xbf16>, %v: tensor<3x8x?x128xbf16>) {
+  // expected-error @+1 {{expected query, key and value batch sizes to match, got 2, 3 and 3}}
+  %o = attn.attention %q, %k, %v : tensor<2x8x?x128xbf16>, tensor<3x8x?x128xbf16>, tensor<3x8x?x128xbf16> -> tensor<2x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @kv_seq(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x100x128xbf16>, %v: tensor<?x8x99x128xbf16>) {
+  // expected-error @+1 {{expected key and value sequence lengths to match, got 100 and 99}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x100x128xbf16>, tensor<?x8x99x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @output_type(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected the output type to equal the query type 'tensor<?x8x?x128xbf16>', got 'tensor<?x8x?x128xf16>'}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xf16>
+  return
+}
+
+// -----
+
+func.func @lse_type(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected the lse type 'tensor<?x8x?xf32>' ([batch, heads, seq] in f32), got 'tensor<?x8x?xbf16>'}}
+  %o, %l = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>, tensor<?x8x?xbf16>
+  return
+}
+
+// -----
+
+func.func @scale(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected scale to be a positive finite number, got -1}}
+  %o = attn.attention %q, %k, %v {scale = -1.0 : f32} : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @softcap(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected softcap to be a positive finite number, got 0}}
+  %o = attn.attention %q, %k, %v {softcap = 0.0 : f32} : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @causal_right_window(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{causal attention sees no key right of the diagonal; use window right = 0 or drop causal, got right = 16}}
+  %o = attn.attention %q, %k, %v {causal, window = #attn.window<128, 16>} : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @window_bounds(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{window bounds must be >= -1 (-1 means unbounded), got <-2, 0>}}
+  %o = attn.attention %q, %k, %v {window = #attn.window<-2, 0>} : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @window_unbounded(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{a window unbounded on both sides masks nothing; drop the window attribute}}
+  %o = attn.attention %q, %k, %v {window = #attn.window<-1, -1>} : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @score_args(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected the score region to take (f32, index, index, index, index): the score and its batch, head, query and key indices}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  score {
+  ^bb0(%s: f32):
+    attn.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+func.func @score_yield(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected the score region to yield one 'f32'}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  score {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    attn.yield %i : index
+  }
+  return
+}
+
+// -----
+
+func.func @score_blocks(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected the score region to have a single block}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  score {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    attn.yield %s : f32
+  ^bb1:
+    %c = arith.constant 0.0 : f32
+    attn.yield %c : f32
+  }
+  return
+}
+
+// -----
+
+func.func @mask_args(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected the mask region to take (index, index, index, index): the batch, head, query and key indices}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  mask {
+  ^bb0(%i: index, %j: index):
+    %t = arith.cmpi ule, %j, %i : index
+    attn.yield %t : i1
+  }
+  return
+}
+
+// -----
+
+func.func @mask_yield(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected the mask region to yield one 'i1'}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    attn.yield %i : index
+  }
+  return
+}
+
+// -----
+
+func.func @region_op(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    // expected-error @+1 {{'tensor.empty' op is not allowed in the mask region: only pure arith and math ops can be lowered to every target}}
+    %e = tensor.empty() : tensor<4xf32>
+    %t = arith.cmpi ule, %j, %i : index
+    attn.yield %t : i1
+  }
+  return
+}
+
+// -----
+
+func.func @region_capture(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %limit: index) {
+  // expected-note @+1 {{required by region isolation constraints}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    // expected-error @+1 {{using value defined outside the region}}
+    %t = arith.cmpi ule, %j, %limit : index
+    attn.yield %t : i1
+  }
+  return
+}
+
+// -----
+
+func.func @yield_outside(%x: f32) {
+  // expected-error @+1 {{'attn.yield' op expects parent op 'attn.attention'}}
+  attn.yield %x : f32
+}

@@ -1,0 +1,61 @@
+// RUN: attnc-opt %s -split-input-file | FileCheck %s
+// RUN: attnc-opt %s -split-input-file | attnc-opt -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func @gqa_causal_lse
+// CHECK: %{{.*}}, %{{.*}} = attn.attention %arg0, %arg1, %arg2 {causal} : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+func.func @gqa_causal_lse(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v {causal}
+      : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+      -> tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+  return %o, %lse : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @window_softcap_scale_fp16
+// CHECK: attn.attention %arg0, %arg1, %arg2 {scale = 1.250000e-01 : f32, softcap = 3.000000e+01 : f32, window = #attn.window<4096, 0>}
+// CHECK-SAME: -> tensor<2x16x100x64xf16>{{$}}
+func.func @window_softcap_scale_fp16(%q: tensor<2x16x100x64xf16>, %k: tensor<2x16x77x64xf16>, %v: tensor<2x16x77x64xf16>)
+    -> tensor<2x16x100x64xf16> {
+  %o = attn.attention %q, %k, %v {scale = 0.125 : f32, softcap = 30.0 : f32, window = #attn.window<4096, 0>}
+      : tensor<2x16x100x64xf16>, tensor<2x16x77x64xf16>, tensor<2x16x77x64xf16> -> tensor<2x16x100x64xf16>
+  return %o : tensor<2x16x100x64xf16>
+}
+
+// -----
+
+// MQA (one KV head), a FlexAttention score_mod (relative-position bias) and a
+// mask_mod (document mask over 256-token documents).
+// CHECK-LABEL: func @mqa_score_and_mask_mods
+// CHECK: attn.attention
+// CHECK: score {
+// CHECK: ^bb0(%{{.*}}: f32, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index):
+// CHECK: arith.subi
+// CHECK: attn.yield %{{.*}} : f32
+// CHECK: } mask {
+// CHECK: arith.cmpi eq
+// CHECK: attn.yield %{{.*}} : i1
+func.func @mqa_score_and_mask_mods(%q: tensor<1x8x?x256xbf16>, %k: tensor<1x1x?x256xbf16>, %v: tensor<1x1x?x256xbf16>)
+    -> tensor<1x8x?x256xbf16> {
+  %o = attn.attention %q, %k, %v
+      : tensor<1x8x?x256xbf16>, tensor<1x1x?x256xbf16>, tensor<1x1x?x256xbf16> -> tensor<1x8x?x256xbf16>
+  score {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %d = arith.subi %i, %j : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %c = arith.constant -0.01 : f32
+    %bias = arith.mulf %df, %c : f32
+    %r = arith.addf %s, %bias : f32
+    attn.yield %r : f32
+  } mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c256 = arith.constant 256 : index
+    %di = arith.divui %i, %c256 : index
+    %dj = arith.divui %j, %c256 : index
+    %same = arith.cmpi eq, %di, %dj : index
+    attn.yield %same : i1
+  }
+  return %o : tensor<1x8x?x256xbf16>
+}

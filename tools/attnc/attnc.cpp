@@ -1,0 +1,30 @@
+//===- attnc.cpp - the attnc command line ---------------------------------===//
+//
+//   attnc emit   build or read attn IR and lower it to a chosen stage
+//
+//===----------------------------------------------------------------------===//
+#include "tools/attnc/Commands.h"
+
+#include <fmt/core.h>
+
+int main(int argc, char **argv) {
+  CLI::App app{"attnc: a compiler for fused attention and elementwise GPU "
+               "kernels"};
+  app.require_subcommand(1);
+  attnc::cli::EmitOptions emit;
+  attnc::cli::addEmitCommand(app, emit);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    fmt::print(stderr, "attnc: error: {}\n", e.what());
+    return 1;
+  }
+  if (app.got_subcommand("emit"))
+    return attnc::cli::runEmit(emit);
+  return 1;
+}
