@@ -1,7 +1,9 @@
 //===- Registration.cpp - every dialect and pass attnc knows --------------===//
 #include "compiler/Registration.h"
 
+#include "compiler/Transforms/Passes.h"
 #include "dialects/Attn/IR/AttnDialect.h"
+#include "dialects/Tile/IR/TileDialect.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
@@ -30,12 +32,12 @@
 #include "mlir/Transforms/Passes.h"
 
 void attnc::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<attn::AttnDialect, mlir::arith::ArithDialect,
-                  mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
-                  mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect,
-                  mlir::math::MathDialect, mlir::memref::MemRefDialect,
-                  mlir::NVVM::NVVMDialect, mlir::scf::SCFDialect,
-                  mlir::tensor::TensorDialect>();
+  registry.insert<attn::AttnDialect, tile::TileDialect,
+                  mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
+                  mlir::func::FuncDialect, mlir::gpu::GPUDialect,
+                  mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
+                  mlir::memref::MemRefDialect, mlir::NVVM::NVVMDialect,
+                  mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
   // The ConvertToLLVM interfaces that convert-gpu-to-nvvm (and later
   // convert-to-llvm) pick their patterns from, per dialect.
   mlir::arith::registerConvertArithToLLVMInterface(registry);
@@ -55,6 +57,7 @@ void attnc::registerAllDialects(mlir::DialectRegistry &registry) {
 }
 
 void attnc::registerAllPasses() {
+  registerAttncPasses();
   // Upstream passes attnc's pipelines use, so that lit tests can run them
   // in isolation.
   mlir::registerCanonicalizerPass();

@@ -1,0 +1,19 @@
+//===- Passes.h - attnc's passes --------------------------------*- C++ -*-===//
+#ifndef ATTNC_COMPILER_TRANSFORMS_PASSES_H
+#define ATTNC_COMPILER_TRANSFORMS_PASSES_H
+
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace attnc {
+
+#define GEN_PASS_DECL
+#include "compiler/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "compiler/Transforms/Passes.h.inc"
+
+} // namespace attnc
+
+#endif

@@ -1,0 +1,31 @@
+//===- Passes.td - attnc's passes --------------------------*- tablegen -*-===//
+#ifndef ATTNC_COMPILER_TRANSFORMS_PASSES
+#define ATTNC_COMPILER_TRANSFORMS_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def TileAttention : Pass<"attnc-tile-attention", "mlir::ModuleOp"> {
+  let summary = "Rewrite each attn.attention function into a tiled kernel "
+                "with the online softmax";
+  let description = [{
+    A function whose body is one `attn.attention` on its arguments becomes a
+    kernel function in the `tile` dialect: each program takes `block-m` query
+    rows, loops over `block-n`-wide K/V tiles (skipping tiles that causal or
+    window masks hide entirely), and carries the running max, running sum
+    and rescaled accumulator through the loop. The kernel's arguments are
+    the runtime's launch ABI (`attention_fwd_v1`): pointers to Q, K, V, O and
+    LSE, then batch, seq_q, seq_kv and the element strides of each tensor.
+  }];
+  let options = [
+    Option<"blockM", "block-m", "int64_t", "64", "Query rows per program">,
+    Option<"blockN", "block-n", "int64_t", "64", "Keys per KV tile">,
+  ];
+  let dependentDialects = ["::attnc::tile::TileDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+#endif // ATTNC_COMPILER_TRANSFORMS_PASSES

@@ -1,0 +1,250 @@
+//===- TileAttention.cpp - attn.attention -> tiled online-softmax kernel --===//
+//
+// The FlashAttention forward algorithm, written at the kernel level: one
+// program per (query tile, head, batch); a loop over K/V tiles keeps the row
+// max m, row sum l and the accumulator, so the n×n score matrix never exists.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/LaunchABI.h"
+#include "compiler/Transforms/Passes.h"
+
+#include "dialects/Attn/IR/AttnOps.h"
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <limits>
+
+namespace attnc {
+#define GEN_PASS_DEF_TILEATTENTION
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+using namespace attnc;
+
+namespace {
+
+/// Emits the tiled kernel for one attention op.
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &b, attn::AttentionOp att, int64_t blockM,
+                int64_t blockN)
+      : b(b), att(att), loc(att.getLoc()), blockM(blockM), blockN(blockN),
+        headDim(att.getHeadDim()), elt(att.getElementType()) {}
+
+  func::FuncOp build(StringRef name);
+
+private:
+  Value index(Value i64) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), i64);
+  }
+  Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  /// A [batch, heads, seq(, dim)] view of a bare pointer with the ABI's
+  /// element strides (the innermost stride is 1).
+  Value view(Value ptr, int64_t heads, Value seq, ArrayRef<Value> strides,
+             bool withDim);
+  Value splat(ArrayRef<int64_t> shape, float v) {
+    auto t = RankedTensorType::get(shape, b.getF32Type());
+    return arith::ConstantOp::create(b, loc, t, DenseElementsAttr::get(t, v));
+  }
+  void cloneRegion(Region &from, Region &to);
+
+  OpBuilder &b;
+  attn::AttentionOp att;
+  Location loc;
+  int64_t blockM, blockN, headDim;
+  Type elt;
+  Value batch; // the problem's batch size, as an index
+};
+
+Value KernelBuilder::view(Value ptr, int64_t heads, Value seq,
+                          ArrayRef<Value> strides, bool withDim) {
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<int64_t> shape{dyn, heads, dyn};
+  SmallVector<int64_t> layout{dyn, dyn, 1};
+  SmallVector<OpFoldResult> sizes{batch, b.getIndexAttr(heads), seq};
+  SmallVector<OpFoldResult> strideVals{strides[0], strides[1],
+                                       b.getIndexAttr(1)};
+  if (withDim) {
+    shape.push_back(headDim);
+    layout = {dyn, dyn, dyn, 1};
+    sizes.push_back(b.getIndexAttr(headDim));
+    strideVals = {strides[0], strides[1], strides[2], b.getIndexAttr(1)};
+  }
+  Type eltType = cast<MemRefType>(ptr.getType()).getElementType();
+  auto type = MemRefType::get(
+      shape, eltType, StridedLayoutAttr::get(b.getContext(), 0, layout));
+  return memref::ReinterpretCastOp::create(b, loc, type, ptr, b.getIndexAttr(0),
+                                           sizes, strideVals);
+}
+
+void KernelBuilder::cloneRegion(Region &from, Region &to) {
+  if (from.empty())
+    return;
+  IRMapping mapping;
+  from.cloneInto(&to, mapping);
+  to.walk([&](attn::YieldOp y) {
+    OpBuilder yb(y);
+    tile::YieldOp::create(yb, y.getLoc(), y.getValues());
+    y.erase();
+  });
+}
+
+func::FuncOp KernelBuilder::build(StringRef name) {
+  MLIRContext *ctx = b.getContext();
+  auto fn = func::FuncOp::create(
+      b, loc, name,
+      FunctionType::get(ctx, attentionFwdParamTypes(ctx, elt), {}));
+  fn->setAttr("tile.launch",
+              tile::LaunchAttr::get(ctx, kAttentionFwdRule, blockM, blockN));
+  for (auto [i, param] : llvm::enumerate(kAttentionFwdParams))
+    fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
+
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto arg = [&](int i) { return entry->getArgument(i); };
+  auto strides = [&](int first) {
+    return SmallVector<Value>{index(arg(first)), index(arg(first + 1)),
+                              index(arg(first + 2))};
+  };
+
+  int64_t hq = att.getNumHeads(), hkv = att.getNumKVHeads();
+  batch = index(arg(5));
+  Value seqQ = index(arg(6)), seqKV = index(arg(7));
+  Value qView = view(arg(0), hq, seqQ, strides(8), true);
+  Value kView = view(arg(1), hkv, seqKV, strides(11), true);
+  Value vView = view(arg(2), hkv, seqKV, strides(14), true);
+  Value oView = view(arg(3), hq, seqQ, strides(17), true);
+  Value lseView =
+      view(arg(4), hq, seqQ, {index(arg(20)), index(arg(21))}, false);
+
+  Value mTile = tile::ProgramIdOp::create(b, loc, b.getIndexType(),
+                                          b.getI32IntegerAttr(0));
+  Value head = tile::ProgramIdOp::create(b, loc, b.getIndexType(),
+                                         b.getI32IntegerAttr(1));
+  Value bIdx = tile::ProgramIdOp::create(b, loc, b.getIndexType(),
+                                         b.getI32IntegerAttr(2));
+  // Grouped-query attention: query head h reads KV head h / (Hq / Hkv).
+  Value kvHead = arith::DivUIOp::create(b, loc, head, cst(hq / hkv));
+  Value q0 = arith::MulIOp::create(b, loc, mTile, cst(blockM));
+
+  auto qTileT = RankedTensorType::get({blockM, headDim}, elt);
+  auto kvTileT = RankedTensorType::get({blockN, headDim}, elt);
+  Value qTile = tile::LoadOp::create(b, loc, qTileT, qView, bIdx, head, q0);
+
+  // KV tiles to visit. Masks are bottom-right aligned: row r's diagonal is
+  // key r + (seq_kv - seq_q). Tiles wholly outside [lo, hi) are skipped,
+  // never loaded.
+  Value shift = arith::SubIOp::create(b, loc, seqKV, seqQ);
+  Value lo = cst(0), hi = seqKV;
+  auto window = att.getWindowAttr();
+  int64_t right = att.getCausal() ? 0 : (window ? window.getRight() : -1);
+  int64_t left = window ? window.getLeft() : -1;
+  if (right >= 0) {
+    // The last row of this tile sees keys up to q0 + BM - 1 + shift + right.
+    Value lastKey =
+        arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, q0, shift),
+                              cst(blockM - 1 + right + 1));
+    hi = arith::MinSIOp::create(b, loc, seqKV, lastKey);
+  }
+  if (left >= 0) {
+    Value first = arith::SubIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, q0, shift), cst(left));
+    first = arith::MaxSIOp::create(b, loc, first, cst(0));
+    // Start on a tile boundary so that K/V loads stay aligned.
+    lo = arith::MulIOp::create(
+        b, loc, arith::DivSIOp::create(b, loc, first, cst(blockN)),
+        cst(blockN));
+  }
+
+  float negInf = -std::numeric_limits<float>::infinity();
+  Value m0 = splat({blockM}, negInf), l0 = splat({blockM}, 0.0f);
+  Value acc0 = splat({blockM, headDim}, 0.0f);
+  auto loop =
+      scf::ForOp::create(b, loc, lo, hi, cst(blockN), ValueRange{m0, l0, acc0});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value k0 = loop.getInductionVar();
+    Value m = loop.getRegionIterArg(0), l = loop.getRegionIterArg(1);
+    Value acc = loop.getRegionIterArg(2);
+    Value kTile =
+        tile::LoadOp::create(b, loc, kvTileT, kView, bIdx, kvHead, k0);
+    Value vTile =
+        tile::LoadOp::create(b, loc, kvTileT, vView, bIdx, kvHead, k0);
+    auto sT = RankedTensorType::get({blockM, blockN}, b.getF32Type());
+    Value s = tile::DotOp::create(b, loc, sT, qTile, kTile, Value(),
+                                  /*transpose_b=*/true);
+    auto score =
+        tile::ScoreOp::create(b, loc, sT, s, bIdx, head, q0, k0, seqQ, seqKV,
+                              b.getF32FloatAttr(att.getEffectiveScale()),
+                              att.getCausal() ? b.getUnitAttr() : UnitAttr(),
+                              window, att.getSoftcapAttr());
+    cloneRegion(att.getScore(), score.getScoreMod());
+    cloneRegion(att.getMask(), score.getMaskMod());
+    auto upd = tile::SoftmaxUpdateOp::create(
+        b, loc, sT, m.getType(), m.getType(), m.getType(), score, m, l);
+    Value rescaled =
+        tile::RescaleOp::create(b, loc, acc.getType(), acc, upd.getAlpha());
+    Value p = arith::TruncFOp::create(
+        b, loc, RankedTensorType::get({blockM, blockN}, elt), upd.getProbs());
+    Value acc1 = tile::DotOp::create(b, loc, acc.getType(), p, vTile, rescaled,
+                                     /*transpose_b=*/false);
+    SmallVector<Value> next{upd.getNewMax(), upd.getNewSum(), acc1};
+    scf::YieldOp::create(b, loc, next);
+  }
+  auto fin = tile::FinalizeOp::create(
+      b, loc, loop.getResult(2), loop.getResult(0), loop.getResult(1), elt);
+  tile::StoreOp::create(b, loc, fin.getOutput(), oView, bIdx, head, q0);
+  if (att.getLse())
+    tile::StoreOp::create(b, loc, fin.getLse(), lseView, bIdx, head, q0);
+  func::ReturnOp::create(b, loc);
+  return fn;
+}
+
+class TileAttentionPass
+    : public attnc::impl::TileAttentionBase<TileAttentionPass> {
+public:
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+void TileAttentionPass::runOnOperation() {
+  SmallVector<std::pair<func::FuncOp, attn::AttentionOp>> work;
+  for (auto fn : getOperation().getOps<func::FuncOp>()) {
+    auto ops = llvm::to_vector(fn.getOps<attn::AttentionOp>());
+    if (ops.empty())
+      continue;
+    attn::AttentionOp att = ops.front();
+    bool argsOnly = llvm::all_of(att->getOperands(), [&](Value v) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && arg.getOwner()->getParentOp() == fn;
+    });
+    if (ops.size() != 1 || !argsOnly) {
+      att.emitOpError() << "cannot be tiled: attnc-tile-attention expects a "
+                           "function whose body is one attn.attention on "
+                           "the function's arguments";
+      return signalPassFailure();
+    }
+    if (blockM <= 0 || blockN <= 0 || blockM % 16 || blockN % 16) {
+      att.emitOpError() << "cannot be tiled with block-m " << blockM
+                        << " and block-n " << blockN
+                        << ": both must be positive multiples of 16";
+      return signalPassFailure();
+    }
+    work.push_back({fn, att});
+  }
+  for (auto [fn, att] : work) {
+    OpBuilder b(fn);
+    KernelBuilder(b, att, blockM, blockN).build(fn.getName());
+    fn.erase();
+  }
+}
+
+} // namespace

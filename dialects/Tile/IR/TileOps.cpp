@@ -1,0 +1,139 @@
+//===- TileOps.cpp - verifiers of tile ops --------------------------------===//
+#include "dialects/Tile/IR/TileOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace attnc::tile;
+
+#define GET_OP_CLASSES
+#include "dialects/Tile/IR/TileOps.cpp.inc"
+
+static bool isFloat16ish(Type t) { return t.isBF16() || t.isF16(); }
+
+/// A [batch, heads, seq, D] or [batch, heads, seq] view and the tile of its
+/// rows: the tile's trailing dims must match the view's.
+static LogicalResult verifyRowsTile(Operation *op, MemRefType view,
+                                    RankedTensorType tile) {
+  if (view.getRank() != 3 && view.getRank() != 4)
+    return op->emitOpError() << "expected a [batch, heads, seq(, dim)] view, "
+                                "got rank "
+                             << view.getRank();
+  if (tile.getRank() != view.getRank() - 2)
+    return op->emitOpError()
+           << "expected a tile of rank " << view.getRank() - 2 << " for a rank-"
+           << view.getRank() << " view, got " << Type(tile);
+  if (view.getRank() == 4 && tile.getDimSize(1) != view.getDimSize(3))
+    return op->emitOpError()
+           << "expected the tile's row length " << tile.getDimSize(1)
+           << " to match the view's last dim " << view.getDimSize(3);
+  if (tile.getElementType() != view.getElementType())
+    return op->emitOpError()
+           << "expected the tile element type " << tile.getElementType()
+           << " to match the view's " << view.getElementType();
+  return success();
+}
+
+LogicalResult LoadOp::verify() {
+  auto view = cast<MemRefType>(getSource().getType());
+  if (view.getRank() != 4)
+    return emitOpError() << "expected a rank-4 [batch, heads, seq, dim] view";
+  return verifyRowsTile(*this, view, getResult().getType());
+}
+
+LogicalResult StoreOp::verify() {
+  return verifyRowsTile(*this, cast<MemRefType>(getDest().getType()),
+                        getValue().getType());
+}
+
+LogicalResult DotOp::verify() {
+  auto a = getLhs().getType(), b = getRhs().getType();
+  auto r = getResult().getType();
+  if (a.getRank() != 2 || b.getRank() != 2 || r.getRank() != 2)
+    return emitOpError() << "expected rank-2 tiles";
+  if (!isFloat16ish(a.getElementType()) ||
+      a.getElementType() != b.getElementType())
+    return emitOpError() << "expected bf16 or f16 operands of one type, got "
+                         << a.getElementType() << " and " << b.getElementType();
+  if (!r.getElementType().isF32())
+    return emitOpError() << "expected an f32 result";
+  int64_t k = a.getDimSize(1);
+  int64_t bk = getTransposeB() ? b.getDimSize(1) : b.getDimSize(0);
+  int64_t n = getTransposeB() ? b.getDimSize(0) : b.getDimSize(1);
+  if (bk != k)
+    return emitOpError() << "expected the reduction dims to match, got " << k
+                         << " and " << bk;
+  if (r.getDimSize(0) != a.getDimSize(0) || r.getDimSize(1) != n)
+    return emitOpError() << "expected a " << a.getDimSize(0) << "x" << n
+                         << " result, got " << Type(r);
+  if (getAcc() && getAcc().getType() != r)
+    return emitOpError() << "expected the accumulator type to equal the "
+                            "result type";
+  return success();
+}
+
+LogicalResult ScoreOp::verify() {
+  auto s = getScores().getType();
+  if (s.getRank() != 2 || !s.getElementType().isF32() ||
+      s != getResult().getType())
+    return emitOpError() << "expected an f32 M x N score tile in and out";
+  return success();
+}
+
+/// Row statistics of an M x N tile are f32 tensors of M.
+static LogicalResult verifyRowStat(Operation *op, RankedTensorType tile,
+                                   Type stat, StringRef name) {
+  auto expected = RankedTensorType::get({tile.getDimSize(0)},
+                                        Float32Type::get(op->getContext()));
+  if (stat != expected)
+    return op->emitOpError() << "expected " << name << " of type "
+                             << Type(expected) << ", got " << stat;
+  return success();
+}
+
+LogicalResult SoftmaxUpdateOp::verify() {
+  auto s = getScores().getType();
+  if (s.getRank() != 2 || !s.getElementType().isF32())
+    return emitOpError() << "expected an f32 M x N score tile";
+  if (failed(verifyRowStat(*this, s, getMax().getType(), "the row max")) ||
+      failed(verifyRowStat(*this, s, getSum().getType(), "the row sum")) ||
+      failed(verifyRowStat(*this, s, getNewMax().getType(), "the new max")) ||
+      failed(verifyRowStat(*this, s, getNewSum().getType(), "the new sum")) ||
+      failed(verifyRowStat(*this, s, getAlpha().getType(), "alpha")))
+    return failure();
+  if (getProbs().getType() != s)
+    return emitOpError() << "expected the probabilities to have the score "
+                            "tile's type";
+  return success();
+}
+
+LogicalResult RescaleOp::verify() {
+  auto acc = getAcc().getType();
+  if (acc.getRank() != 2 || !acc.getElementType().isF32())
+    return emitOpError() << "expected an f32 M x D accumulator";
+  return verifyRowStat(*this, acc, getAlpha().getType(), "alpha");
+}
+
+void FinalizeOp::build(OpBuilder &b, OperationState &state, Value acc,
+                       Value max, Value sum, Type outputElementType) {
+  auto accT = cast<RankedTensorType>(acc.getType());
+  build(b, state, accT.clone(outputElementType),
+        RankedTensorType::get({accT.getDimSize(0)}, b.getF32Type()), acc, max,
+        sum);
+}
+
+LogicalResult FinalizeOp::verify() {
+  auto acc = getAcc().getType();
+  if (acc.getRank() != 2 || !acc.getElementType().isF32())
+    return emitOpError() << "expected an f32 M x D accumulator";
+  if (failed(verifyRowStat(*this, acc, getMax().getType(), "the row max")) ||
+      failed(verifyRowStat(*this, acc, getSum().getType(), "the row sum")) ||
+      failed(verifyRowStat(*this, acc, getLse().getType(), "the lse")))
+    return failure();
+  if (getOutput().getType().getShape() != acc.getShape() ||
+      !isFloat16ish(getOutput().getType().getElementType()))
+    return emitOpError() << "expected a bf16 or f16 output of the "
+                            "accumulator's shape";
+  return success();
+}

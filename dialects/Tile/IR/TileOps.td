@@ -1,0 +1,177 @@
+//===- TileOps.td - operations of the tile dialect ---------*- tablegen -*-===//
+#ifndef ATTNC_TILE_OPS
+#define ATTNC_TILE_OPS
+
+include "dialects/Tile/IR/TileDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/IR/OpBase.td"
+include "dialects/Attn/IR/AttnAttrs.td"
+
+def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
+  let summary = "This program's index along one grid dimension";
+  let description = [{
+    ```mlir
+    %m_tile = tile.program_id 0
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>:$dim);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$dim attr-dict";
+}
+
+def Tile_LoadOp : Tile_Op<"load", [MemoryEffects<[MemRead]>]> {
+  let summary = "Loads rows [row, row + R) of one (batch, head) matrix";
+  let description = [{
+    Reads a `R x D` tile from a `[batch, heads, seq, D]` view. Rows at or past
+    the view's sequence length read as zero, so any length works without
+    padding.
+    ```mlir
+    %k = tile.load %kv[%b, %h, %k0] : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>> -> tensor<64x128xbf16>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "source", [MemRead]>:$source,
+                       Index:$batch, Index:$head, Index:$row);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $source `[` $batch `,` $head `,` $row `]` attr-dict `:` type($source) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Stores a tile's rows [row, row + R) of one (batch, head)";
+  let description = [{
+    Writes a `R x D` tile into a `[batch, heads, seq, D]` view, or a `R` tile
+    into a `[batch, heads, seq]` view (the LSE). Rows at or past the view's
+    sequence length are not written.
+    ```mlir
+    tile.store %o, %out[%b, %h, %q0] : tensor<64x128xbf16>, memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$value,
+                       Arg<AnyMemRef, "destination", [MemWrite]>:$dest,
+                       Index:$batch, Index:$head, Index:$row);
+  let assemblyFormat = [{
+    $value `,` $dest `[` $batch `,` $head `,` $row `]` attr-dict `:` type($value) `,` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_DotOp : Tile_Op<"dot", [Pure,
+    OptionalTypesMatchWith<"the accumulator has the result type", "result", "acc", "$_self">]> {
+  let summary = "Tile matrix product with f32 accumulation";
+  let description = [{
+    `result = acc + a · b` (or `a · bᵀ` with `transpose_b`), inputs in bf16 or
+    f16, accumulation and result in f32. `acc` defaults to zero.
+    ```mlir
+    %s = tile.dot %q, %k {transpose_b} : tensor<64x128xbf16>, tensor<64x128xbf16> -> tensor<64x64xf32>
+    %o = tile.dot %p, %v, %acc : tensor<64x64xbf16>, tensor<64x128xbf16> -> tensor<64x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$lhs, AnyStaticShapeTensor:$rhs,
+                       Optional<AnyStaticShapeTensor>:$acc, UnitAttr:$transpose_b);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`,` $acc^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
+    AllTypesMatch<["scores", "result"]>]> {
+  let summary = "Scales, soft-caps, modifies and masks a score tile";
+  let description = [{
+    For the `M x N` tile of raw scores `s` of query rows `q0 + i` and keys
+    `k0 + j`: `t = scale · s`, then `t = softcap · tanh(t / softcap)`, then the
+    `score` region; masked entries become `-inf`: keys at or past `seq_kv`,
+    `causal` and `window` (bottom-right aligned: the diagonal of row `r` is
+    key `r + seq_kv - seq_q`), and the `mask` region. The result is in the
+    log2 domain (`t · log2(e)`) so the softmax can use exp2.
+    ```mlir
+    %t = tile.score %s, %b, %h, %q0, %k0, %sq, %skv {scale = 0.088 : f32, causal}
+        : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$scores, Index:$batch, Index:$head,
+                       Index:$q0, Index:$k0, Index:$seq_q, Index:$seq_kv,
+                       F32Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<Attn_WindowAttr>:$window,
+                       OptionalAttr<F32Attr>:$softcap);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let regions = (region AnyRegion:$score_mod, AnyRegion:$mask_mod);
+  let assemblyFormat = [{
+    $scores `,` $batch `,` $head `,` $q0 `,` $k0 `,` $seq_q `,` $seq_kv attr-dict `:` type($scores)
+    (`score` $score_mod^)? (`mask` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_SoftmaxUpdateOp : Tile_Op<"softmax_update", [Pure,
+    AllTypesMatch<["scores", "probs"]>,
+    AllTypesMatch<["max", "sum", "new_max", "new_sum", "alpha"]>]> {
+  let summary = "One online-softmax step over a score tile (log2 domain)";
+  let description = [{
+    With `m` the running row max and `l` the running row sum:
+    `m' = max(m, rowmax(t))`, `p = exp2(t - m')`, `alpha = exp2(m - m')`,
+    `l' = alpha · l + rowsum(p)`. A row whose every score so far is `-inf`
+    keeps `m' = -inf`, `p = 0`, `alpha = 1` (never NaN).
+    ```mlir
+    %p, %m2, %l2, %alpha = tile.softmax_update %t, %m, %l : tensor<64x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$scores, AnyStaticShapeTensor:$max,
+                       AnyStaticShapeTensor:$sum);
+  let results = (outs AnyStaticShapeTensor:$probs, AnyStaticShapeTensor:$new_max,
+                      AnyStaticShapeTensor:$new_sum, AnyStaticShapeTensor:$alpha);
+  let assemblyFormat = [{
+    $scores `,` $max `,` $sum attr-dict `:` type($scores) `,` type($max)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_RescaleOp : Tile_Op<"rescale", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "Multiplies each accumulator row by its softmax correction";
+  let description = [{
+    ```mlir
+    %acc2 = tile.rescale %acc, %alpha : tensor<64x128xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$acc, AnyStaticShapeTensor:$alpha);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$acc `,` $alpha attr-dict `:` type($acc) `,` type($alpha)";
+  let hasVerifier = 1;
+}
+
+def Tile_FinalizeOp : Tile_Op<"finalize", [Pure,
+    AllTypesMatch<["max", "sum", "lse"]>]> {
+  let summary = "Divides by the row sums and forms the log-sum-exp";
+  let description = [{
+    `o = acc / l` converted to the output type, and
+    `lse = (m + log2 l) · ln 2` (natural log); rows with `l = 0` (every key
+    masked) give `o = 0` and `lse = -inf`.
+    ```mlir
+    %o, %lse = tile.finalize %acc, %m, %l : tensor<64x128xf32>, tensor<64xf32> -> tensor<64x128xbf16>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$acc, AnyStaticShapeTensor:$max,
+                       AnyStaticShapeTensor:$sum);
+  let results = (outs AnyStaticShapeTensor:$output, AnyStaticShapeTensor:$lse);
+  let assemblyFormat = [{
+    $acc `,` $max `,` $sum attr-dict `:` type($acc) `,` type($max) `->` type($output)
+  }];
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "mlir::Value":$acc, "mlir::Value":$max, "mlir::Value":$sum,
+                   "mlir::Type":$outputElementType)>
+  ];
+}
+
+def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
+                                     ParentOneOf<["ScoreOp"]>]> {
+  let summary = "Yields the value of a tile.score region";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
+#endif // ATTNC_TILE_OPS
