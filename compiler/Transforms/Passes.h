@@ -4,6 +4,7 @@
 
 #include "dialects/Tile/IR/TileOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Pass/Pass.h"
 
 namespace attnc {

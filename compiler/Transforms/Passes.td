@@ -28,4 +28,31 @@ def TileAttention : Pass<"attnc-tile-attention", "mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def LowerTileToLinalg : Pass<"attnc-lower-tile-to-linalg"> {
+  let summary = "Lower tile ops to linalg, tensor and scf on tensors (host path)";
+  let description = [{
+    Gives each tile op its portable meaning in upstream ops, so that the
+    kernel-level algorithm can be bufferized and run on the host CPU: loads
+    and stores become guarded element loops, dots linalg contractions with
+    f32 accumulation, the softmax steps linalg.generic maps and row
+    reductions.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def HostGrid : Pass<"attnc-host-grid", "mlir::func::FuncOp"> {
+  let summary = "Run a kernel's grid of programs as loops on the host";
+  let description = [{
+    Wraps the body of a kernel function (one with `tile.launch`) in loops
+    over its grid, replacing `tile.program_id` by the loop indices, so that
+    the host executes every program in turn.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // ATTNC_COMPILER_TRANSFORMS_PASSES

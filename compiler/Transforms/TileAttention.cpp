@@ -102,7 +102,8 @@ func::FuncOp KernelBuilder::build(StringRef name) {
       b, loc, name,
       FunctionType::get(ctx, attentionFwdParamTypes(ctx, elt), {}));
   fn->setAttr("tile.launch",
-              tile::LaunchAttr::get(ctx, kAttentionFwdRule, blockM, blockN));
+              tile::LaunchAttr::get(ctx, kAttentionFwdRule, blockM, blockN,
+                                    att.getNumHeads()));
   for (auto [i, param] : llvm::enumerate(kAttentionFwdParams))
     fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
 

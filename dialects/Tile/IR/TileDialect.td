@@ -36,14 +36,15 @@ def Tile_LaunchAttr : AttrDef<Tile_Dialect, "Launch"> {
   let description = [{
     Attached to a kernel function. `rule` names how the runtime derives the
     grid from the problem (`attention_fwd_v1`: grid = (ceil(seq_q / block_m),
-    heads, batch)); `block_m` / `block_n` are the query and key tile sizes.
+    heads, batch)); `block_m` / `block_n` are the query and key tile sizes,
+    `heads` the number of query heads.
     ```mlir
-    func.func @k(...) attributes {tile.launch = #tile.launch<"attention_fwd_v1", 64, 64>}
+    func.func @k(...) attributes {tile.launch = #tile.launch<"attention_fwd_v1", 64, 64, 32>}
     ```
   }];
   let parameters = (ins StringRefParameter<>:$rule, "int64_t":$blockM,
-                        "int64_t":$blockN);
-  let assemblyFormat = "`<` $rule `,` $blockM `,` $blockN `>`";
+                        "int64_t":$blockN, "int64_t":$heads);
+  let assemblyFormat = "`<` $rule `,` $blockM `,` $blockN `,` $heads `>`";
 }
 
 #endif // ATTNC_TILE_DIALECT

@@ -1,0 +1,422 @@
+//===- TileToLinalg.cpp - tile ops as linalg on tensors (host path) -------===//
+//
+// The portable meaning of each tile op, written with linalg, tensor and scf
+// on tensors. Bufferized and lowered to loops, this runs the kernel-level
+// algorithm on the host CPU, so CI checks the real tiled online softmax
+// without a GPU. GPU targets map the same tile ops onto threads instead.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Transforms/Passes.h"
+
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+#include <limits>
+
+namespace attnc {
+#define GEN_PASS_DEF_LOWERTILETOLINALG
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+using namespace attnc;
+
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+Value f32Const(OpBuilder &b, Location loc, float v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+Value emptyLike(OpBuilder &b, Location loc, RankedTensorType t) {
+  return tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType());
+}
+
+SmallVector<utils::IteratorType> iters(int parallel, int reduction = 0) {
+  SmallVector<utils::IteratorType> it(parallel, utils::IteratorType::parallel);
+  it.append(reduction, utils::IteratorType::reduction);
+  return it;
+}
+
+AffineMap map(MLIRContext *ctx, unsigned dims, ArrayRef<unsigned> results) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned r : results)
+    exprs.push_back(getAffineDimExpr(r, ctx));
+  return AffineMap::get(dims, 0, exprs, ctx);
+}
+
+/// tile.load: rows at or past the view's sequence length read as zero.
+struct LowerLoad : OpRewritePattern<tile::LoadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::LoadOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto t = op.getResult().getType();
+    Value seq = memref::DimOp::create(rw, loc, op.getSource(), 2);
+    auto gen = tensor::GenerateOp::create(
+        rw, loc, t, ValueRange{},
+        [&](OpBuilder &b, Location l, ValueRange idx) {
+          Value row = arith::AddIOp::create(b, l, op.getRow(), idx[0]);
+          Value inside =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, row, seq);
+          auto ifOp = scf::IfOp::create(
+              b, l, inside,
+              [&](OpBuilder &tb, Location tl) {
+                Value v = memref::LoadOp::create(
+                    tb, tl, op.getSource(),
+                    ValueRange{op.getBatch(), op.getHead(), row, idx[1]});
+                scf::YieldOp::create(tb, tl, v);
+              },
+              [&](OpBuilder &eb, Location el) {
+                Value zero = arith::ConstantOp::create(
+                    eb, el, eb.getZeroAttr(t.getElementType()));
+                scf::YieldOp::create(eb, el, zero);
+              });
+          tensor::YieldOp::create(b, l, ifOp.getResult(0));
+        });
+    rw.replaceOp(op, gen.getResult());
+    return success();
+  }
+};
+
+/// tile.store: writes rows below the view's sequence length.
+struct LowerStore : OpRewritePattern<tile::StoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::StoreOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto t = op.getValue().getType();
+    Value seq = memref::DimOp::create(rw, loc, op.getDest(), 2);
+    Value c0 = arith::ConstantIndexOp::create(rw, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rw, loc, 1);
+    Value rows = arith::ConstantIndexOp::create(rw, loc, t.getDimSize(0));
+    // Rows to write: min(R, seq - row), at least 0.
+    Value left = arith::SubIOp::create(rw, loc, seq, op.getRow());
+    Value n = arith::MaxSIOp::create(
+        rw, loc, c0, arith::MinSIOp::create(rw, loc, rows, left));
+    scf::ForOp::create(
+        rw, loc, c0, n, c1, ValueRange{},
+        [&](OpBuilder &b, Location l, Value i, ValueRange) {
+          Value row = arith::AddIOp::create(b, l, op.getRow(), i);
+          if (t.getRank() == 1) {
+            Value v = tensor::ExtractOp::create(b, l, op.getValue(), i);
+            memref::StoreOp::create(
+                b, l, v, op.getDest(),
+                ValueRange{op.getBatch(), op.getHead(), row});
+          } else {
+            Value d = arith::ConstantIndexOp::create(b, l, t.getDimSize(1));
+            scf::ForOp::create(
+                b, l, c0, d, c1, ValueRange{},
+                [&](OpBuilder &ib, Location il, Value j, ValueRange) {
+                  Value v = tensor::ExtractOp::create(ib, il, op.getValue(),
+                                                      ValueRange{i, j});
+                  memref::StoreOp::create(
+                      ib, il, v, op.getDest(),
+                      ValueRange{op.getBatch(), op.getHead(), row, j});
+                  scf::YieldOp::create(ib, il);
+                });
+          }
+          scf::YieldOp::create(b, l);
+        });
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+/// tile.dot: a linalg.generic contraction with f32 accumulation.
+struct LowerDot : OpRewritePattern<tile::DotOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::DotOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rw.getContext();
+    auto rt = op.getResult().getType();
+    Value init = op.getAcc();
+    if (!init) {
+      Value zero = f32Const(rw, loc, 0.0f);
+      init = linalg::FillOp::create(rw, loc, zero, emptyLike(rw, loc, rt))
+                 .getResult(0);
+    }
+    // (m, n, k): a[m, k] · b[k, n] (or b[n, k] transposed) -> c[m, n].
+    SmallVector<AffineMap> maps{map(ctx, 3, {0, 2}),
+                                op.getTransposeB() ? map(ctx, 3, {1, 2})
+                                                   : map(ctx, 3, {2, 1}),
+                                map(ctx, 3, {0, 1})};
+    auto gen = linalg::GenericOp::create(
+        rw, loc, TypeRange{rt}, ValueRange{op.getLhs(), op.getRhs()},
+        ValueRange{init}, maps, iters(2, 1),
+        [](OpBuilder &b, Location l, ValueRange args) {
+          Value a = arith::ExtFOp::create(b, l, b.getF32Type(), args[0]);
+          Value c = arith::ExtFOp::create(b, l, b.getF32Type(), args[1]);
+          Value prod = arith::MulFOp::create(b, l, a, c);
+          linalg::YieldOp::create(
+              b, l, ValueRange{arith::AddFOp::create(b, l, args[2], prod)});
+        });
+    rw.replaceOp(op, gen.getResult(0));
+    return success();
+  }
+};
+
+/// Clones a scalar region's ops, mapping its block arguments to `args`,
+/// and returns the value its tile.yield yields.
+Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
+  Block &block = region.front();
+  IRMapping mapping;
+  mapping.map(block.getArguments(), args);
+  for (Operation &op : block.without_terminator())
+    b.clone(op, mapping);
+  auto yield = cast<tile::YieldOp>(block.getTerminator());
+  return mapping.lookup(yield.getValues()[0]);
+}
+
+/// tile.score: scale, softcap, score_mod, masks, then into the log2 domain.
+struct LowerScore : OpRewritePattern<tile::ScoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::ScoreOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rw.getContext();
+    auto t = op.getResult().getType();
+    auto window = op.getWindowAttr();
+    int64_t left = window ? window.getLeft() : -1;
+    int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
+    auto gen = linalg::GenericOp::create(
+        rw, loc, TypeRange{t}, ValueRange{op.getScores()},
+        ValueRange{emptyLike(rw, loc, t)},
+        SmallVector<AffineMap>(2, AffineMap::getMultiDimIdentityMap(2, ctx)),
+        iters(2), [&](OpBuilder &b, Location l, ValueRange args) {
+          Value i = linalg::IndexOp::create(b, l, 0);
+          Value j = linalg::IndexOp::create(b, l, 1);
+          Value row = arith::AddIOp::create(b, l, op.getQ0(), i);
+          Value key = arith::AddIOp::create(b, l, op.getK0(), j);
+          Value s = arith::MulFOp::create(
+              b, l, args[0], f32Const(b, l, op.getScale().convertToFloat()));
+          if (auto cap = op.getSoftcapAttr()) {
+            float c = cap.getValueAsDouble();
+            Value x = arith::MulFOp::create(b, l, s, f32Const(b, l, 1.0f / c));
+            s = arith::MulFOp::create(b, l, math::TanhOp::create(b, l, x),
+                                      f32Const(b, l, c));
+          }
+          if (!op.getScoreMod().empty())
+            s = inlineRegion(b, op.getScoreMod(),
+                             {s, op.getBatch(), op.getHead(), row, key});
+          // Visible: key < seq_kv, and within [diag - left, diag + right]
+          // where diag = row + seq_kv - seq_q.
+          Value visible = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt,
+                                                key, op.getSeqKv());
+          Value diag = arith::AddIOp::create(
+              b, l, row,
+              arith::SubIOp::create(b, l, op.getSeqKv(), op.getSeqQ()));
+          auto andWith = [&](arith::CmpIPredicate pred, Value lhs, Value rhs) {
+            visible = arith::AndIOp::create(
+                b, l, visible, arith::CmpIOp::create(b, l, pred, lhs, rhs));
+          };
+          if (right >= 0)
+            andWith(
+                arith::CmpIPredicate::sle, key,
+                arith::AddIOp::create(
+                    b, l, diag, arith::ConstantIndexOp::create(b, l, right)));
+          if (left >= 0)
+            andWith(
+                arith::CmpIPredicate::sge, key,
+                arith::SubIOp::create(
+                    b, l, diag, arith::ConstantIndexOp::create(b, l, left)));
+          if (!op.getMaskMod().empty())
+            visible = arith::AndIOp::create(
+                b, l, visible,
+                inlineRegion(b, op.getMaskMod(),
+                             {op.getBatch(), op.getHead(), row, key}));
+          Value log2 = arith::MulFOp::create(b, l, s, f32Const(b, l, kLog2e));
+          Value out = arith::SelectOp::create(
+              b, l, visible, log2,
+              f32Const(b, l, -std::numeric_limits<float>::infinity()));
+          linalg::YieldOp::create(b, l, out);
+        });
+    rw.replaceOp(op, gen.getResult(0));
+    return success();
+  }
+};
+
+/// A row reduction of an M x N f32 tile into M values, starting from init.
+Value rowReduce(OpBuilder &b, Location loc, Value tile, Value init,
+                function_ref<Value(OpBuilder &, Location, Value, Value)> comb) {
+  MLIRContext *ctx = b.getContext();
+  auto gen = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ValueRange{tile}, ValueRange{init},
+      SmallVector<AffineMap>{map(ctx, 2, {0, 1}), map(ctx, 2, {0})},
+      iters(1, 1), [&](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(nb, l, comb(nb, l, args[1], args[0]));
+      });
+  return gen.getResult(0);
+}
+
+/// max(m, rowmax) with -inf rows mapped to a safe 0 reference point.
+Value safeMax(OpBuilder &b, Location l, Value m) {
+  Value isNegInf = arith::CmpFOp::create(
+      b, l, arith::CmpFPredicate::OEQ, m,
+      f32Const(b, l, -std::numeric_limits<float>::infinity()));
+  return arith::SelectOp::create(b, l, isNegInf, f32Const(b, l, 0.0f), m);
+}
+
+/// tile.softmax_update, element by element as its description states.
+struct LowerSoftmaxUpdate : OpRewritePattern<tile::SoftmaxUpdateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::SoftmaxUpdateOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rw.getContext();
+    auto sT = op.getScores().getType();
+    auto rowT = op.getMax().getType();
+    Value newMax =
+        rowReduce(rw, loc, op.getScores(), op.getMax(),
+                  [](OpBuilder &b, Location l, Value acc, Value x) -> Value {
+                    return arith::MaximumFOp::create(b, l, acc, x);
+                  });
+    // p = exp2(s - safe(m')).
+    auto probs = linalg::GenericOp::create(
+        rw, loc, TypeRange{sT}, ValueRange{op.getScores(), newMax},
+        ValueRange{emptyLike(rw, loc, sT)},
+        SmallVector<AffineMap>{map(ctx, 2, {0, 1}), map(ctx, 2, {0}),
+                               map(ctx, 2, {0, 1})},
+        iters(2), [&](OpBuilder &b, Location l, ValueRange args) {
+          Value d =
+              arith::SubFOp::create(b, l, args[0], safeMax(b, l, args[1]));
+          linalg::YieldOp::create(b, l,
+                                  ValueRange{math::Exp2Op::create(b, l, d)});
+        });
+    // alpha = exp2(m - safe(m')): 1 while both are -inf (exp2(-inf - 0) = 0
+    // would also be harmless: l and acc are still 0 then).
+    auto alpha = linalg::GenericOp::create(
+        rw, loc, TypeRange{rowT}, ValueRange{op.getMax(), newMax},
+        ValueRange{emptyLike(rw, loc, rowT)},
+        SmallVector<AffineMap>(3, AffineMap::getMultiDimIdentityMap(1, ctx)),
+        iters(1), [&](OpBuilder &b, Location l, ValueRange args) {
+          Value d =
+              arith::SubFOp::create(b, l, args[0], safeMax(b, l, args[1]));
+          linalg::YieldOp::create(b, l,
+                                  ValueRange{math::Exp2Op::create(b, l, d)});
+        });
+    // l' = alpha * l + rowsum(p).
+    auto scaled = linalg::GenericOp::create(
+        rw, loc, TypeRange{rowT}, ValueRange{op.getSum(), alpha.getResult(0)},
+        ValueRange{emptyLike(rw, loc, rowT)},
+        SmallVector<AffineMap>(3, AffineMap::getMultiDimIdentityMap(1, ctx)),
+        iters(1), [&](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(
+              b, l, ValueRange{arith::MulFOp::create(b, l, args[0], args[1])});
+        });
+    Value newSum =
+        rowReduce(rw, loc, probs.getResult(0), scaled.getResult(0),
+                  [](OpBuilder &b, Location l, Value acc, Value x) -> Value {
+                    return arith::AddFOp::create(b, l, acc, x);
+                  });
+    rw.replaceOp(
+        op, ValueRange{probs.getResult(0), newMax, newSum, alpha.getResult(0)});
+    return success();
+  }
+};
+
+/// tile.rescale: acc[i, :] *= alpha[i].
+struct LowerRescale : OpRewritePattern<tile::RescaleOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::RescaleOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rw.getContext();
+    auto t = op.getAcc().getType();
+    auto gen = linalg::GenericOp::create(
+        rw, loc, TypeRange{t}, ValueRange{op.getAcc(), op.getAlpha()},
+        ValueRange{emptyLike(rw, loc, t)},
+        SmallVector<AffineMap>{map(ctx, 2, {0, 1}), map(ctx, 2, {0}),
+                               map(ctx, 2, {0, 1})},
+        iters(2), [](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(
+              b, l, ValueRange{arith::MulFOp::create(b, l, args[0], args[1])});
+        });
+    rw.replaceOp(op, gen.getResult(0));
+    return success();
+  }
+};
+
+/// tile.finalize: o = l > 0 ? acc / l : 0, lse = l > 0 ? (m + log2 l) ln 2
+/// : -inf.
+struct LowerFinalize : OpRewritePattern<tile::FinalizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::FinalizeOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rw.getContext();
+    auto oT = op.getOutput().getType();
+    auto rowT = op.getLse().getType();
+    auto out = linalg::GenericOp::create(
+        rw, loc, TypeRange{oT}, ValueRange{op.getAcc(), op.getSum()},
+        ValueRange{emptyLike(rw, loc, oT)},
+        SmallVector<AffineMap>{map(ctx, 2, {0, 1}), map(ctx, 2, {0}),
+                               map(ctx, 2, {0, 1})},
+        iters(2), [&](OpBuilder &b, Location l, ValueRange args) {
+          Value zero = f32Const(b, l, 0.0f);
+          Value pos = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                            args[1], zero);
+          Value q = arith::DivFOp::create(b, l, args[0], args[1]);
+          Value v = arith::SelectOp::create(b, l, pos, q, zero);
+          linalg::YieldOp::create(b, l,
+                                  ValueRange{arith::TruncFOp::create(
+                                      b, l, oT.getElementType(), v)});
+        });
+    auto lse = linalg::GenericOp::create(
+        rw, loc, TypeRange{rowT}, ValueRange{op.getMax(), op.getSum()},
+        ValueRange{emptyLike(rw, loc, rowT)},
+        SmallVector<AffineMap>(3, AffineMap::getMultiDimIdentityMap(1, ctx)),
+        iters(1), [&](OpBuilder &b, Location l, ValueRange args) {
+          Value pos = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                            args[1], f32Const(b, l, 0.0f));
+          Value v = arith::MulFOp::create(
+              b, l,
+              arith::AddFOp::create(b, l, args[0],
+                                    math::Log2Op::create(b, l, args[1])),
+              f32Const(b, l, kLn2));
+          Value r = arith::SelectOp::create(
+              b, l, pos, v,
+              f32Const(b, l, -std::numeric_limits<float>::infinity()));
+          linalg::YieldOp::create(b, l, ValueRange{r});
+        });
+    rw.replaceOp(op, ValueRange{out.getResult(0), lse.getResult(0)});
+    return success();
+  }
+};
+
+class LowerTileToLinalgPass
+    : public attnc::impl::LowerTileToLinalgBase<LowerTileToLinalgPass> {
+public:
+  using Base::Base;
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<LowerLoad, LowerStore, LowerDot, LowerScore,
+                 LowerSoftmaxUpdate, LowerRescale, LowerFinalize>(
+        &getContext());
+    ConversionTarget target(getContext());
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                           math::MathDialect, memref::MemRefDialect,
+                           scf::SCFDialect, tensor::TensorDialect>();
+    target.addIllegalOp<tile::LoadOp, tile::StoreOp, tile::DotOp, tile::ScoreOp,
+                        tile::SoftmaxUpdateOp, tile::RescaleOp,
+                        tile::FinalizeOp>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,64 @@
+//===- Pipelines.cpp - attnc's pass pipelines, one per target -------------===//
+#include "compiler/Pipelines/Pipelines.h"
+
+#include "compiler/Transforms/Passes.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void attnc::buildTilePipeline(OpPassManager &pm, const TileOptions &options) {
+  TileAttentionOptions tile;
+  tile.blockM = options.blockM;
+  tile.blockN = options.blockN;
+  pm.addPass(createTileAttention(tile));
+  // Fold the index arithmetic of the tile bounds before anyone reads it.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void attnc::buildHostPipeline(OpPassManager &pm) {
+  // Give tile ops their portable meaning; then the grid becomes loops (before
+  // bufferization, so per-program temporaries are scoped to one program).
+  pm.addPass(createLowerTileToLinalg());
+  pm.addNestedPass<func::FuncOp>(createHostGrid());
+  // Elementwise arith on tensors (the P -> bf16 conversion) as linalg.
+  pm.addPass(createConvertElementwiseToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // The softmax state is yielded through the KV loop: allow new buffers there.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.allowReturnAllocsFromLoops = true;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertLinalgToLoopsPass());
+  // bf16 <-> f32 conversions as integer bit operations: no soft-float
+  // runtime symbols needed by the JIT.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass()); // tanh (softcap) -> tanhf
+  // MLIR's default calling convention: each memref<T> pointer parameter is
+  // passed as (allocated, aligned, offset); HostKernel adapts the launch ABI.
+  // (The bare-pointer convention cannot convert the deallocation helper.)
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void attnc::registerPipelines() {
+  PassPipelineRegistration<>(
+      "attnc-host-pipeline",
+      "Lower tile-level kernels to the LLVM dialect for the host CPU",
+      [](OpPassManager &pm) { buildHostPipeline(pm); });
+}

@@ -1,0 +1,90 @@
+//===- HostJIT.cpp - run tile-level kernels on the host CPU ---------------===//
+//
+// LLVM's ORC JIT straight from libLLVM: MLIR's ExecutionEngine would pull in
+// the shared libMLIR beside the static MLIR libraries attnc links.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Target/Host/HostJIT.h"
+
+#include "compiler/Pipelines/Pipelines.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/TargetSelect.h"
+
+using namespace mlir;
+using namespace attnc;
+
+HostKernel::~HostKernel() = default;
+
+llvm::Expected<std::unique_ptr<HostKernel>>
+HostKernel::compile(ModuleOp module, const std::string &entry) {
+  static const bool nativeReady = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)nativeReady;
+
+  PassManager pm(module.getContext());
+  buildHostPipeline(pm);
+  if (failed(pm.run(module)))
+    return llvm::createStringError("the host pipeline failed (see the "
+                                   "diagnostics above)");
+
+  auto llvmContext = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, *llvmContext, "attnc_host");
+  if (!llvmModule)
+    return llvm::createStringError("translation to LLVM IR failed");
+
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb)
+    return jtmb.takeError();
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(*jtmb))
+                 .create();
+  if (!jit)
+    return jit.takeError();
+  // malloc/free of the kernel's temporaries and libm's tanhf (softcap).
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process)
+    return process.takeError();
+  (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  llvmModule->setDataLayout((*jit)->getDataLayout());
+  if (auto err = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(
+          std::move(llvmModule), std::move(llvmContext))))
+    return std::move(err);
+  auto symbol = (*jit)->lookup(entry);
+  if (!symbol)
+    return symbol.takeError();
+
+  std::unique_ptr<HostKernel> kernel(new HostKernel());
+  kernel->address = symbol->getValue();
+  kernel->jit = std::move(*jit);
+  return kernel;
+}
+
+// Each rank-0 memref parameter arrives as (allocated, aligned, offset).
+#define ATTNC_MEMREF void *, void *, int64_t
+using HostAttentionFwd = void (*)(ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF,
+                                  ATTNC_MEMREF, ATTNC_MEMREF, int64_t, int64_t,
+                                  int64_t, int64_t, int64_t, int64_t, int64_t,
+                                  int64_t, int64_t, int64_t, int64_t, int64_t,
+                                  int64_t, int64_t, int64_t, int64_t, int64_t);
+#undef ATTNC_MEMREF
+
+void HostKernel::runAttentionFwd(void *q, void *k, void *v, void *o, void *lse,
+                                 const int64_t (&s)[17]) const {
+  auto fn = reinterpret_cast<HostAttentionFwd>(address);
+  fn(q, q, 0, k, k, 0, v, v, 0, o, o, 0, lse, lse, 0, s[0], s[1], s[2], s[3],
+     s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], s[13], s[14],
+     s[15], s[16]);
+}

@@ -1,0 +1,80 @@
+//===- HostGrid.cpp - a kernel's grid of programs as host loops -----------===//
+#include "compiler/LaunchABI.h"
+#include "compiler/Transforms/Passes.h"
+
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace attnc {
+#define GEN_PASS_DEF_HOSTGRID
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+using namespace attnc;
+
+namespace {
+
+/// The argument whose `tile.param` is `name`.
+Value paramNamed(func::FuncOp fn, StringRef name) {
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (auto a = fn.getArgAttrOfType<StringAttr>(i, "tile.param");
+        a && a.getValue() == name)
+      return fn.getArgument(i);
+  return {};
+}
+
+class HostGridPass : public attnc::impl::HostGridBase<HostGridPass> {
+public:
+  using Base::Base;
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    auto launch = fn->getAttrOfType<tile::LaunchAttr>("tile.launch");
+    if (!launch)
+      return;
+    if (launch.getRule() != kAttentionFwdRule) {
+      fn.emitError() << "attnc-host-grid does not know launch rule '"
+                     << launch.getRule() << "'";
+      return signalPassFailure();
+    }
+    Block &body = fn.getBody().front();
+    Operation *ret = body.getTerminator();
+    OpBuilder b(ret);
+    Location loc = fn.getLoc();
+    auto idx = [&](StringRef param) {
+      return arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                        paramNamed(fn, param));
+    };
+    // attention_fwd_v1: grid = (ceil(seq_q / block_m), heads, batch).
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value tiles = arith::CeilDivSIOp::create(
+        b, loc, idx("seq_q"),
+        arith::ConstantIndexOp::create(b, loc, launch.getBlockM()));
+    Value heads = arith::ConstantIndexOp::create(b, loc, launch.getHeads());
+    Value batch = idx("batch");
+
+    SmallVector<Operation *> programOps;
+    for (Operation &op : body.without_terminator())
+      if (op.isBeforeInBlock(c0.getDefiningOp()))
+        programOps.push_back(&op);
+
+    auto outer = scf::ForOp::create(b, loc, c0, batch, c1);
+    b.setInsertionPointToStart(outer.getBody());
+    auto middle = scf::ForOp::create(b, loc, c0, heads, c1);
+    b.setInsertionPointToStart(middle.getBody());
+    auto inner = scf::ForOp::create(b, loc, c0, tiles, c1);
+    Operation *innerYield = inner.getBody()->getTerminator();
+    for (Operation *op : programOps)
+      op->moveBefore(innerYield);
+    Value ids[3] = {inner.getInductionVar(), middle.getInductionVar(),
+                    outer.getInductionVar()};
+    fn.walk([&](tile::ProgramIdOp pid) {
+      pid.replaceAllUsesWith(ids[pid.getDim()]);
+      pid.erase();
+    });
+  }
+};
+
+} // namespace
