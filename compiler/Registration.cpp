@@ -14,6 +14,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -32,6 +33,7 @@
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
@@ -40,12 +42,13 @@
 #include "mlir/Transforms/Passes.h"
 
 void attnc::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<attn::AttnDialect, tile::TileDialect,
-                  mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
-                  mlir::func::FuncDialect, mlir::gpu::GPUDialect,
-                  mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
-                  mlir::memref::MemRefDialect, mlir::NVVM::NVVMDialect,
-                  mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
+  registry
+      .insert<attn::AttnDialect, tile::TileDialect, mlir::arith::ArithDialect,
+              mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
+              mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect,
+              mlir::math::MathDialect, mlir::memref::MemRefDialect,
+              mlir::NVVM::NVVMDialect, mlir::scf::SCFDialect,
+              mlir::tensor::TensorDialect, mlir::vector::VectorDialect>();
   // The ConvertToLLVM interfaces that convert-gpu-to-nvvm (and later
   // convert-to-llvm) pick their patterns from, per dialect.
   mlir::arith::registerConvertArithToLLVMInterface(registry);
@@ -56,6 +59,7 @@ void attnc::registerAllDialects(mlir::DialectRegistry &registry) {
   mlir::registerConvertMathToLLVMInterface(registry);
   mlir::registerConvertMemRefToLLVMInterface(registry);
   mlir::registerConvertNVVMToLLVMInterface(registry);
+  mlir::vector::registerConvertVectorToLLVMInterface(registry);
   // Bufferization of the host path's tensors.
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(

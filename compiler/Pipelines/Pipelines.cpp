@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -56,7 +57,26 @@ void attnc::buildHostPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void attnc::buildSIMTPipeline(OpPassManager &pm) {
+  pm.addPass(createMapTileToSIMT());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // View arithmetic (reinterpret_cast, dims) into plain index math.
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  // The launch ABI: rank-0 memref parameters become bare pointers.
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.useBarePtrCallConv = true;
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nvvm));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
 void attnc::registerPipelines() {
+  PassPipelineRegistration<>(
+      "attnc-simt-pipeline",
+      "Lower tile-level kernels to NVVM through the SIMT mapping",
+      [](OpPassManager &pm) { buildSIMTPipeline(pm); });
   PassPipelineRegistration<>(
       "attnc-host-pipeline",
       "Lower tile-level kernels to the LLVM dialect for the host CPU",

@@ -10,7 +10,7 @@ namespace attnc {
 
 struct TileOptions {
   int64_t blockM = 64;
-  int64_t blockN = 64;
+  int64_t blockN = 32;
 };
 
 /// attn (graph level) -> tile (kernel level).
@@ -21,6 +21,10 @@ void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);
 /// parameters use MLIR's memref descriptor convention (allocated, aligned,
 /// offset); see HostKernel.
 void buildHostPipeline(mlir::OpPassManager &pm);
+
+/// tile -> NVVM for any sm_80+ GPU through the SIMT mapping (one query row
+/// per thread, no tensor cores): a gpu.module ready for emitPTX.
+void buildSIMTPipeline(mlir::OpPassManager &pm);
 
 /// Registers the pipelines as attnc-opt options (-attnc-host-pipeline, ...).
 void registerPipelines();

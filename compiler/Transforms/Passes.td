@@ -55,4 +55,21 @@ def HostGrid : Pass<"attnc-host-grid", "mlir::func::FuncOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def MapTileToSIMT : Pass<"attnc-map-tile-to-simt", "mlir::ModuleOp"> {
+  let summary = "Map tile kernels onto GPU threads, one query row per thread";
+  let description = [{
+    Moves each tile kernel into a `gpu.module` as a `gpu.func` whose thread
+    block is one program: tiles of the program's query rows become per-thread
+    vectors (one row per thread, `block_m` threads); K/V tiles read by every
+    row are staged in workgroup memory by all threads, between barriers. No
+    tensor cores: the portable correctness baseline for the tensor-core
+    mappings.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // ATTNC_COMPILER_TRANSFORMS_PASSES

@@ -234,8 +234,8 @@ void TileAttentionPass::runOnOperation() {
       return signalPassFailure();
     }
     if (blockM <= 0 || blockN <= 0 || blockM % 16 || blockN % 16) {
-      att.emitOpError() << "cannot be tiled with block-m " << blockM
-                        << " and block-n " << blockN
+      att.emitOpError() << "cannot be tiled with block-m " << blockM.getValue()
+                        << " and block-n " << blockN.getValue()
                         << ": both must be positive multiples of 16";
       return signalPassFailure();
     }

@@ -24,6 +24,8 @@ struct EmitOptions {
   bool summary = false;
   int64_t seqLen = 8192;
   int64_t batch = 1;
+  int64_t blockM = 64;
+  int64_t blockN = 32;
 };
 
 void addEmitCommand(CLI::App &app, EmitOptions &opts);
@@ -33,10 +35,27 @@ int runEmit(EmitOptions &opts);
 struct SummaryInput {
   const EmitOptions &opts;
   mlir::ModuleOp module;
-  std::string ptxPath; // empty: no PTX was produced
+  std::string ptxPath; // empty: no PTX was kept
   std::string ptxMissingReason;
+  std::string ptx; // the PTX text, for ptxas
 };
 void printSummary(const SummaryInput &in);
+
+struct BundleOptions {
+  std::string specsFile;
+  std::string outputDir;
+  bool cubin = true;
+};
+void addBundleCommand(CLI::App &app, BundleOptions &opts);
+int runBundle(const BundleOptions &opts);
+
+struct CacheOptions {
+  std::string action; // ls | clear | prune
+  std::string dir;
+  int64_t maxSize = -1;
+};
+void addCacheCommand(CLI::App &app, CacheOptions &opts);
+int runCache(const CacheOptions &opts);
 
 } // namespace attnc::cli
 

@@ -2,7 +2,9 @@
 #include "tools/attnc/Commands.h"
 
 #include "compiler/Frontend/BuildAttnIR.h"
+#include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
+#include "compiler/Target/NVPTX/EmitPTX.h"
 #include "dialects/Attn/IR/AttnOps.h"
 
 #include "mlir/IR/AsmState.h"
@@ -66,6 +68,10 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
   emit->add_option("--seq-len", o.seqLen, "Sequence length used by --summary")
       ->check(CLI::PositiveNumber);
   emit->add_option("--batch", o.batch, "Batch size used by --summary")
+      ->check(CLI::PositiveNumber);
+  emit->add_option("--block-m", o.blockM, "Query rows per program")
+      ->check(CLI::PositiveNumber);
+  emit->add_option("--block-n", o.blockN, "Keys per KV tile")
       ->check(CLI::PositiveNumber);
 }
 
@@ -134,27 +140,39 @@ int runEmit(EmitOptions &o) {
   OwningOpRef<ModuleOp> module = loadInput(ctx, o, sourceMgr);
   if (!module)
     return 1;
-
-  if (o.stage != "attn") {
-    // The attn -> kernel-level lowering is the prefill issue's work; until
-    // it lands nothing past the graph level exists, and we say so.
-    fmt::print(stderr,
-               "attnc: error: --emit {} is not available yet: the lowering "
-               "from attn to the kernel level has not been implemented; use "
-               "--emit attn\n",
-               o.stage);
-    if (o.summary)
-      printSummary({o, *module, "", "the lowering to PTX is not implemented"});
-    return 1;
-  }
+  // The summary describes the attention as written, before lowering.
+  OwningOpRef<ModuleOp> originalAttention(cast<ModuleOp>((*module)->clone()));
 
   PassManager pm(&ctx);
   if (o.printIrAfterAll) {
     ctx.disableMultithreading();
     pm.enableIRPrinting();
   }
+  if (o.stage != "attn")
+    buildTilePipeline(pm, {o.blockM, o.blockN});
+  if (o.stage == "llvm" || o.stage == "ptx") {
+    // The only GPU mapping so far; sm_80 mma.sync and sm_90a wgmma mappings
+    // will be chosen here per target.
+    fmt::print(stderr,
+               "attnc: {} path: SIMT (one query row per thread, no "
+               "tensor cores)\n",
+               o.arch);
+    buildSIMTPipeline(pm);
+  }
   if (failed(pm.run(*module)))
     return 1;
+
+  std::string text;
+  if (o.stage == "ptx") {
+    FailureOr<std::string> ptx = emitPTX(*module, o.arch);
+    if (failed(ptx))
+      return 1;
+    text = std::move(*ptx);
+  } else {
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    os << "\n";
+  }
 
   std::string err;
   auto out = openOutputFile(o.output.empty() ? "-" : o.output, &err);
@@ -162,13 +180,18 @@ int runEmit(EmitOptions &o) {
     fmt::print(stderr, "attnc: error: {}\n", err);
     return 1;
   }
-  module->print(out->os());
-  out->os() << "\n";
+  out->os() << text;
   out->keep();
   if (!o.output.empty())
     fmt::print(stderr, "attnc: wrote {} IR to {}\n", o.stage, o.output);
-  if (o.summary)
-    printSummary({o, *module, "", "--emit attn produces no PTX"});
+  if (o.summary) {
+    std::string reason = "--emit " + o.stage + " produces no PTX";
+    if (o.stage == "ptx" && o.output.empty())
+      reason = "PTX went to standard output; use -o to keep it";
+    bool kept = o.stage == "ptx" && !o.output.empty();
+    printSummary({o, *originalAttention, kept ? o.output : "", reason,
+                  kept ? text : std::string()});
+  }
   return 0;
 }
 

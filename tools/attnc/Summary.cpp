@@ -2,6 +2,7 @@
 #include "tools/attnc/Commands.h"
 
 #include "compiler/Analysis/Roofline.h"
+#include "compiler/Target/NVPTX/Ptxas.h"
 #include "dialects/Attn/IR/AttnOps.h"
 
 #include <fmt/core.h>
@@ -54,12 +55,19 @@ void printSummary(const SummaryInput &in) {
              op.getNumHeads(), op.getNumKVHeads(), op.getHeadDim(), dtype, mask,
              o.arch);
 
-  if (in.ptxPath.empty())
-    fmt::print("PTX:    not produced ({})\nptxas:  registers, shared memory "
-               "and spills are reported once PTX exists\n",
-               in.ptxMissingReason);
-  else
+  if (in.ptxPath.empty()) {
+    fmt::print("PTX:    not written ({})\n", in.ptxMissingReason);
+  } else {
     fmt::print("PTX:    {}\n", in.ptxPath);
+    PtxasResult r = runPtxas(in.ptx, o.arch, ATTNC_PTXAS_PATH);
+    if (!r.ok)
+      fmt::print("ptxas:  FAILED for {}:\n{}\n", o.arch, r.log);
+    for (const KernelResources &k : r.kernels)
+      fmt::print("ptxas:  {} ({}): {} registers, {} bytes shared memory, "
+                 "{} bytes stack, spills {} B stored / {} B loaded\n",
+                 k.name, o.arch, k.registers, k.sharedBytes, k.stackFrameBytes,
+                 k.spillStoreBytes, k.spillLoadBytes);
+  }
 
   AttentionProblem p = problemOf(op, o);
   double flops = attentionFlops(p);

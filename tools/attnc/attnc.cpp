@@ -1,6 +1,8 @@
 //===- attnc.cpp - the attnc command line ---------------------------------===//
 //
-//   attnc emit   build or read attn IR and lower it to a chosen stage
+//   attnc emit     build or read attn IR and lower it to a chosen stage
+//   attnc bundle   precompile a list of specs into a cache directory
+//   attnc cache    list, clear or prune the kernel cache
 //
 //===----------------------------------------------------------------------===//
 #include "tools/attnc/Commands.h"
@@ -13,6 +15,10 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
   attnc::cli::EmitOptions emit;
   attnc::cli::addEmitCommand(app, emit);
+  attnc::cli::BundleOptions bundle;
+  attnc::cli::addBundleCommand(app, bundle);
+  attnc::cli::CacheOptions cache;
+  attnc::cli::addCacheCommand(app, cache);
 
   try {
     app.parse(argc, argv);
@@ -26,5 +32,9 @@ int main(int argc, char **argv) {
   }
   if (app.got_subcommand("emit"))
     return attnc::cli::runEmit(emit);
+  if (app.got_subcommand("bundle"))
+    return attnc::cli::runBundle(bundle);
+  if (app.got_subcommand("cache"))
+    return attnc::cli::runCache(cache);
   return 1;
 }

@@ -1,0 +1,520 @@
+//===- TileToSIMT.cpp - tiles onto GPU threads, one query row per thread --===//
+//
+// The portable GPU mapping of a tile kernel, and the first one attnc has: a
+// program is a thread block; a tile whose rows are the program's query rows
+// (Q, S, P, the accumulator, the softmax state) is split by rows, one row per
+// thread, held in registers as vectors; a K/V tile that every row reads is
+// staged in shared memory by all threads together. It uses no tensor cores:
+// it is the correctness baseline that the mma.sync (sm_80) and wgmma (sm_90a)
+// mappings replace.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Transforms/Passes.h"
+
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <limits>
+
+namespace attnc {
+#define GEN_PASS_DEF_MAPTILETOSIMT
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+using namespace attnc;
+
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr int64_t kVectorAlign = 16; // the runtime checks 16-byte alignment
+
+/// Emits the per-thread code of one kernel.
+class SIMTEmitter {
+public:
+  SIMTEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
+              tile::LaunchAttr launch)
+      : kernel(kernel), gpuFunc(gpuFunc), launch(launch),
+        b(gpuFunc.getContext()) {}
+
+  LogicalResult emit();
+
+private:
+  LogicalResult emitBlock(Block &from);
+  LogicalResult emitOp(Operation &op);
+  LogicalResult emitLoad(tile::LoadOp op);
+  LogicalResult emitStage(tile::LoadOp op);
+  LogicalResult emitDot(tile::DotOp op);
+  LogicalResult emitScore(tile::ScoreOp op);
+  LogicalResult emitSoftmaxUpdate(tile::SoftmaxUpdateOp op);
+  LogicalResult emitFinalize(tile::FinalizeOp op);
+  LogicalResult emitStore(tile::StoreOp op);
+  LogicalResult emitFor(scf::ForOp op);
+
+  /// The type a tile value has once split by rows: tensor<M x N x T> becomes
+  /// vector<N x T>, tensor<M x T> becomes T.
+  Type rowType(Type t) {
+    auto tt = cast<RankedTensorType>(t);
+    if (tt.getRank() == 1)
+      return tt.getElementType();
+    return VectorType::get({tt.getDimSize(1)}, tt.getElementType());
+  }
+  Value f32(float v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value splat(VectorType t, Value scalar) {
+    return vector::BroadcastOp::create(b, loc, t, scalar);
+  }
+  /// 2^x with the hardware's ex2.approx (what softmax kernels use; exact at
+  /// -inf -> 0), element by element for vectors.
+  Value exp2(Value x) {
+    auto one = [&](Value v) {
+      return LLVM::CallIntrinsicOp::create(
+                 b, loc, b.getF32Type(),
+                 b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), ValueRange{v})
+          .getResult(0);
+    };
+    auto vt = dyn_cast<VectorType>(x.getType());
+    if (!vt)
+      return one(x);
+    SmallVector<Value> elems;
+    for (int64_t i = 0; i < vt.getDimSize(0); ++i)
+      elems.push_back(
+          one(vector::ExtractOp::create(b, loc, x, ArrayRef<int64_t>{i})));
+    return vector::FromElementsOp::create(b, loc, vt, elems);
+  }
+
+  func::FuncOp kernel;
+  gpu::GPUFuncOp gpuFunc;
+  tile::LaunchAttr launch;
+  OpBuilder b;
+  Location loc = UnknownLoc::get(b.getContext());
+  IRMapping map;          // tile-level values -> per-thread values
+  Value row;              // this thread's row in the query tile
+  unsigned nextStage = 0; // next workgroup buffer for a staged tile
+};
+
+LogicalResult SIMTEmitter::emit() {
+  Block *entry = &gpuFunc.getBody().front();
+  b.setInsertionPointToStart(entry);
+  map.map(kernel.getArguments(),
+          entry->getArguments().take_front(kernel.getNumArguments()));
+  row = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  return emitBlock(kernel.getBody().front());
+}
+
+LogicalResult SIMTEmitter::emitBlock(Block &from) {
+  for (Operation &op : from)
+    if (failed(emitOp(op)))
+      return failure();
+  return success();
+}
+
+LogicalResult SIMTEmitter::emitOp(Operation &op) {
+  loc = op.getLoc();
+  if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
+    gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
+                             gpu::Dimension::z};
+    map.map(pid.getResult(),
+            gpu::BlockIdOp::create(b, loc, dims[pid.getDim()]));
+    return success();
+  }
+  if (auto load = dyn_cast<tile::LoadOp>(op)) {
+    // A tile read as the left operand of a dot is split by rows; one read
+    // as the right operand is shared by all rows and staged.
+    bool rowwise = llvm::all_of(load->getUses(), [](OpOperand &use) {
+      return isa<tile::DotOp>(use.getOwner()) && use.getOperandNumber() == 0;
+    });
+    return rowwise ? emitLoad(load) : emitStage(load);
+  }
+  if (auto dot = dyn_cast<tile::DotOp>(op))
+    return emitDot(dot);
+  if (auto score = dyn_cast<tile::ScoreOp>(op))
+    return emitScore(score);
+  if (auto upd = dyn_cast<tile::SoftmaxUpdateOp>(op))
+    return emitSoftmaxUpdate(upd);
+  if (auto rescale = dyn_cast<tile::RescaleOp>(op)) {
+    Value acc = map.lookup(rescale.getAcc());
+    auto vt = cast<VectorType>(acc.getType());
+    map.map(rescale.getResult(),
+            arith::MulFOp::create(b, loc, acc,
+                                  splat(vt, map.lookup(rescale.getAlpha()))));
+    return success();
+  }
+  if (auto trunc = dyn_cast<arith::TruncFOp>(op);
+      trunc && isa<RankedTensorType>(trunc.getType())) {
+    map.map(trunc.getResult(),
+            arith::TruncFOp::create(b, loc, rowType(trunc.getType()),
+                                    map.lookup(trunc.getIn())));
+    return success();
+  }
+  if (auto cst = dyn_cast<arith::ConstantOp>(op);
+      cst && isa<RankedTensorType>(cst.getType())) {
+    auto dense = dyn_cast<SplatElementsAttr>(cst.getValue());
+    if (!dense)
+      return op.emitError("only splat tile constants can be split by rows");
+    Type t = rowType(cst.getType());
+    Attribute value =
+        isa<VectorType>(t)
+            ? Attribute(SplatElementsAttr::get(
+                  cast<ShapedType>(t), dense.getSplatValue<Attribute>()))
+            : dense.getSplatValue<Attribute>();
+    map.map(cst.getResult(),
+            arith::ConstantOp::create(b, loc, cast<TypedAttr>(value)));
+    return success();
+  }
+  if (auto fin = dyn_cast<tile::FinalizeOp>(op))
+    return emitFinalize(fin);
+  if (auto store = dyn_cast<tile::StoreOp>(op))
+    return emitStore(store);
+  if (auto loop = dyn_cast<scf::ForOp>(op))
+    return emitFor(loop);
+  if (isa<func::ReturnOp>(op)) {
+    gpu::ReturnOp::create(b, loc);
+    return success();
+  }
+  // Scalar index arithmetic, casts and views: the same on every thread.
+  if (llvm::any_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>))
+    return op.emitError("no SIMT mapping for this tile op");
+  b.clone(op, map);
+  return success();
+}
+
+/// This thread's row of a [B, H, S, D] view, zero past the sequence end.
+static Value loadRow(OpBuilder &b, Location loc, Value view, Value batch,
+                     Value head, Value seqRow, VectorType vt) {
+  Value seq = memref::DimOp::create(b, loc, view, 2);
+  Value inside =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, seqRow, seq);
+  auto ifOp = scf::IfOp::create(
+      b, loc, inside,
+      [&](OpBuilder &tb, Location l) {
+        Value c0 = arith::ConstantIndexOp::create(tb, l, 0);
+        Value v = vector::LoadOp::create(
+            tb, l, vt, view, ValueRange{batch, head, seqRow, c0},
+            /*nontemporal=*/false, llvm::MaybeAlign(kVectorAlign));
+        scf::YieldOp::create(tb, l, v);
+      },
+      [&](OpBuilder &eb, Location l) {
+        Value zero = arith::ConstantOp::create(
+            eb, l,
+            DenseElementsAttr::get(vt, eb.getZeroAttr(vt.getElementType())));
+        scf::YieldOp::create(eb, l, zero);
+      });
+  return ifOp.getResult(0);
+}
+
+LogicalResult SIMTEmitter::emitLoad(tile::LoadOp op) {
+  auto t = op.getResult().getType();
+  auto vt = VectorType::get({t.getDimSize(1)}, t.getElementType());
+  Value seqRow = arith::AddIOp::create(b, loc, map.lookup(op.getRow()), row);
+  map.map(op.getResult(),
+          loadRow(b, loc, map.lookup(op.getSource()), map.lookup(op.getBatch()),
+                  map.lookup(op.getHead()), seqRow, vt));
+  return success();
+}
+
+LogicalResult SIMTEmitter::emitStage(tile::LoadOp op) {
+  auto t = op.getResult().getType();
+  if (nextStage >= gpuFunc.getNumWorkgroupAttributions())
+    return op.emitError("more staged tiles than workgroup buffers");
+  Value buf = gpuFunc.getWorkgroupAttributions()[nextStage++];
+  auto vt = VectorType::get({t.getDimSize(1)}, t.getElementType());
+  // Nobody may still read the previous tile from this buffer.
+  gpu::BarrierOp::create(b, loc);
+  Value rows = idx(t.getDimSize(0));
+  Value threads = idx(launch.getBlockM());
+  scf::ForOp::create(b, loc, row, rows, threads, ValueRange{},
+                     [&](OpBuilder &lb, Location l, Value r, ValueRange) {
+                       Value seqRow = arith::AddIOp::create(
+                           lb, l, map.lookup(op.getRow()), r);
+                       Value v = loadRow(lb, l, map.lookup(op.getSource()),
+                                         map.lookup(op.getBatch()),
+                                         map.lookup(op.getHead()), seqRow, vt);
+                       Value c0 = arith::ConstantIndexOp::create(lb, l, 0);
+                       vector::StoreOp::create(lb, l, v, buf, ValueRange{r, c0},
+                                               /*nontemporal=*/false,
+                                               llvm::MaybeAlign(kVectorAlign));
+                       scf::YieldOp::create(lb, l);
+                     });
+  gpu::BarrierOp::create(b, loc);
+  map.map(op.getResult(), buf);
+  return success();
+}
+
+LogicalResult SIMTEmitter::emitDot(tile::DotOp op) {
+  Value lhs = map.lookup(op.getLhs()); // this row: vector<K x T>
+  Value rhs = map.lookup(op.getRhs()); // staged: memref<R x C x T>
+  if (!isa<VectorType>(lhs.getType()) || !isa<MemRefType>(rhs.getType()))
+    return op.emitError("SIMT dot expects a row-split lhs and a staged rhs");
+  auto rhsT = cast<MemRefType>(rhs.getType());
+  Type f32T = b.getF32Type();
+  int64_t rows = rhsT.getDimSize(0), cols = rhsT.getDimSize(1);
+  Value c0 = idx(0);
+  if (op.getTransposeB()) {
+    // s[j] = q · k_j: one dot product per staged row.
+    auto kVec = VectorType::get({cols}, rhsT.getElementType());
+    auto kF32 = VectorType::get({cols}, f32T);
+    Value q = arith::ExtFOp::create(b, loc, kF32, lhs);
+    SmallVector<Value> s;
+    for (int64_t j = 0; j < rows; ++j) {
+      Value k =
+          vector::LoadOp::create(b, loc, kVec, rhs, ValueRange{idx(j), c0},
+                                 false, llvm::MaybeAlign(kVectorAlign));
+      Value prod = arith::MulFOp::create(
+          b, loc, q, arith::ExtFOp::create(b, loc, kF32, k));
+      s.push_back(vector::ReductionOp::create(
+          b, loc, vector::CombiningKind::ADD, prod));
+    }
+    Value result = vector::FromElementsOp::create(
+        b, loc, VectorType::get({rows}, f32T), s);
+    if (op.getAcc())
+      result = arith::AddFOp::create(b, loc, result, map.lookup(op.getAcc()));
+    map.map(op.getResult(), result);
+    return success();
+  }
+  // acc += sum_j p[j] · v_j: an axpy per staged row.
+  auto vVec = VectorType::get({cols}, rhsT.getElementType());
+  auto vF32 = VectorType::get({cols}, f32T);
+  Value acc = op.getAcc() ? map.lookup(op.getAcc())
+                          : arith::ConstantOp::create(
+                                b, loc, DenseElementsAttr::get(vF32, 0.0f));
+  Value p = arith::ExtFOp::create(b, loc, VectorType::get({rows}, f32T), lhs);
+  for (int64_t j = 0; j < rows; ++j) {
+    Value v = vector::LoadOp::create(b, loc, vVec, rhs, ValueRange{idx(j), c0},
+                                     false, llvm::MaybeAlign(kVectorAlign));
+    Value pj = vector::ExtractOp::create(b, loc, p, ArrayRef<int64_t>{j});
+    acc = vector::FMAOp::create(b, loc, splat(vF32, pj),
+                                arith::ExtFOp::create(b, loc, vF32, v), acc);
+  }
+  map.map(op.getResult(), acc);
+  return success();
+}
+
+/// Clones a scalar region with its arguments bound to `args`; returns what
+/// its tile.yield yields.
+static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
+  Block &block = region.front();
+  IRMapping m;
+  m.map(block.getArguments(), args);
+  for (Operation &op : block.without_terminator())
+    b.clone(op, m);
+  return m.lookup(cast<tile::YieldOp>(block.getTerminator()).getValues()[0]);
+}
+
+LogicalResult SIMTEmitter::emitScore(tile::ScoreOp op) {
+  Value s = map.lookup(op.getScores());
+  auto vt = cast<VectorType>(s.getType());
+  int64_t n = vt.getDimSize(0);
+  auto window = op.getWindowAttr();
+  int64_t left = window ? window.getLeft() : -1;
+  int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
+  Value seqQ = map.lookup(op.getSeqQ()), seqKV = map.lookup(op.getSeqKv());
+  Value qRow = arith::AddIOp::create(b, loc, map.lookup(op.getQ0()), row);
+  Value diag = arith::AddIOp::create(
+      b, loc, qRow, arith::SubIOp::create(b, loc, seqKV, seqQ));
+  Value scale = f32(op.getScale().convertToFloat());
+  Value negInf = f32(-std::numeric_limits<float>::infinity());
+  SmallVector<Value> out;
+  for (int64_t j = 0; j < n; ++j) {
+    Value key = arith::AddIOp::create(b, loc, map.lookup(op.getK0()), idx(j));
+    Value x = arith::MulFOp::create(
+        b, loc, vector::ExtractOp::create(b, loc, s, ArrayRef<int64_t>{j}),
+        scale);
+    if (auto cap = op.getSoftcapAttr()) {
+      // c·tanh(x/c), with tanh(y) = 1 - 2 / (exp2(2y·log2 e) + 1): exact in
+      // both limits, and no libdevice call.
+      float c = cap.getValueAsDouble();
+      Value e = exp2(arith::MulFOp::create(b, loc, x, f32(2.0f * kLog2e / c)));
+      Value t = arith::SubFOp::create(
+          b, loc, f32(1.0f),
+          arith::DivFOp::create(b, loc, f32(2.0f),
+                                arith::AddFOp::create(b, loc, e, f32(1.0f))));
+      x = arith::MulFOp::create(b, loc, t, f32(c));
+    }
+    if (!op.getScoreMod().empty())
+      x = inlineRegion(
+          b, op.getScoreMod(),
+          {x, map.lookup(op.getBatch()), map.lookup(op.getHead()), qRow, key});
+    Value visible =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, seqKV);
+    auto andWith = [&](Value cond) {
+      visible = arith::AndIOp::create(b, loc, visible, cond);
+    };
+    if (right >= 0)
+      andWith(arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::sle, key,
+          arith::AddIOp::create(b, loc, diag, idx(right))));
+    if (left >= 0)
+      andWith(arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::sge, key,
+          arith::SubIOp::create(b, loc, diag, idx(left))));
+    if (!op.getMaskMod().empty())
+      andWith(inlineRegion(
+          b, op.getMaskMod(),
+          {map.lookup(op.getBatch()), map.lookup(op.getHead()), qRow, key}));
+    out.push_back(arith::SelectOp::create(
+        b, loc, visible, arith::MulFOp::create(b, loc, x, f32(kLog2e)),
+        negInf));
+  }
+  map.map(op.getResult(), vector::FromElementsOp::create(b, loc, vt, out));
+  return success();
+}
+
+LogicalResult SIMTEmitter::emitSoftmaxUpdate(tile::SoftmaxUpdateOp op) {
+  Value t = map.lookup(op.getScores());
+  Value m = map.lookup(op.getMax()), l = map.lookup(op.getSum());
+  auto vt = cast<VectorType>(t.getType());
+  Value rowMax =
+      vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, t);
+  Value newMax = arith::MaximumFOp::create(b, loc, m, rowMax);
+  // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
+  Value isNegInf =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, newMax,
+                            f32(-std::numeric_limits<float>::infinity()));
+  Value ref = arith::SelectOp::create(b, loc, isNegInf, f32(0.0f), newMax);
+  Value p = exp2(arith::SubFOp::create(b, loc, t, splat(vt, ref)));
+  Value alpha = exp2(arith::SubFOp::create(b, loc, m, ref));
+  Value rowSum =
+      vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, p);
+  Value newSum = arith::AddFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, alpha, l), rowSum);
+  map.map(op.getProbs(), p);
+  map.map(op.getNewMax(), newMax);
+  map.map(op.getNewSum(), newSum);
+  map.map(op.getAlpha(), alpha);
+  return success();
+}
+
+LogicalResult SIMTEmitter::emitFinalize(tile::FinalizeOp op) {
+  Value acc = map.lookup(op.getAcc());
+  Value m = map.lookup(op.getMax()), l = map.lookup(op.getSum());
+  auto vt = cast<VectorType>(acc.getType());
+  Value positive =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, f32(0.0f));
+  Value inv = arith::SelectOp::create(
+      b, loc, positive, arith::DivFOp::create(b, loc, f32(1.0f), l), f32(0.0f));
+  Value o = arith::MulFOp::create(b, loc, acc, splat(vt, inv));
+  map.map(op.getOutput(), arith::TruncFOp::create(
+                              b, loc, rowType(op.getOutput().getType()), o));
+  // lse = (m + log2 l) · ln 2; lg2.approx is accurate to ~2^-22 relative.
+  Value log2l = LLVM::CallIntrinsicOp::create(
+                    b, loc, b.getF32Type(),
+                    b.getStringAttr("llvm.nvvm.lg2.approx.f"), ValueRange{l})
+                    .getResult(0);
+  Value lse = arith::MulFOp::create(
+      b, loc, arith::AddFOp::create(b, loc, m, log2l), f32(kLn2));
+  map.map(op.getLse(), arith::SelectOp::create(
+                           b, loc, positive, lse,
+                           f32(-std::numeric_limits<float>::infinity())));
+  return success();
+}
+
+LogicalResult SIMTEmitter::emitStore(tile::StoreOp op) {
+  Value view = map.lookup(op.getDest());
+  Value seqRow = arith::AddIOp::create(b, loc, map.lookup(op.getRow()), row);
+  Value seq = memref::DimOp::create(b, loc, view, 2);
+  Value inside =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, seqRow, seq);
+  Value value = map.lookup(op.getValue());
+  Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
+  scf::IfOp::create(b, loc, inside, [&](OpBuilder &tb, Location l) {
+    if (isa<VectorType>(value.getType()))
+      vector::StoreOp::create(
+          tb, l, value, view,
+          ValueRange{batch, head, seqRow,
+                     arith::ConstantIndexOp::create(tb, l, 0)},
+          false, llvm::MaybeAlign(kVectorAlign));
+    else
+      memref::StoreOp::create(tb, l, value, view,
+                              ValueRange{batch, head, seqRow});
+    scf::YieldOp::create(tb, l);
+  });
+  return success();
+}
+
+LogicalResult SIMTEmitter::emitFor(scf::ForOp op) {
+  SmallVector<Value> inits;
+  for (Value v : op.getInitArgs())
+    inits.push_back(map.lookup(v));
+  auto loop = scf::ForOp::create(b, loc, map.lookup(op.getLowerBound()),
+                                 map.lookup(op.getUpperBound()),
+                                 map.lookup(op.getStep()), inits);
+  map.map(op.getInductionVar(), loop.getInductionVar());
+  map.map(op.getRegionIterArgs(), loop.getRegionIterArgs());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Block &body = *op.getBody();
+  for (Operation &nested : body.without_terminator())
+    if (failed(emitOp(nested)))
+      return failure();
+  SmallVector<Value> yields;
+  for (Value v : body.getTerminator()->getOperands())
+    yields.push_back(map.lookup(v));
+  scf::YieldOp::create(b, loc, yields);
+  map.map(op.getResults(), loop.getResults());
+  return success();
+}
+
+class MapTileToSIMTPass
+    : public attnc::impl::MapTileToSIMTBase<MapTileToSIMTPass> {
+public:
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+void MapTileToSIMTPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  SmallVector<func::FuncOp> kernels;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr("tile.launch"))
+      kernels.push_back(fn);
+  if (kernels.empty())
+    return;
+
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kernels");
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  for (func::FuncOp kernel : kernels) {
+    auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
+    // One workgroup buffer per staged tile (K and V), in kernel order.
+    SmallVector<Type> buffers;
+    auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    kernel.walk([&](tile::LoadOp load) {
+      bool rowwise = llvm::all_of(load->getUses(), [](OpOperand &use) {
+        return isa<tile::DotOp>(use.getOwner()) && use.getOperandNumber() == 0;
+      });
+      if (!rowwise) {
+        auto t = load.getResult().getType();
+        buffers.push_back(
+            MemRefType::get(t.getShape(), t.getElementType(), nullptr, wg));
+      }
+    });
+    b.setInsertionPointToEnd(gpuModule.getBody());
+    auto gpuFunc = gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
+                                          kernel.getFunctionType(), buffers);
+    gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    gpuFunc.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({int32_t(launch.getBlockM()), 1, 1}));
+    gpuFunc->setAttr("tile.launch", launch);
+    if (auto args = kernel.getArgAttrs())
+      gpuFunc.setAllArgAttrs(*args);
+    if (failed(SIMTEmitter(kernel, gpuFunc, launch).emit()))
+      return signalPassFailure();
+    kernel.erase();
+  }
+}
+
+} // namespace

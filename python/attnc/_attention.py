@@ -1,0 +1,173 @@
+"""attnc.attention: FlashAttention-layout torch tensors in, the runtime out.
+
+The argument checks work on anything tensor-like (.dtype, .shape,
+.stride(), .device, .data_ptr()), so they are tested without torch; torch
+itself is imported only inside attention().
+"""
+
+import math
+import threading
+
+from ._capi import AttncError, Context, Spec, TensorDesc
+
+_DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}
+
+# Per-process state: one Context per CUDA device index.
+_contexts = {}
+_contexts_lock = threading.Lock()
+# Tests point this at a fake libcuda.so.1; None means the real driver.
+_driver_library = None
+
+
+def _fail(message):
+    raise AttncError("attnc.attention: " + message)
+
+
+def _device_text(device):
+    index = getattr(device, "index", None)
+    kind = getattr(device, "type", str(device))
+    return kind if index is None else "%s:%d" % (kind, index)
+
+
+def check_inputs(q, k, v):
+    """Checks q, k, v ([batch, seq, heads, head_dim], bf16/fp16, one CUDA
+    device, unit head-dim stride). Returns the runtime dtype name."""
+    named = (("q", q), ("k", k), ("v", v))
+    for name, t in named:
+        if getattr(t.device, "type", None) != "cuda":
+            _fail("%s is on %s; attnc runs on CUDA tensors (move it with "
+                  "%s.cuda())" % (name, _device_text(t.device), name))
+    for name, t in named[1:]:
+        if _device_text(t.device) != _device_text(q.device):
+            _fail("q is on %s but %s is on %s; q, k and v must be on one "
+                  "device" % (_device_text(q.device), name,
+                              _device_text(t.device)))
+    dtype = _DTYPES.get(str(q.dtype))
+    if dtype is None:
+        _fail("q has dtype %s; supported: torch.bfloat16, torch.float16"
+              % (q.dtype,))
+    for name, t in named[1:]:
+        if str(t.dtype) != str(q.dtype):
+            _fail("q has dtype %s but %s has %s; q, k and v must have one "
+                  "dtype" % (q.dtype, name, t.dtype))
+    for name, t in named:
+        if len(t.shape) != 4:
+            _fail("%s has shape %s (%d dims); expected 4 dims [batch, seq, "
+                  "heads, head_dim]" % (name, tuple(t.shape), len(t.shape)))
+    b, _, h, d = q.shape
+    _, sk, hk, _ = k.shape
+    for name, t in named[1:]:
+        if t.shape[0] != b:
+            _fail("batch differs: q.shape[0] = %d but %s.shape[0] = %d"
+                  % (b, name, t.shape[0]))
+        if t.shape[3] != d:
+            _fail("head_dim differs: q.shape[3] = %d but %s.shape[3] = %d"
+                  % (d, name, t.shape[3]))
+    if v.shape[1] != sk:
+        _fail("seq differs: k.shape[1] = %d but v.shape[1] = %d"
+              % (sk, v.shape[1]))
+    if v.shape[2] != hk:
+        _fail("kv heads differ: k.shape[2] = %d but v.shape[2] = %d"
+              % (hk, v.shape[2]))
+    if hk < 1 or h % hk != 0:
+        _fail("q has %d heads, which is not a multiple of k/v's %d heads"
+              % (h, hk))
+    for name, t in named:
+        if t.stride()[3] != 1:
+            _fail("%s.stride(3) (head_dim) is %d; it must be 1 (call "
+                  "%s.contiguous())" % (name, t.stride()[3], name))
+    return dtype
+
+
+def arch_for_capability(capability):
+    """The kernel arch for a compute capability (major, minor)."""
+    major, minor = capability
+    if (major, minor) == (9, 0):
+        return "sm_90a"
+    if major == 8:
+        return "sm_80"
+    raise AttncError(
+        "attnc.attention: compute capability %d.%d is not supported; attnc "
+        "has kernels for sm_80 (8.x) and sm_90a (9.0). Pass arch='sm_80' to "
+        "try the sm_80 kernel on a newer GPU." % (major, minor))
+
+
+def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
+              scale=None, return_lse=False, block_m=0, block_n=0):
+    """The Spec for checked q/k ([B, S, H, D]) and attention() options."""
+    if window is None:
+        window = (-1, -1)
+    if len(window) != 2:
+        _fail("window must be (left, right) or None, got %r" % (window,))
+    left, right = (-1 if w is None else int(w) for w in window)
+    if scale is not None and math.isnan(scale):
+        scale = None
+    return Spec(heads=int(q.shape[2]), kv_heads=int(k.shape[2]),
+                head_dim=int(q.shape[3]), dtype=dtype, causal=bool(causal),
+                has_lse=bool(return_lse), window_left=left,
+                window_right=right,
+                softcap=0.0 if softcap is None else float(softcap),
+                scale=None if scale is None else float(scale), arch=arch,
+                block_m=int(block_m), block_n=int(block_n))
+
+
+def describe(t):
+    """TensorDesc of a [B, S, H, D] tensor in the runtime's [B, H, S, D]."""
+    s, st = t.shape, t.stride()
+    return TensorDesc(int(t.data_ptr()), (s[0], s[2], s[1], s[3]),
+                      (st[0], st[2], st[1], st[3]))
+
+
+def describe_lse(lse):
+    """TensorDesc of a [B, H, S] float32 LSE tensor (already in order)."""
+    return TensorDesc(int(lse.data_ptr()), tuple(lse.shape),
+                      tuple(lse.stride()))
+
+
+def context(device_index):
+    """The process's Context for a CUDA device, created on first use with
+    the CUDA context current on this thread (torch's primary context).
+    The cache directory is $ATTNC_CACHE_DIR, else the runtime's default."""
+    with _contexts_lock:
+        ctx = _contexts.get(device_index)
+        if ctx is None:
+            ctx = _contexts[device_index] = Context(
+                device=device_index, driver_library=_driver_library)
+        return ctx
+
+
+def attention(q, k, v, *, causal=False, window=None, softcap=None,
+              scale=None, return_lse=False, arch=None, block_m=0, block_n=0):
+    """Attention forward of FlashAttention-layout tensors.
+
+    q: [batch, seq_q, heads, head_dim]; k, v: [batch, seq_kv, kv_heads,
+    head_dim]; bf16 or fp16 on one CUDA device, any strides with unit
+    head-dim stride. window: (left, right), -1 or None = unbounded. softcap:
+    None = none. scale: None = 1/sqrt(head_dim). arch: None = from the
+    device. Runs on torch.cuda.current_stream(). Returns o (like q), or
+    (o, lse) with lse float32 [batch, heads, seq_q] when return_lse.
+    """
+    dtype = check_inputs(q, k, v)  # before torch: testable with fakes
+    import torch
+
+    device = q.device
+    with torch.cuda.device(device):
+        if arch is None:
+            arch = arch_for_capability(
+                torch.cuda.get_device_capability(device))
+        spec = make_spec(q, k, dtype=dtype, arch=arch, causal=causal,
+                         window=window, softcap=softcap, scale=scale,
+                         return_lse=return_lse, block_m=block_m,
+                         block_n=block_n)
+        ctx = context(device.index)
+        kernel = ctx.get_kernel(spec)
+        o = torch.empty_like(q)
+        lse = None
+        if return_lse:
+            lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]),
+                              dtype=torch.float32, device=device)
+        stream = torch.cuda.current_stream(device).cuda_stream
+        ctx.launch(kernel, describe(q), describe(k), describe(v),
+                   describe(o), None if lse is None else describe_lse(lse),
+                   stream=stream)
+    return (o, lse) if return_lse else o

@@ -1,0 +1,353 @@
+"""ctypes declarations for libattnc.so (runtime/include/attnc/attnc.h).
+
+Everything here is plain Python plus ctypes: no torch, no GPU. The library
+is loaded on first use, so ``import attnc`` works without it.
+"""
+
+import ctypes
+import dataclasses
+import math
+import os
+import threading
+from pathlib import Path
+from typing import NamedTuple, Optional, Sequence
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+_REPO_LIBRARY = _REPO_ROOT / "build" / "lib" / "libattnc.so"
+
+# attnc_status values (attnc.h).
+OK = 0
+INVALID_ARGUMENT = 1
+NOT_FOUND = 2
+DRIVER_NOT_FOUND = 3
+
+
+class AttncError(RuntimeError):
+    """An attnc failure; ``status`` is the attnc_status code (None when the
+    error was found in Python before calling the runtime)."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+# --- C structs ---------------------------------------------------------------
+
+
+class _Spec(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("op", ctypes.c_char_p),
+        ("dtype", ctypes.c_char_p),
+        ("heads", ctypes.c_int64),
+        ("kv_heads", ctypes.c_int64),
+        ("head_dim", ctypes.c_int64),
+        ("causal", ctypes.c_int32),
+        ("has_lse", ctypes.c_int32),
+        ("window_left", ctypes.c_int64),
+        ("window_right", ctypes.c_int64),
+        ("softcap", ctypes.c_double),
+        ("scale", ctypes.c_double),
+        ("arch", ctypes.c_char_p),
+        ("custom_ir", ctypes.c_char_p),
+        ("block_m", ctypes.c_int64),
+        ("block_n", ctypes.c_int64),
+        ("stages", ctypes.c_int64),
+        ("warps", ctypes.c_int64),
+    ]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("shape", ctypes.c_int64 * 4),
+        ("stride", ctypes.c_int64 * 4),
+    ]
+
+
+class _AttentionArgs(ctypes.Structure):
+    _fields_ = [(name, _Tensor) for name in ("q", "k", "v", "o", "lse")]
+
+
+class _ContextOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("cache_dir", ctypes.c_char_p),
+        ("driver_library", ctypes.c_char_p),
+        ("build_id", ctypes.c_char_p),
+        ("device", ctypes.c_int32),
+        ("link_cubin", ctypes.c_int32),
+    ]
+
+
+_status = ctypes.c_int
+_SIGNATURES = {
+    "attnc_version": (ctypes.c_char_p, []),
+    "attnc_build_id": (ctypes.c_char_p, []),
+    "attnc_status_string": (ctypes.c_char_p, [_status]),
+    "attnc_last_error": (ctypes.c_char_p, []),
+    "attnc_spec_init": (None, [ctypes.POINTER(_Spec)]),
+    "attnc_context_options_init": (None, [ctypes.POINTER(_ContextOptions)]),
+    "attnc_context_create": (
+        _status, [ctypes.POINTER(_ContextOptions),
+                  ctypes.POINTER(ctypes.c_void_p)]),
+    "attnc_context_destroy": (None, [ctypes.c_void_p]),
+    "attnc_cache_dir": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "attnc_get_kernel": (
+        _status, [ctypes.c_void_p, ctypes.POINTER(_Spec),
+                  ctypes.POINTER(ctypes.c_void_p)]),
+    "attnc_kernel_key": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "attnc_attention_validate": (
+        _status, [ctypes.POINTER(_Spec), ctypes.POINTER(_AttentionArgs)]),
+    "attnc_attention_launch": (
+        _status, [ctypes.c_void_p, ctypes.c_void_p,
+                  ctypes.POINTER(_AttentionArgs), ctypes.c_void_p]),
+}
+
+
+# --- loading -----------------------------------------------------------------
+
+_lib = None
+_lib_path = None
+_lib_lock = threading.Lock()
+
+
+def _candidates():
+    """(path to pass to CDLL, description) in lookup order. $ATTNC_LIBRARY,
+    when set, is the only candidate: a wrong value is an error, not a
+    silent fallback to another build."""
+    env = os.environ.get("ATTNC_LIBRARY")
+    if env:
+        return [(env, "$ATTNC_LIBRARY=" + env)]
+    return [(str(_REPO_LIBRARY), str(_REPO_LIBRARY)),
+            ("libattnc.so", "libattnc.so on the loader path")]
+
+
+def lib():
+    """The loaded libattnc.so (a ctypes.CDLL); raises AttncError if none."""
+    global _lib, _lib_path
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        for path, where in _candidates():
+            if "/" in path and not os.path.exists(path):
+                tried.append("%s (no such file)" % where)
+                continue
+            try:
+                handle = ctypes.CDLL(path)
+            except OSError as e:
+                tried.append("%s (%s)" % (where, e))
+                continue
+            for name, (restype, argtypes) in _SIGNATURES.items():
+                fn = getattr(handle, name)
+                fn.restype = restype
+                fn.argtypes = argtypes
+            _check_struct_sizes(handle, where)
+            _lib, _lib_path = handle, path
+            return _lib
+        raise AttncError(
+            "attnc: cannot load libattnc.so; looked at:\n  "
+            + "\n  ".join(tried)
+            + "\nBuild it with scripts/build.sh (or `ninja -C build "
+            "attnc_shared`), or set ATTNC_LIBRARY to the path of "
+            "libattnc.so.")
+
+
+def _check_struct_sizes(handle, where):
+    spec = _Spec()
+    handle.attnc_spec_init(ctypes.byref(spec))
+    options = _ContextOptions()
+    handle.attnc_context_options_init(ctypes.byref(options))
+    for name, got, want in (
+            ("attnc_spec", spec.struct_size, ctypes.sizeof(_Spec)),
+            ("attnc_context_options", options.struct_size,
+             ctypes.sizeof(_ContextOptions))):
+        if got != want:
+            raise AttncError(
+                "attnc: %s has sizeof(%s) = %d but the Python binding "
+                "expects %d; the library and python/attnc are from "
+                "different versions" % (where, name, got, want))
+
+
+def library_path():
+    """The path libattnc.so was loaded from (loads it if needed)."""
+    lib()
+    return _lib_path
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if value is not None else ""
+
+
+def _check(status, what):
+    if status != OK:
+        handle = lib()
+        raise AttncError(
+            "attnc: %s failed (%s): %s"
+            % (what, _text(handle.attnc_status_string(status)),
+               _text(handle.attnc_last_error())),
+            status)
+
+
+def version():
+    """The runtime's version string, e.g. "0.1.0"."""
+    return _text(lib().attnc_version())
+
+
+def build_id():
+    """The compiler build id baked into the runtime (part of cache keys)."""
+    return _text(lib().attnc_build_id())
+
+
+# --- specs and tensor descriptors --------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """A kernel spec (attnc_spec). ``scale=None`` means 1/sqrt(head_dim);
+    -1 in a window bound means unbounded; ``softcap=0`` means none."""
+
+    heads: int
+    kv_heads: int
+    head_dim: int
+    dtype: str = "bf16"
+    causal: bool = False
+    has_lse: bool = False
+    window_left: int = -1
+    window_right: int = -1
+    softcap: float = 0.0
+    scale: Optional[float] = None
+    arch: str = "sm_90a"
+    block_m: int = 0
+    block_n: int = 0
+    stages: int = 0
+    warps: int = 0
+    op: str = "attention_fwd"
+
+    def _to_c(self):
+        spec = _Spec()
+        lib().attnc_spec_init(ctypes.byref(spec))
+        # ctypes keeps the bytes objects alive as long as the struct.
+        spec.op = self.op.encode()
+        spec.dtype = self.dtype.encode()
+        spec.arch = self.arch.encode()
+        spec.heads = self.heads
+        spec.kv_heads = self.kv_heads
+        spec.head_dim = self.head_dim
+        spec.causal = int(bool(self.causal))
+        spec.has_lse = int(bool(self.has_lse))
+        spec.window_left = self.window_left
+        spec.window_right = self.window_right
+        spec.softcap = float(self.softcap)
+        spec.scale = math.nan if self.scale is None else float(self.scale)
+        spec.block_m = self.block_m
+        spec.block_n = self.block_n
+        spec.stages = self.stages
+        spec.warps = self.warps
+        return spec
+
+
+class TensorDesc(NamedTuple):
+    """A tensor as the runtime sees it: an integer device address and the
+    logical [B, H, S, D] shape and strides in elements (LSE: [B, H, S])."""
+
+    data: int
+    shape: Sequence[int]
+    stride: Sequence[int]
+
+
+def _tensor_to_c(desc, name):
+    out = _Tensor()
+    if desc is None:
+        return out  # all zeros: data NULL
+    shape, stride = tuple(desc.shape), tuple(desc.stride)
+    if len(shape) == 3 and len(stride) == 3:  # LSE [B, H, S]
+        shape, stride = shape + (1,), stride + (1,)
+    if len(shape) != 4 or len(stride) != 4:
+        raise AttncError("attnc: %s descriptor must have 4 dims [B, H, S, D] "
+                         "(lse: 3), got shape %r and stride %r"
+                         % (name, desc.shape, desc.stride))
+    out.data = desc.data or None
+    out.shape[:] = [int(x) for x in shape]
+    out.stride[:] = [int(x) for x in stride]
+    return out
+
+
+def _args_to_c(q, k, v, o, lse):
+    return _AttentionArgs(*(_tensor_to_c(t, n) for t, n in (
+        (q, "q"), (k, "k"), (v, "v"), (o, "o"), (lse, "lse"))))
+
+
+def validate_attention(spec, q, k, v, o, lse=None):
+    """Checks launch arguments against ``spec`` with the runtime's own
+    validation (attnc_attention_validate); needs no GPU and no torch.
+
+    q, k, v, o, lse are TensorDesc (or anything with .data/.shape/.stride)
+    in the logical [B, H, S, D] layout; lse is [B, H, S] or None. Raises
+    AttncError with the runtime's message; returns None when valid."""
+    c_spec = spec._to_c()
+    args = _args_to_c(q, k, v, o, lse)
+    _check(lib().attnc_attention_validate(ctypes.byref(c_spec),
+                                          ctypes.byref(args)),
+           "attnc_attention_validate")
+
+
+# --- contexts and kernels ----------------------------------------------------
+
+
+class Context:
+    """An attnc_context: a CUDA context, the kernel cache and loaded
+    kernels. With a CUDA context current on the calling thread the runtime
+    uses it; otherwise it retains ``device``'s primary context."""
+
+    def __init__(self, device=0, cache_dir=None, driver_library=None):
+        options = _ContextOptions()
+        handle = lib()
+        handle.attnc_context_options_init(ctypes.byref(options))
+        options.device = device
+        if cache_dir:  # None: $ATTNC_CACHE_DIR, XDG, ~/.cache
+            options.cache_dir = os.fsencode(cache_dir)
+        if driver_library:  # None: libcuda.so.1
+            options.driver_library = os.fsencode(driver_library)
+        ctx = ctypes.c_void_p()
+        _check(handle.attnc_context_create(ctypes.byref(options),
+                                           ctypes.byref(ctx)),
+               "attnc_context_create")
+        self._handle = ctx.value
+        self._kernels = {}
+        self._lock = threading.Lock()
+
+    def close(self):
+        if self._handle:
+            lib().attnc_context_destroy(self._handle)
+            self._handle = None
+            self._kernels.clear()
+
+    def cache_dir(self):
+        return _text(lib().attnc_cache_dir(self._handle))
+
+    def get_kernel(self, spec):
+        """The kernel handle (an int) for ``spec``, loading it from the
+        cache on first use. AttncError(status=NOT_FOUND) when it is not
+        compiled."""
+        with self._lock:
+            kernel = self._kernels.get(spec)
+            if kernel is None:
+                c_spec = spec._to_c()
+                out = ctypes.c_void_p()
+                _check(lib().attnc_get_kernel(self._handle,
+                                              ctypes.byref(c_spec),
+                                              ctypes.byref(out)),
+                       "attnc_get_kernel(%s)" % (spec,))
+                kernel = self._kernels[spec] = out.value
+            return kernel
+
+    def launch(self, kernel, q, k, v, o, lse=None, stream=0):
+        """Launches ``kernel`` on ``stream`` (an integer CUstream, 0: the
+        legacy default stream); validates the arguments first."""
+        args = _args_to_c(q, k, v, o, lse)
+        _check(lib().attnc_attention_launch(self._handle, kernel,
+                                            ctypes.byref(args),
+                                            stream or None),
+               "attnc_attention_launch")

@@ -1,0 +1,150 @@
+/*===- attnc.h - C ABI of the attnc runtime ---------------------*- C -*-===//
+ *
+ * A C interface over the C++ runtime, for ctypes/cffi and other languages.
+ * Every function that can fail returns an attnc_status; the message of the
+ * last failure on the calling thread is attnc_last_error(). Nothing throws
+ * across this boundary.
+ *
+ * Typical use:
+ *   attnc_context *ctx;  attnc_context_create(NULL, &ctx);
+ *   attnc_spec spec;     attnc_spec_init(&spec);
+ *   spec.heads = 32; spec.kv_heads = 8; spec.head_dim = 128;
+ *   const attnc_kernel *k;  attnc_get_kernel(ctx, &spec, &k);
+ *   attnc_attention_args args = {...};
+ *   attnc_attention_launch(ctx, k, &args, stream);
+ *   attnc_context_destroy(ctx);
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef ATTNC_ATTNC_H
+#define ATTNC_ATTNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define ATTNC_API __attribute__((visibility("default")))
+#else
+#define ATTNC_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Same values as attnc::ErrorCode. */
+typedef enum attnc_status {
+  ATTNC_OK = 0,
+  ATTNC_ERROR_INVALID_ARGUMENT = 1,
+  ATTNC_ERROR_NOT_FOUND = 2,
+  ATTNC_ERROR_DRIVER_NOT_FOUND = 3,
+  ATTNC_ERROR_DRIVER = 4,
+  ATTNC_ERROR_PARSE = 5,
+  ATTNC_ERROR_IO = 6,
+  ATTNC_ERROR_CACHE_CORRUPT = 7,
+  ATTNC_ERROR_COMPILE = 8,
+  ATTNC_ERROR_UNSUPPORTED = 9,
+  ATTNC_ERROR_INTERNAL = 10
+} attnc_status;
+
+typedef struct attnc_context attnc_context;
+typedef struct attnc_kernel attnc_kernel;
+
+/* Call attnc_spec_init first: it sets struct_size and the defaults. */
+typedef struct attnc_spec {
+  size_t struct_size;
+  const char *op;    /* "attention_fwd" */
+  const char *dtype; /* "bf16" | "fp16" */
+  int64_t heads;
+  int64_t kv_heads;
+  int64_t head_dim;
+  int32_t causal;        /* 0 | 1 */
+  int32_t has_lse;       /* 0 | 1 */
+  int64_t window_left;   /* -1: unbounded */
+  int64_t window_right;  /* -1: unbounded */
+  double softcap;        /* 0: none */
+  double scale;          /* NaN: 1/sqrt(head_dim) */
+  const char *arch;      /* "sm_80" | "sm_90a" */
+  const char *custom_ir; /* NULL or "" unless the spec came from MLIR */
+  int64_t block_m;       /* tuning; 0: default */
+  int64_t block_n;
+  int64_t stages;
+  int64_t warps;
+} attnc_spec;
+
+/* A tensor in the logical [B, H, S, D] layout, strides in elements. LSE uses
+ * [B, Hq, Sq] with shape[3] = stride[3] = 1. */
+typedef struct attnc_tensor {
+  const void *data;
+  int64_t shape[4];
+  int64_t stride[4];
+} attnc_tensor;
+
+typedef struct attnc_attention_args {
+  attnc_tensor q, k, v, o, lse; /* lse.data NULL unless has_lse */
+} attnc_attention_args;
+
+typedef struct attnc_context_options {
+  size_t struct_size;
+  const char *cache_dir;      /* NULL: $ATTNC_CACHE_DIR, XDG, ~/.cache */
+  const char *driver_library; /* NULL: "libcuda.so.1" */
+  const char *build_id;       /* NULL: the build id baked into the runtime */
+  int32_t device;             /* used only when no CUDA context is current */
+  int32_t link_cubin;         /* 1: cache a cubin made by nvJitLink */
+} attnc_context_options;
+
+ATTNC_API const char *attnc_version(void);
+ATTNC_API const char *attnc_build_id(void);
+ATTNC_API const char *attnc_status_string(attnc_status status);
+/* Message of the last failed call on this thread ("" if none). Valid until
+ * the next failing call on the same thread. */
+ATTNC_API const char *attnc_last_error(void);
+
+ATTNC_API void attnc_spec_init(attnc_spec *spec);
+ATTNC_API void attnc_context_options_init(attnc_context_options *options);
+
+/* options may be NULL. Without a CUDA driver this fails with
+ * ATTNC_ERROR_DRIVER_NOT_FOUND. */
+ATTNC_API attnc_status
+attnc_context_create(const attnc_context_options *options, attnc_context **out);
+ATTNC_API void attnc_context_destroy(attnc_context *ctx);
+
+/* The context's cache directory, or with ctx NULL the default one (NULL on
+ * error). The string lives as long as ctx, or until the next call with NULL
+ * on this thread. */
+ATTNC_API const char *attnc_cache_dir(const attnc_context *ctx);
+
+/* The kernel is owned by ctx. */
+ATTNC_API attnc_status attnc_get_kernel(attnc_context *ctx,
+                                        const attnc_spec *spec,
+                                        const attnc_kernel **out);
+/* spec_json: one spec object as in spec files. */
+ATTNC_API attnc_status attnc_get_kernel_json(attnc_context *ctx,
+                                             const char *spec_json,
+                                             const attnc_kernel **out);
+ATTNC_API const char *attnc_kernel_entry(const attnc_kernel *kernel);
+ATTNC_API const char *attnc_kernel_key(const attnc_kernel *kernel);
+
+/* Checks launch arguments against a spec; needs no GPU. */
+ATTNC_API attnc_status attnc_attention_validate(
+    const attnc_spec *spec, const attnc_attention_args *args);
+ATTNC_API attnc_status
+attnc_attention_workspace_size(attnc_context *ctx, const attnc_kernel *kernel,
+                               const attnc_attention_args *args, size_t *bytes);
+/* stream: a CUstream (NULL: the legacy default stream). Never allocates or
+ * synchronises. */
+ATTNC_API attnc_status attnc_attention_launch(attnc_context *ctx,
+                                              const attnc_kernel *kernel,
+                                              const attnc_attention_args *args,
+                                              void *stream);
+
+/* Cache maintenance; cache_dir NULL means the default directory. */
+ATTNC_API attnc_status attnc_cache_clear(const char *cache_dir,
+                                         size_t *removed);
+ATTNC_API attnc_status attnc_cache_prune(const char *cache_dir,
+                                         uint64_t max_bytes, size_t *removed);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ATTNC_ATTNC_H */

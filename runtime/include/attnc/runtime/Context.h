@@ -1,0 +1,146 @@
+//===- Context.h - Runtime context, kernels and launches --------*- C++ -*-===//
+//
+// A Context binds the runtime to one CUDA context (the caller's current one,
+// else the device's primary context), one disk cache and an optional
+// compiler. getKernel(spec) returns a loaded kernel: from memory (a repeated
+// lookup costs well under a microsecond), else from the disk cache, else
+// compiled. launch() validates and enqueues on the caller's stream without
+// allocating or synchronising, so it can be captured into a CUDA graph.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_CONTEXT_H
+#define ATTNC_RUNTIME_CONTEXT_H
+
+#include "attnc/runtime/Compiler.h"
+#include "attnc/runtime/DiskCache.h"
+#include "attnc/runtime/Launch.h"
+#include "attnc/runtime/Resolve.h"
+#include "attnc/runtime/Spec.h"
+#include "attnc/runtime/Status.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+// Opaque driver handles, declared as cuda.h does, so this header does not
+// need the CUDA toolkit.
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+
+namespace attnc {
+
+struct DriverApi;
+
+struct ContextOptions {
+  std::string cacheDir;                       // empty: DiskCache::defaultRoot()
+  std::string driverLibrary = "libcuda.so.1"; // tests point this elsewhere
+  int device = 0;      // used only when no CUDA context is current
+  std::string buildId; // empty: defaultBuildId()
+  // On a compile, also produce a cubin with nvJitLink (when it loads) and
+  // cache it beside the PTX.
+  bool linkCubin = true;
+  LogFn log; // warnings; empty: write them to stderr
+};
+
+class Kernel {
+public:
+  const KernelSpec &spec() const { return spec_; }
+  const KernelMetadata &metadata() const { return meta_; }
+  const std::string &key() const { return key_; }
+  CUfunction function() const { return function_; }
+  CUmodule module() const { return module_; }
+  // True when the cached cubin was loaded, false when the driver JIT-ed PTX.
+  bool loadedFromCubin() const { return fromCubin_; }
+  // True when this process compiled it (a disk-cache miss).
+  bool compiledHere() const { return compiledHere_; }
+
+private:
+  friend class Context;
+  KernelSpec spec_;
+  KernelMetadata meta_;
+  std::string key_;
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+  bool fromCubin_ = false;
+  bool compiledHere_ = false;
+  std::vector<ParamSlot> plan_;
+};
+
+class Context {
+public:
+  // When a CUDA context is current on the calling thread it is used (and
+  // must outlive this Context); otherwise the device's primary context is
+  // retained until destruction. Without a driver: DriverNotFound "CUDA
+  // driver not found (libcuda.so.1): ...".
+  static Result<std::unique_ptr<Context>> create(ContextOptions options = {});
+  ~Context();
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+
+  // The compiler used on a miss; defaults to defaultCompiler() at creation.
+  void setCompiler(std::shared_ptr<KernelCompiler> compiler);
+
+  // Thread-safe; a miss compiles under the context's lock, so concurrent
+  // misses are serialised. The kernel lives as long as the Context.
+  Result<const Kernel *> getKernel(const KernelSpec &spec);
+
+  // Validates `args` against the kernel's spec, then enqueues the kernel on
+  // `stream`. Thread-safe; no allocation, no synchronisation.
+  Status launch(const Kernel &kernel, const AttentionArgs &args,
+                CUstream stream) const;
+
+  // Bytes of scratch memory a launch needs from the caller (split-KV).
+  // No kernel needs any yet.
+  size_t workspaceSize(const Kernel &kernel, const AttentionArgs &args) const;
+
+  // Low-level module loading (tests, tools). The error of a failed PTX JIT
+  // includes the driver's log. Unload with unloadModule.
+  Result<CUmodule> loadPtx(std::string_view ptx) const;
+  Result<CUmodule> loadCubin(std::string_view cubin) const;
+  void unloadModule(CUmodule module) const;
+
+  const DriverApi &driver() const { return *driver_; }
+  CUcontext cuContext() const { return ctx_; }
+  int device() const { return device_; }
+  // e.g. 90 for an sm_90 device.
+  int computeCapability() const { return ccMajor_ * 10 + ccMinor_; }
+  const std::string &buildId() const { return buildId_; }
+  DiskCache &diskCache() { return cache_; }
+  const std::string &cacheDir() const { return cache_.root(); }
+
+private:
+  Context(ContextOptions options, const DriverApi *driver, DiskCache cache);
+  Result<CUmodule> loadImage(const void *image, const char *what) const;
+  Result<std::unique_ptr<Kernel>> loadKernel(const KernelSpec &spec,
+                                             ResolvedKernel resolved);
+  void warn(const std::string &message) const;
+
+  ContextOptions options_;
+  const DriverApi *driver_;
+  DiskCache cache_;
+  std::string buildId_;
+  CUcontext ctx_ = nullptr;
+  int device_ = 0;
+  bool ownsPrimaryContext_ = false;
+  int ccMajor_ = 0;
+  int ccMinor_ = 0;
+
+  std::mutex mutex_; // guards the maps and the compiler
+  std::shared_ptr<KernelCompiler> compiler_;
+  std::unordered_map<std::string, std::unique_ptr<Kernel>> byKey_;
+  std::unordered_map<KernelSpec, const Kernel *, KernelSpecHash> bySpec_;
+};
+
+// Whether a kernel built for `arch` ("sm_80", "sm_90a") can run on a device
+// of compute capability major.minor: from PTX (JIT) or from a cubin.
+Status checkArchForDevice(const std::string &arch, int ccMajor, int ccMinor);
+bool cubinRunsOn(const std::string &arch, int ccMajor, int ccMinor);
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_CONTEXT_H

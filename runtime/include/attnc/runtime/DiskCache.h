@@ -1,0 +1,105 @@
+//===- DiskCache.h - Content-addressed on-disk kernel cache -----*- C++ -*-===//
+//
+// Layout: <root>/<key>/{kernel.ptx, kernel.cubin (optional), meta.json},
+// key = 32 hex digits (see cacheKey). An entry appears atomically: it is
+// written and fsynced in a temporary directory inside <root> and renamed
+// into place; published entries are never modified, only removed (by
+// renaming them away first), so readers see a whole entry or none. Every
+// read verifies meta.json and the payload checksums; a damaged entry is
+// removed and reported as a miss so that it gets rebuilt.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_DISKCACHE_H
+#define ATTNC_RUNTIME_DISKCACHE_H
+
+#include "attnc/runtime/Compiler.h"
+#include "attnc/runtime/Metadata.h"
+#include "attnc/runtime/Status.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnc {
+
+inline constexpr const char *kPtxFileName = "kernel.ptx";
+inline constexpr const char *kCubinFileName = "kernel.cubin";
+inline constexpr const char *kMetaFileName = "meta.json";
+
+struct CacheEntry {
+  std::string key;
+  std::string dir; // absolute or as given by the root
+  KernelMetadata meta;
+  std::string ptx;
+  std::string cubin; // empty when the entry has none
+};
+
+struct CacheLookup {
+  std::optional<CacheEntry> entry; // set on a hit
+  // Set when a damaged entry was found (and removed): why it was rejected.
+  std::string problem;
+};
+
+struct CacheEntryInfo {
+  std::string key;
+  std::string spec; // canonical spec from meta.json; empty if unreadable
+  uint64_t sizeBytes = 0;
+  int64_t lastUseNs = 0; // nanoseconds since the epoch
+  bool readable = true;  // false when meta.json is missing or unparsable
+};
+
+struct PruneResult {
+  size_t removedEntries = 0;
+  uint64_t removedBytes = 0;
+  size_t keptEntries = 0;
+  uint64_t keptBytes = 0;
+};
+
+class DiskCache {
+public:
+  // Does not touch the filesystem; the root is created on first publish.
+  explicit DiskCache(std::string root);
+
+  // $ATTNC_CACHE_DIR, else $XDG_CACHE_HOME/attnc, else ~/.cache/attnc.
+  static Result<std::string> defaultRoot();
+
+  const std::string &root() const { return root_; }
+  std::string entryDir(std::string_view key) const;
+
+  // Verified read. Miss: entry empty. Damaged entry: removed, entry empty,
+  // problem says why. A hit refreshes the entry's last-use time.
+  Result<CacheLookup> lookup(std::string_view key);
+
+  // Atomically publishes `kernel` under `key` and returns the entry now in
+  // place: ours, or, when another process published first, theirs.
+  Result<CacheEntry> publish(std::string_view key,
+                             const CompiledKernel &kernel);
+
+  // Removes one entry (no error if absent).
+  Status remove(std::string_view key);
+
+  // Entries, most recently used first. Does not verify checksums.
+  Result<std::vector<CacheEntryInfo>> list() const;
+  // Removes every entry and leftover temporary directory; returns the
+  // number of entries removed.
+  Result<size_t> clear();
+  // Removes least recently used entries until the total size is at most
+  // maxBytes.
+  Result<PruneResult> prune(uint64_t maxBytes);
+
+private:
+  Status moveAwayAndRemove(const std::string &path);
+  void removeStaleTemporaries(int64_t olderThanNs);
+
+  std::string root_;
+};
+
+// True for 32 lowercase hex digits (the only names the cache reads or
+// deletes, so a bad key can never reach outside the root).
+bool isCacheKey(std::string_view name);
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_DISKCACHE_H

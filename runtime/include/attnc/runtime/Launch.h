@@ -1,0 +1,130 @@
+//===- Launch.h - Attention launch ABI, validation and packing --*- C++ -*-===//
+//
+// The fixed contract between the compiler and the runtime for attention
+// kernels (grid rule "attention_fwd_v1"). Kernel parameters, in order, each
+// 8 bytes:
+//   q, k, v, o, lse                         pointers (lse null iff !has_lse)
+//   batch, seq_q, seq_kv                    i64
+//   q_stride_b, q_stride_h, q_stride_s      i64 strides in elements of the
+//   k_stride_b, k_stride_h, k_stride_s      logical [B, H, S, D] layout;
+//   v_stride_b, v_stride_h, v_stride_s      the head-dim stride is 1
+//   o_stride_b, o_stride_h, o_stride_s
+//   lse_stride_b, lse_stride_h              LSE is [B, Hq, Sq] f32, seq
+//                                           stride 1
+// Launch: grid = (ceil(seq_q / block_m), heads, batch), block = meta.block,
+// dynamic shared memory = meta.dynamic_smem.
+//
+// Parameters are packed by name from the metadata, so a kernel with another
+// list (extra "scale"/"softcap" f32 values, i32 sizes) needs no runtime
+// change. Everything here is pure (no driver) and allocation-free on the
+// launch path.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_LAUNCH_H
+#define ATTNC_RUNTIME_LAUNCH_H
+
+#include "attnc/runtime/Metadata.h"
+#include "attnc/runtime/Spec.h"
+#include "attnc/runtime/Status.h"
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace attnc {
+
+inline constexpr const char *kGridRuleAttentionFwdV1 = "attention_fwd_v1";
+
+// A tensor in the logical [B, H, S, D] layout; strides in elements. For LSE
+// only dims 0..2 ([B, Hq, Sq]) are used and shape[3], stride[3] must be 1.
+struct TensorArg {
+  const void *data = nullptr;
+  std::array<int64_t, 4> shape{};
+  std::array<int64_t, 4> stride{};
+};
+
+struct AttentionArgs {
+  TensorArg q, k, v, o, lse;
+};
+
+// Checks null pointers, shapes against the spec, batch/seq consistency,
+// unit head-dim stride, 16-byte alignment of base pointers and of the
+// b/h/s strides of q/k/v/o (LSE rows are f32 and need 4 bytes), positive
+// sizes and offsets that fit in int64. Each error names the tensor and the
+// dimension.
+Status validateAttentionArgs(const KernelSpec &spec, const AttentionArgs &args);
+
+// The parameter list of the attention_fwd_v1 contract, for the compiler's
+// metadata.
+std::vector<KernelParam> attentionFwdV1Params();
+
+// Where a kernel parameter's value comes from.
+enum class ParamSource : uint8_t {
+  Q,
+  K,
+  V,
+  O,
+  Lse,
+  Batch,
+  SeqQ,
+  SeqKv,
+  QStrideB,
+  QStrideH,
+  QStrideS,
+  KStrideB,
+  KStrideH,
+  KStrideS,
+  VStrideB,
+  VStrideH,
+  VStrideS,
+  OStrideB,
+  OStrideH,
+  OStrideS,
+  LseStrideB,
+  LseStrideH,
+  Scale,
+  Softcap,
+};
+
+struct ParamSlot {
+  ParamSource source;
+  ParamKind kind;
+  std::string_view name; // static storage; for error messages
+};
+
+inline constexpr size_t kMaxKernelParams = 64;
+
+// Resolved once when a kernel is loaded: every name must be known and its
+// kind must fit the value (pointers as ptr, sizes/strides as i64 or i32,
+// scale/softcap as f32).
+Result<std::vector<ParamSlot>>
+planAttentionParams(const std::vector<KernelParam> &params);
+
+// The kernelParams array for cuLaunchKernel, built on the stack.
+struct PackedParams {
+  alignas(8) uint64_t storage[kMaxKernelParams];
+  void *pointers[kMaxKernelParams];
+  size_t count = 0;
+};
+
+// Fills `out` (no allocation). Fails only when an i32 parameter's value does
+// not fit in 32 bits.
+Status packAttentionParams(const std::vector<ParamSlot> &plan,
+                           const KernelSpec &spec, const AttentionArgs &args,
+                           PackedParams &out);
+
+struct LaunchGeometry {
+  std::array<uint32_t, 3> grid{};
+  std::array<uint32_t, 3> block{};
+  uint32_t dynamicSmem = 0;
+};
+
+// Applies the metadata's grid rule (only "attention_fwd_v1" so far) to
+// validated arguments; fails when the grid exceeds CUDA's limits.
+Result<LaunchGeometry> attentionGeometry(const KernelMetadata &meta,
+                                         const AttentionArgs &args);
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_LAUNCH_H

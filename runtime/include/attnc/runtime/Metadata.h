@@ -1,0 +1,76 @@
+//===- Metadata.h - Kernel metadata stored beside the PTX -------*- C++ -*-===//
+//
+// What the runtime must know to launch a kernel it did not compile itself:
+// entry name, launch geometry rule, shared memory and the parameter list.
+// Stored as meta.json in each cache entry, with checksums of the payload
+// files so a damaged entry is caught before anything is loaded.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_METADATA_H
+#define ATTNC_RUNTIME_METADATA_H
+
+#include "attnc/runtime/Json.h"
+#include "attnc/runtime/Status.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+// Bumped on any incompatible change of the meta.json schema.
+constexpr int64_t kMetadataVersion = 1;
+
+enum class ParamKind { Ptr, I64, I32, F32 };
+
+const char *paramKindName(ParamKind kind);
+std::optional<ParamKind> parseParamKind(std::string_view name);
+// Bytes the parameter occupies in the kernel's parameter buffer.
+size_t paramKindSize(ParamKind kind);
+
+struct KernelParam {
+  std::string name;
+  ParamKind kind = ParamKind::Ptr;
+  bool operator==(const KernelParam &) const = default;
+};
+
+struct FileChecksum {
+  std::string name; // file name inside the entry, e.g. "kernel.ptx"
+  uint64_t size = 0;
+  std::string fnv1a128; // 32 hex digits
+  bool operator==(const FileChecksum &) const = default;
+};
+
+struct KernelMetadata {
+  std::string entry;                     // kernel symbol in the PTX
+  std::string arch;                      // "sm_80", "sm_90a", ...
+  std::array<int64_t, 3> block{1, 1, 1}; // threads per program
+  std::string gridRule;                  // e.g. "attention_fwd_v1"
+  int64_t blockM = 0;                    // query rows per program
+  int64_t dynamicSmem = 0;               // bytes of dynamic shared memory
+  std::vector<KernelParam> params;
+  std::string spec;    // canonical spec string
+  std::string buildId; // compiler build id
+  // Payload checksums; the compiler leaves this empty and the disk cache
+  // fills it when it publishes an entry.
+  std::vector<FileChecksum> files;
+
+  const FileChecksum *findFile(std::string_view name) const;
+  bool operator==(const KernelMetadata &) const = default;
+};
+
+// Structural checks (non-empty entry, sane block, unique parameter names).
+Status validateMetadata(const KernelMetadata &meta);
+
+Json metadataToJson(const KernelMetadata &meta);
+Result<KernelMetadata> metadataFromJson(const Json &value,
+                                        const std::string &where = "meta");
+std::string writeMetadata(const KernelMetadata &meta);
+Result<KernelMetadata> parseMetadata(std::string_view text,
+                                     const std::string &where = "meta");
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_METADATA_H

@@ -1,0 +1,88 @@
+//===- Spec.h - Kernel specification, canonical form, cache key -*- C++ -*-===//
+//
+// A KernelSpec names one kernel variant without any MLIR: the runtime keys
+// its caches on it and the compiler builds IR from it. Its canonical string
+// prints every field in a fixed order; the cache key hashes that string with
+// the compiler build id, so every knob that changes code changes the key.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_SPEC_H
+#define ATTNC_RUNTIME_SPEC_H
+
+#include "attnc/runtime/Json.h"
+#include "attnc/runtime/Status.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnc {
+
+// Tile and schedule choices; 0 means "the compiler's default for the target".
+struct TuningConfig {
+  int64_t blockM = 0;
+  int64_t blockN = 0;
+  int64_t stages = 0;
+  int64_t warps = 0;
+
+  bool operator==(const TuningConfig &) const = default;
+};
+
+struct KernelSpec {
+  std::string op = "attention_fwd";
+  std::string dtype = "bf16"; // "bf16" | "fp16"
+  int64_t heads = 0;
+  int64_t kvHeads = 0; // divides heads (GQA/MQA)
+  int64_t headDim = 0;
+  bool causal = false;
+  int64_t windowLeft = -1;     // -1: unbounded
+  int64_t windowRight = -1;    // -1: unbounded
+  double softcap = 0.0;        // 0: none
+  std::optional<double> scale; // absent: 1/sqrt(headDim)
+  bool hasLse = false;
+  std::string arch = "sm_90a"; // "sm_80" | "sm_90a"
+  std::string customIr;        // MLIR text when the spec came from a file
+  TuningConfig tuning;
+
+  // The softmax scale the kernel applies.
+  double effectiveScale() const;
+
+  // Stable "key=value;..." form with every field; the scale is printed as
+  // its effective value, so an absent scale and an explicit 1/sqrt(d) name
+  // the same kernel. Custom IR enters as its 128-bit hash to keep the string
+  // short enough for `attnc cache ls`.
+  std::string canonical() const;
+
+  bool operator==(const KernelSpec &) const = default;
+};
+
+// Checks value ranges and the allowed sets of op, dtype and arch.
+Status validateSpec(const KernelSpec &spec);
+
+// Bytes per element of q/k/v/o for the spec's dtype.
+int64_t elementSize(const KernelSpec &spec);
+
+// JSON form used by spec files. Optional keys take the defaults above;
+// "kv_heads" defaults to "heads"; unknown keys are errors.
+Json specToJson(const KernelSpec &spec);
+Result<KernelSpec> specFromJson(const Json &value,
+                                const std::string &where = "spec");
+
+// Spec files: {"specs": [{...}, ...]}.
+Result<std::vector<KernelSpec>> parseSpecFile(std::string_view text);
+std::string writeSpecFile(const std::vector<KernelSpec> &specs);
+
+// The cache key: 32 hex digits of hash(layout version, build id, canonical).
+std::string cacheKey(std::string_view buildId, std::string_view canonicalSpec);
+
+// Hash for in-memory maps keyed by the spec itself (cheaper than building
+// the canonical string on every lookup).
+struct KernelSpecHash {
+  size_t operator()(const KernelSpec &spec) const;
+};
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_SPEC_H

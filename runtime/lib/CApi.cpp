@@ -1,0 +1,304 @@
+//===- CApi.cpp - C ABI over the C++ runtime ------------------------------===//
+//
+// Thin adapters: convert C structs, call the C++ API, turn Status into a
+// code plus a thread-local message, and catch anything thrown (bad_alloc)
+// so no exception crosses into C.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/attnc.h"
+
+#include "attnc/runtime/Context.h"
+#include "attnc/runtime/DiskCache.h"
+#include "attnc/runtime/Resolve.h"
+
+#include <cmath>
+#include <exception>
+#include <string>
+
+struct attnc_context {
+  std::unique_ptr<attnc::Context> impl;
+};
+
+namespace {
+
+thread_local std::string lastError;
+thread_local std::string defaultDirText;
+
+attnc_status fail(const attnc::Status &status) {
+  lastError = status.message();
+  return static_cast<attnc_status>(status.code());
+}
+
+attnc_status fail(attnc_status code, const std::string &message) {
+  lastError = message;
+  return code;
+}
+
+attnc_status report(const attnc::Status &status) {
+  return status.isOk() ? ATTNC_OK : fail(status);
+}
+
+// Runs body, mapping exceptions to ATTNC_ERROR_INTERNAL.
+template <typename Body> attnc_status guarded(Body &&body) {
+  try {
+    return body();
+  } catch (const std::exception &e) {
+    return fail(ATTNC_ERROR_INTERNAL,
+                std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(ATTNC_ERROR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+attnc::Result<attnc::KernelSpec> specFromC(const attnc_spec *in) {
+  if (!in)
+    return attnc::Status(attnc::ErrorCode::InvalidArgument, "spec is NULL");
+  if (in->struct_size < sizeof(attnc_spec))
+    return attnc::Status(attnc::ErrorCode::InvalidArgument,
+                         "attnc_spec.struct_size is " +
+                             std::to_string(in->struct_size) + ", expected " +
+                             std::to_string(sizeof(attnc_spec)) +
+                             " (call attnc_spec_init)");
+  attnc::KernelSpec spec;
+  if (in->op)
+    spec.op = in->op;
+  if (in->dtype)
+    spec.dtype = in->dtype;
+  spec.heads = in->heads;
+  spec.kvHeads = in->kv_heads;
+  spec.headDim = in->head_dim;
+  spec.causal = in->causal != 0;
+  spec.hasLse = in->has_lse != 0;
+  spec.windowLeft = in->window_left;
+  spec.windowRight = in->window_right;
+  spec.softcap = in->softcap;
+  if (!std::isnan(in->scale))
+    spec.scale = in->scale;
+  if (in->arch)
+    spec.arch = in->arch;
+  if (in->custom_ir)
+    spec.customIr = in->custom_ir;
+  spec.tuning.blockM = in->block_m;
+  spec.tuning.blockN = in->block_n;
+  spec.tuning.stages = in->stages;
+  spec.tuning.warps = in->warps;
+  return spec;
+}
+
+attnc::TensorArg tensorFromC(const attnc_tensor &t) {
+  attnc::TensorArg out;
+  out.data = t.data;
+  for (int i = 0; i < 4; ++i) {
+    out.shape[i] = t.shape[i];
+    out.stride[i] = t.stride[i];
+  }
+  return out;
+}
+
+attnc::AttentionArgs argsFromC(const attnc_attention_args &a) {
+  return {tensorFromC(a.q), tensorFromC(a.k), tensorFromC(a.v),
+          tensorFromC(a.o), tensorFromC(a.lse)};
+}
+
+const attnc::Kernel *kernelFromC(const attnc_kernel *kernel) {
+  return reinterpret_cast<const attnc::Kernel *>(kernel);
+}
+
+attnc_status storeKernel(attnc::Result<const attnc::Kernel *> kernel,
+                         const attnc_kernel **out) {
+  if (!kernel.isOk())
+    return fail(kernel.status());
+  *out = reinterpret_cast<const attnc_kernel *>(*kernel);
+  return ATTNC_OK;
+}
+
+attnc::Result<std::string> cacheRoot(const char *dir) {
+  if (dir && *dir)
+    return std::string(dir);
+  return attnc::DiskCache::defaultRoot();
+}
+
+} // namespace
+
+extern "C" {
+
+const char *attnc_version(void) { return ATTNC_VERSION_STRING; }
+
+const char *attnc_build_id(void) { return attnc::defaultBuildId().c_str(); }
+
+const char *attnc_status_string(attnc_status status) {
+  return attnc::errorCodeName(static_cast<attnc::ErrorCode>(status));
+}
+
+const char *attnc_last_error(void) { return lastError.c_str(); }
+
+void attnc_spec_init(attnc_spec *spec) {
+  if (!spec)
+    return;
+  *spec = attnc_spec{};
+  spec->struct_size = sizeof(attnc_spec);
+  spec->op = "attention_fwd";
+  spec->dtype = "bf16";
+  spec->window_left = -1;
+  spec->window_right = -1;
+  spec->scale = NAN;
+  spec->arch = "sm_90a";
+}
+
+void attnc_context_options_init(attnc_context_options *options) {
+  if (!options)
+    return;
+  *options = attnc_context_options{};
+  options->struct_size = sizeof(attnc_context_options);
+  options->link_cubin = 1;
+}
+
+attnc_status attnc_context_create(const attnc_context_options *options,
+                                  attnc_context **out) {
+  return guarded([&]() -> attnc_status {
+    if (!out)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "out is NULL");
+    *out = nullptr;
+    attnc::ContextOptions cxx;
+    if (options) {
+      if (options->struct_size < sizeof(attnc_context_options))
+        return fail(ATTNC_ERROR_INVALID_ARGUMENT,
+                    "attnc_context_options.struct_size is too small (call "
+                    "attnc_context_options_init)");
+      if (options->cache_dir)
+        cxx.cacheDir = options->cache_dir;
+      if (options->driver_library)
+        cxx.driverLibrary = options->driver_library;
+      if (options->build_id)
+        cxx.buildId = options->build_id;
+      cxx.device = options->device;
+      cxx.linkCubin = options->link_cubin != 0;
+    }
+    auto context = attnc::Context::create(std::move(cxx));
+    if (!context.isOk())
+      return fail(context.status());
+    *out = new attnc_context{std::move(context).value()};
+    return ATTNC_OK;
+  });
+}
+
+void attnc_context_destroy(attnc_context *ctx) { delete ctx; }
+
+const char *attnc_cache_dir(const attnc_context *ctx) {
+  if (ctx)
+    return ctx->impl->cacheDir().c_str();
+  attnc::Result<std::string> root = attnc::DiskCache::defaultRoot();
+  if (!root.isOk()) {
+    fail(root.status());
+    return nullptr;
+  }
+  defaultDirText = *root;
+  return defaultDirText.c_str();
+}
+
+attnc_status attnc_get_kernel(attnc_context *ctx, const attnc_spec *spec,
+                              const attnc_kernel **out) {
+  return guarded([&]() -> attnc_status {
+    if (!ctx || !out)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx or out is NULL");
+    auto cxx = specFromC(spec);
+    if (!cxx.isOk())
+      return fail(cxx.status());
+    return storeKernel(ctx->impl->getKernel(*cxx), out);
+  });
+}
+
+attnc_status attnc_get_kernel_json(attnc_context *ctx, const char *spec_json,
+                                   const attnc_kernel **out) {
+  return guarded([&]() -> attnc_status {
+    if (!ctx || !spec_json || !out)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT,
+                  "ctx, spec_json or out is NULL");
+    auto json = attnc::parseJson(spec_json);
+    if (!json.isOk())
+      return fail(json.status());
+    auto spec = attnc::specFromJson(*json);
+    if (!spec.isOk())
+      return fail(spec.status());
+    return storeKernel(ctx->impl->getKernel(*spec), out);
+  });
+}
+
+const char *attnc_kernel_entry(const attnc_kernel *kernel) {
+  return kernel ? kernelFromC(kernel)->metadata().entry.c_str() : "";
+}
+
+const char *attnc_kernel_key(const attnc_kernel *kernel) {
+  return kernel ? kernelFromC(kernel)->key().c_str() : "";
+}
+
+attnc_status attnc_attention_validate(const attnc_spec *spec,
+                                      const attnc_attention_args *args) {
+  return guarded([&]() -> attnc_status {
+    if (!args)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "args is NULL");
+    auto cxx = specFromC(spec);
+    if (!cxx.isOk())
+      return fail(cxx.status());
+    return report(attnc::validateAttentionArgs(*cxx, argsFromC(*args)));
+  });
+}
+
+attnc_status attnc_attention_workspace_size(attnc_context *ctx,
+                                            const attnc_kernel *kernel,
+                                            const attnc_attention_args *args,
+                                            size_t *bytes) {
+  return guarded([&]() -> attnc_status {
+    if (!ctx || !kernel || !args || !bytes)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT,
+                  "ctx, kernel, args or bytes is NULL");
+    *bytes = ctx->impl->workspaceSize(*kernelFromC(kernel), argsFromC(*args));
+    return ATTNC_OK;
+  });
+}
+
+attnc_status attnc_attention_launch(attnc_context *ctx,
+                                    const attnc_kernel *kernel,
+                                    const attnc_attention_args *args,
+                                    void *stream) {
+  return guarded([&]() -> attnc_status {
+    if (!ctx || !kernel || !args)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx, kernel or args is NULL");
+    return report(ctx->impl->launch(*kernelFromC(kernel), argsFromC(*args),
+                                    static_cast<CUstream>(stream)));
+  });
+}
+
+attnc_status attnc_cache_clear(const char *cache_dir, size_t *removed) {
+  return guarded([&]() -> attnc_status {
+    auto root = cacheRoot(cache_dir);
+    if (!root.isOk())
+      return fail(root.status());
+    attnc::DiskCache cache(*root);
+    auto count = cache.clear();
+    if (!count.isOk())
+      return fail(count.status());
+    if (removed)
+      *removed = *count;
+    return ATTNC_OK;
+  });
+}
+
+attnc_status attnc_cache_prune(const char *cache_dir, uint64_t max_bytes,
+                               size_t *removed) {
+  return guarded([&]() -> attnc_status {
+    auto root = cacheRoot(cache_dir);
+    if (!root.isOk())
+      return fail(root.status());
+    attnc::DiskCache cache(*root);
+    auto result = cache.prune(max_bytes);
+    if (!result.isOk())
+      return fail(result.status());
+    if (removed)
+      *removed = result->removedEntries;
+    return ATTNC_OK;
+  });
+}
+
+} // extern "C"

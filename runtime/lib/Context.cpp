@@ -1,0 +1,358 @@
+//===- Context.cpp - Runtime context, kernels and launches ----------------===//
+
+#include "attnc/runtime/Context.h"
+
+#include "attnc/runtime/Driver.h"
+#include "attnc/runtime/NvJitLink.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace attnc {
+
+namespace {
+
+// Makes ctx current for the scope when it is not already; kernels and
+// modules belong to one context and the caller's thread may have another.
+class ScopedContext {
+public:
+  ScopedContext(const DriverApi &driver, CUcontext ctx) : driver_(driver) {
+    CUcontext current = nullptr;
+    driver_.cuCtxGetCurrent(&current);
+    if (current != ctx) {
+      result_ = driver_.cuCtxPushCurrent(ctx);
+      pushed_ = result_ == CUDA_SUCCESS;
+    }
+  }
+  ~ScopedContext() {
+    if (pushed_) {
+      CUcontext popped;
+      driver_.cuCtxPopCurrent(&popped);
+    }
+  }
+  CUresult result() const { return result_; }
+
+private:
+  const DriverApi &driver_;
+  CUresult result_ = CUDA_SUCCESS;
+  bool pushed_ = false;
+};
+
+struct ParsedArch {
+  int major = 0;
+  int minor = 0;
+  bool archSpecific = false; // the "a" suffix: this exact device only
+};
+
+bool parseArch(const std::string &arch, ParsedArch &out) {
+  if (arch.rfind("sm_", 0) != 0)
+    return false;
+  std::string digits = arch.substr(3);
+  if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) {
+    out.archSpecific = digits.back() == 'a';
+    digits.pop_back();
+  }
+  if (digits.size() < 2)
+    return false;
+  for (char c : digits)
+    if (c < '0' || c > '9')
+      return false;
+  out.major = std::stoi(digits.substr(0, digits.size() - 1));
+  out.minor = digits.back() - '0';
+  return true;
+}
+
+std::string ccText(int major, int minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+} // namespace
+
+Status checkArchForDevice(const std::string &arch, int ccMajor, int ccMinor) {
+  ParsedArch parsed;
+  if (!parseArch(arch, parsed))
+    return Status(ErrorCode::Unsupported, "cannot parse arch '" + arch + "'");
+  if (parsed.archSpecific) {
+    if (parsed.major != ccMajor || parsed.minor != ccMinor)
+      return Status(ErrorCode::Unsupported,
+                    "kernel built for " + arch +
+                        " runs only on compute capability " +
+                        ccText(parsed.major, parsed.minor) +
+                        " devices; this device is " + ccText(ccMajor, ccMinor));
+    return Status::ok();
+  }
+  if (ccMajor * 10 + ccMinor < parsed.major * 10 + parsed.minor)
+    return Status(ErrorCode::Unsupported,
+                  "kernel built for " + arch + " needs compute capability " +
+                      ccText(parsed.major, parsed.minor) +
+                      " or newer; this device is " + ccText(ccMajor, ccMinor));
+  return Status::ok();
+}
+
+bool cubinRunsOn(const std::string &arch, int ccMajor, int ccMinor) {
+  ParsedArch parsed;
+  if (!parseArch(arch, parsed))
+    return false;
+  if (parsed.archSpecific)
+    return parsed.major == ccMajor && parsed.minor == ccMinor;
+  // SASS is compatible within a major version, with newer minors.
+  return parsed.major == ccMajor && parsed.minor <= ccMinor;
+}
+
+Context::Context(ContextOptions options, const DriverApi *driver,
+                 DiskCache cache)
+    : options_(std::move(options)), driver_(driver), cache_(std::move(cache)) {
+  buildId_ = options_.buildId.empty() ? defaultBuildId() : options_.buildId;
+  compiler_ = defaultCompiler();
+}
+
+Result<std::unique_ptr<Context>> Context::create(ContextOptions options) {
+  ATTNC_ASSIGN_OR_RETURN(const DriverApi *driver,
+                         loadDriver(options.driverLibrary));
+  std::string root = options.cacheDir;
+  if (root.empty()) {
+    ATTNC_ASSIGN_OR_RETURN(root, DiskCache::defaultRoot());
+  }
+  std::unique_ptr<Context> context(
+      new Context(std::move(options), driver, DiskCache(root)));
+  Context &c = *context;
+
+  CUcontext current = nullptr;
+  ATTNC_RETURN_IF_ERROR(
+      driver->check(driver->cuCtxGetCurrent(&current), "cuCtxGetCurrent"));
+  CUdevice device = 0;
+  if (current) {
+    c.ctx_ = current;
+    ATTNC_RETURN_IF_ERROR(
+        driver->check(driver->cuCtxGetDevice(&device), "cuCtxGetDevice"));
+  } else {
+    int count = 0;
+    ATTNC_RETURN_IF_ERROR(
+        driver->check(driver->cuDeviceGetCount(&count), "cuDeviceGetCount"));
+    if (count == 0)
+      return Status(ErrorCode::DriverError, "no CUDA device found");
+    if (c.options_.device < 0 || c.options_.device >= count)
+      return Status(ErrorCode::InvalidArgument,
+                    "device " + std::to_string(c.options_.device) +
+                        " does not exist (" + std::to_string(count) +
+                        " CUDA devices)");
+    ATTNC_RETURN_IF_ERROR(driver->check(
+        driver->cuDeviceGet(&device, c.options_.device), "cuDeviceGet"));
+    ATTNC_RETURN_IF_ERROR(
+        driver->check(driver->cuDevicePrimaryCtxRetain(&c.ctx_, device),
+                      "cuDevicePrimaryCtxRetain"));
+    c.ownsPrimaryContext_ = true;
+  }
+  c.device_ = device;
+  ATTNC_RETURN_IF_ERROR(driver->check(
+      driver->cuDeviceGetAttribute(
+          &c.ccMajor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+      "cuDeviceGetAttribute"));
+  ATTNC_RETURN_IF_ERROR(driver->check(
+      driver->cuDeviceGetAttribute(
+          &c.ccMinor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+      "cuDeviceGetAttribute"));
+  return context;
+}
+
+Context::~Context() {
+  if (!byKey_.empty()) {
+    ScopedContext scope(*driver_, ctx_);
+    for (auto &[key, kernel] : byKey_)
+      driver_->cuModuleUnload(kernel->module_);
+  }
+  if (ownsPrimaryContext_)
+    driver_->cuDevicePrimaryCtxRelease(device_);
+}
+
+void Context::warn(const std::string &message) const {
+  if (options_.log)
+    options_.log(message);
+  else
+    std::fprintf(stderr, "%s\n", message.c_str());
+}
+
+void Context::setCompiler(std::shared_ptr<KernelCompiler> compiler) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  compiler_ = std::move(compiler);
+}
+
+Result<CUmodule> Context::loadImage(const void *image, const char *what) const {
+  ScopedContext scope(*driver_, ctx_);
+  ATTNC_RETURN_IF_ERROR(driver_->check(scope.result(), "cuCtxPushCurrent"));
+  // The JIT's error log is what tells a user why PTX did not assemble.
+  char errorLog[16384] = {0};
+  CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER,
+                         CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {errorLog, reinterpret_cast<void *>(sizeof(errorLog))};
+  CUmodule module = nullptr;
+  CUresult result =
+      driver_->cuModuleLoadDataEx(&module, image, 2, keys, values);
+  if (result != CUDA_SUCCESS) {
+    Status error = driver_->check(result, std::string("cuModuleLoadDataEx (") +
+                                              what + ")");
+    errorLog[sizeof(errorLog) - 1] = '\0';
+    std::string log = errorLog;
+    while (!log.empty() && (log.back() == '\n' || log.back() == ' '))
+      log.pop_back();
+    return Status(error.code(),
+                  error.message() + (log.empty() ? "; the JIT left no log"
+                                                 : "; JIT log:\n" + log));
+  }
+  return module;
+}
+
+Result<CUmodule> Context::loadPtx(std::string_view ptx) const {
+  std::string text(ptx); // the driver needs a NUL-terminated image
+  return loadImage(text.c_str(), "PTX");
+}
+
+Result<CUmodule> Context::loadCubin(std::string_view cubin) const {
+  return loadImage(cubin.data(), "cubin");
+}
+
+void Context::unloadModule(CUmodule module) const {
+  ScopedContext scope(*driver_, ctx_);
+  driver_->cuModuleUnload(module);
+}
+
+Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
+                                                    ResolvedKernel resolved) {
+  CacheEntry &entry = resolved.entry;
+  auto kernel = std::make_unique<Kernel>();
+  kernel->spec_ = spec;
+  kernel->key_ = entry.key;
+  kernel->compiledHere_ = resolved.compiled;
+  kernel->meta_ = std::move(entry.meta);
+  const KernelMetadata &meta = kernel->meta_;
+  auto context = [&](Status status) {
+    return status.withContext("kernel '" + meta.entry + "' (cache entry " +
+                              entry.dir + ")");
+  };
+
+  if (meta.arch != spec.arch)
+    return context(Status(ErrorCode::CacheCorrupt,
+                          "metadata arch " + meta.arch +
+                              " differs from the spec's " + spec.arch));
+  if (meta.gridRule != kGridRuleAttentionFwdV1 || meta.blockM < 1)
+    return context(
+        Status(ErrorCode::Unsupported,
+               "op " + spec.op + " needs grid rule " + kGridRuleAttentionFwdV1 +
+                   " with block_m >= 1; metadata has '" + meta.gridRule +
+                   "', block_m " + std::to_string(meta.blockM)));
+  Result<std::vector<ParamSlot>> plan = planAttentionParams(meta.params);
+  if (!plan.isOk())
+    return context(plan.status());
+  kernel->plan_ = std::move(plan).value();
+
+  if (!entry.cubin.empty() && cubinRunsOn(meta.arch, ccMajor_, ccMinor_)) {
+    Result<CUmodule> module = loadCubin(entry.cubin);
+    if (module.isOk()) {
+      kernel->module_ = *module;
+      kernel->fromCubin_ = true;
+    } else {
+      warn("attnc: cached cubin of " + entry.key +
+           " did not load, JIT-compiling the PTX instead: " +
+           module.status().message());
+    }
+  }
+  if (!kernel->module_) {
+    Result<CUmodule> module = loadPtx(entry.ptx);
+    if (!module.isOk())
+      return context(module.status());
+    kernel->module_ = *module;
+  }
+
+  auto fail = [&](Status status) {
+    unloadModule(kernel->module_);
+    return context(std::move(status));
+  };
+  ScopedContext scope(*driver_, ctx_);
+  CUresult result = driver_->cuModuleGetFunction(
+      &kernel->function_, kernel->module_, meta.entry.c_str());
+  if (result != CUDA_SUCCESS)
+    return fail(driver_->check(result, "cuModuleGetFunction"));
+  // Above 48 KiB of dynamic shared memory a kernel must opt in, once.
+  if (meta.dynamicSmem > 48 * 1024) {
+    result = driver_->cuFuncSetAttribute(
+        kernel->function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        static_cast<int>(meta.dynamicSmem));
+    if (result != CUDA_SUCCESS)
+      return fail(driver_->check(
+          result, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, " +
+                      std::to_string(meta.dynamicSmem) + ")"));
+  }
+  return kernel;
+}
+
+Result<const Kernel *> Context::getKernel(const KernelSpec &requested) {
+  const KernelSpec *spec = &requested;
+  KernelSpec normalized;
+  // NaN means "default scale"; keep it out of the map (NaN != NaN).
+  if (requested.scale && std::isnan(*requested.scale)) {
+    normalized = requested;
+    normalized.scale.reset();
+    spec = &normalized;
+  }
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto hit = bySpec_.find(*spec);
+  if (hit != bySpec_.end())
+    return hit->second;
+
+  ATTNC_RETURN_IF_ERROR(validateSpec(*spec));
+  ATTNC_RETURN_IF_ERROR(checkArchForDevice(spec->arch, ccMajor_, ccMinor_));
+  std::string key = cacheKey(buildId_, spec->canonical());
+  // Equivalent specs (an explicit default scale) share one loaded kernel.
+  if (auto loaded = byKey_.find(key); loaded != byKey_.end()) {
+    bySpec_.emplace(*spec, loaded->second.get());
+    return static_cast<const Kernel *>(loaded->second.get());
+  }
+
+  ResolveOptions resolveOptions;
+  resolveOptions.compiler = compiler_.get();
+  if (options_.linkCubin) {
+    Result<const CubinLinker *> linker = CubinLinker::load();
+    if (linker.isOk())
+      resolveOptions.cubinLinker = *linker;
+  }
+  resolveOptions.log = [this](const std::string &message) { warn(message); };
+  ATTNC_ASSIGN_OR_RETURN(
+      ResolvedKernel resolved,
+      resolveKernel(cache_, *spec, buildId_, resolveOptions));
+  ATTNC_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel,
+                         loadKernel(*spec, std::move(resolved)));
+  const Kernel *result = kernel.get();
+  byKey_.emplace(key, std::move(kernel));
+  bySpec_.emplace(*spec, result);
+  return result;
+}
+
+Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
+                       CUstream stream) const {
+  ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
+  ATTNC_ASSIGN_OR_RETURN(LaunchGeometry geometry,
+                         attentionGeometry(kernel.meta_, args));
+  PackedParams packed;
+  ATTNC_RETURN_IF_ERROR(
+      packAttentionParams(kernel.plan_, kernel.spec_, args, packed));
+  ScopedContext scope(*driver_, ctx_);
+  if (scope.result() != CUDA_SUCCESS)
+    return driver_->check(scope.result(), "cuCtxPushCurrent");
+  CUresult result = driver_->cuLaunchKernel(
+      kernel.function_, geometry.grid[0], geometry.grid[1], geometry.grid[2],
+      geometry.block[0], geometry.block[1], geometry.block[2],
+      geometry.dynamicSmem, stream, packed.pointers, nullptr);
+  if (result != CUDA_SUCCESS) // build the message only on failure
+    return driver_->check(result, "cuLaunchKernel(" + kernel.meta_.entry + ")");
+  return Status::ok();
+}
+
+size_t Context::workspaceSize(const Kernel &kernel,
+                              const AttentionArgs &args) const {
+  (void)kernel;
+  (void)args;
+  return 0;
+}
+
+} // namespace attnc

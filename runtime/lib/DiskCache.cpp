@@ -1,0 +1,357 @@
+//===- DiskCache.cpp - Content-addressed on-disk kernel cache -------------===//
+
+#include "attnc/runtime/DiskCache.h"
+
+#include "FileSystem.h"
+#include "attnc/runtime/Hash.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <dirent.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace attnc {
+
+namespace {
+
+constexpr uint64_t kMaxMetaBytes = 16ull << 20;
+constexpr uint64_t kMaxPayloadBytes = 1ull << 30;
+// Temporary directories younger than this may belong to a publish in
+// progress in another process, so clear/prune leave them alone.
+constexpr int64_t kStaleTempNs = 10ll * 60 * 1000000000;
+constexpr const char *kTempPrefix = ".tmp-";
+constexpr const char *kTrashPrefix = ".trash-";
+
+int64_t nowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+bool startsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string nonEmptyEnv(const char *name) {
+  const char *value = std::getenv(name);
+  return value && *value ? value : "";
+}
+
+Status badKey(std::string_view key) {
+  std::string message = "'";
+  message += key;
+  message += "' is not a cache key (expected 32 lowercase hex digits)";
+  return Status(ErrorCode::InvalidArgument, std::move(message));
+}
+
+FileChecksum checksum(const char *name, std::string_view data) {
+  return {name, data.size(), fnv1a128(data).hex()};
+}
+
+// Reads and verifies one entry through its directory descriptor, so every
+// file comes from the same directory even if it is renamed away meanwhile.
+// Returns CacheCorrupt with the reason when anything does not match.
+Result<CacheEntry> readEntry(int dirFd, std::string_view key,
+                             const std::string &dir) {
+  auto corrupt = [](const std::string &why) {
+    return Status(ErrorCode::CacheCorrupt, why);
+  };
+  Result<std::string> metaText =
+      fs::readFileAt(dirFd, kMetaFileName, kMaxMetaBytes);
+  if (!metaText.isOk())
+    return corrupt(metaText.status().message());
+  Result<KernelMetadata> meta = parseMetadata(*metaText, kMetaFileName);
+  if (!meta.isOk())
+    return corrupt(meta.status().message());
+
+  CacheEntry entry;
+  entry.key = std::string(key);
+  entry.dir = dir;
+  entry.meta = std::move(meta).value();
+  if (!entry.meta.findFile(kPtxFileName))
+    return corrupt(std::string(kMetaFileName) + " has no checksum for " +
+                   kPtxFileName);
+  for (const FileChecksum &file : entry.meta.files) {
+    std::string *target = nullptr;
+    if (file.name == kPtxFileName)
+      target = &entry.ptx;
+    else if (file.name == kCubinFileName)
+      target = &entry.cubin;
+    else
+      return corrupt(std::string(kMetaFileName) + " lists unknown file '" +
+                     file.name + "'");
+    Result<std::string> data =
+        fs::readFileAt(dirFd, file.name, kMaxPayloadBytes);
+    if (!data.isOk())
+      return corrupt(data.status().message());
+    if (data->size() != file.size)
+      return corrupt(file.name + " has " + std::to_string(data->size()) +
+                     " bytes but meta.json records " +
+                     std::to_string(file.size));
+    std::string actual = fnv1a128(*data).hex();
+    if (actual != file.fnv1a128)
+      return corrupt(file.name + " checksum " + actual +
+                     " does not match meta.json (" + file.fnv1a128 + ")");
+    *target = std::move(data).value();
+  }
+  return entry;
+}
+
+} // namespace
+
+bool isCacheKey(std::string_view name) {
+  if (name.size() != 32)
+    return false;
+  for (char c : name)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+      return false;
+  return true;
+}
+
+DiskCache::DiskCache(std::string root) : root_(std::move(root)) {
+  while (root_.size() > 1 && root_.back() == '/')
+    root_.pop_back();
+}
+
+Result<std::string> DiskCache::defaultRoot() {
+  std::string dir = nonEmptyEnv("ATTNC_CACHE_DIR");
+  if (!dir.empty())
+    return dir;
+  // The XDG spec says relative values are invalid and must be ignored.
+  std::string xdg = nonEmptyEnv("XDG_CACHE_HOME");
+  if (!xdg.empty() && xdg[0] == '/')
+    return xdg + "/attnc";
+  std::string home = nonEmptyEnv("HOME");
+  if (home.empty())
+    if (struct passwd *pw = ::getpwuid(::getuid()); pw && pw->pw_dir)
+      home = pw->pw_dir;
+  if (home.empty())
+    return Status(ErrorCode::NotFound,
+                  "cannot find a cache directory: set ATTNC_CACHE_DIR "
+                  "(XDG_CACHE_HOME and HOME are unset)");
+  return home + "/.cache/attnc";
+}
+
+std::string DiskCache::entryDir(std::string_view key) const {
+  return root_ + "/" + std::string(key);
+}
+
+Result<CacheLookup> DiskCache::lookup(std::string_view key) {
+  if (!isCacheKey(key))
+    return badKey(key);
+  std::string dir = entryDir(key);
+  Result<fs::Fd> dirFd = fs::openDir(dir);
+  if (!dirFd.isOk()) {
+    if (dirFd.status().code() == ErrorCode::NotFound)
+      return CacheLookup{};
+    return dirFd.status();
+  }
+  Result<CacheEntry> entry = readEntry(dirFd->get(), key, dir);
+  if (!entry.isOk()) {
+    CacheLookup miss;
+    miss.problem = entry.status().message();
+    Status removed = remove(key);
+    if (!removed.isOk())
+      miss.problem += " (and removing it failed: " + removed.message() + ")";
+    return miss;
+  }
+  // Last-use time for LRU pruning. A read-only cache (a shipped bundle)
+  // cannot record it, which is fine.
+  (void)::futimens(dirFd->get(), nullptr);
+  CacheLookup hit;
+  hit.entry = std::move(entry).value();
+  return hit;
+}
+
+Result<CacheEntry> DiskCache::publish(std::string_view key,
+                                      const CompiledKernel &kernel) {
+  if (!isCacheKey(key))
+    return badKey(key);
+  if (kernel.ptx.empty())
+    return Status(ErrorCode::InvalidArgument,
+                  "refusing to cache a kernel with empty PTX");
+  if (kernel.ptx.find('\0') != std::string::npos)
+    return Status(ErrorCode::InvalidArgument, "PTX text contains a NUL byte");
+
+  CacheEntry entry;
+  entry.key = std::string(key);
+  entry.dir = entryDir(key);
+  entry.meta = kernel.meta;
+  entry.meta.files.clear();
+  entry.meta.files.push_back(checksum(kPtxFileName, kernel.ptx));
+  if (!kernel.cubin.empty())
+    entry.meta.files.push_back(checksum(kCubinFileName, kernel.cubin));
+  entry.ptx = kernel.ptx;
+  entry.cubin = kernel.cubin;
+  ATTNC_RETURN_IF_ERROR(validateMetadata(entry.meta));
+  std::string metaText = writeMetadata(entry.meta);
+
+  ATTNC_RETURN_IF_ERROR(fs::makeDirs(root_));
+  // A few rounds: if the winner's entry turns out damaged (lookup removes
+  // it) or is pruned before we read it, try to put ours in place again.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    ATTNC_ASSIGN_OR_RETURN(
+        std::string temp,
+        fs::makeTempDir(root_, kTempPrefix + std::string(key) + "-"));
+    auto write = [&]() -> Status {
+      ATTNC_ASSIGN_OR_RETURN(fs::Fd tempFd, fs::openDir(temp));
+      ATTNC_RETURN_IF_ERROR(
+          fs::writeFileAt(tempFd.get(), kPtxFileName, kernel.ptx));
+      if (!kernel.cubin.empty())
+        ATTNC_RETURN_IF_ERROR(
+            fs::writeFileAt(tempFd.get(), kCubinFileName, kernel.cubin));
+      ATTNC_RETURN_IF_ERROR(
+          fs::writeFileAt(tempFd.get(), kMetaFileName, metaText));
+      return fs::fsyncFd(tempFd.get(), temp);
+    };
+    Status written = write();
+    if (!written.isOk()) {
+      (void)fs::removeTree(temp);
+      return written.withContext("publishing cache entry " + entry.key);
+    }
+    if (::rename(temp.c_str(), entry.dir.c_str()) == 0) {
+      // Make the rename itself durable.
+      if (Result<fs::Fd> rootFd = fs::openDir(root_); rootFd.isOk())
+        ATTNC_RETURN_IF_ERROR(fs::fsyncFd(rootFd->get(), root_));
+      return entry;
+    }
+    int err = errno;
+    (void)fs::removeTree(temp);
+    if (err != EEXIST && err != ENOTEMPTY)
+      return Status(ErrorCode::IoError, "cannot rename '" + temp + "' to '" +
+                                            entry.dir +
+                                            "': " + fs::errnoText(err));
+    // Another process won the race: use its entry.
+    ATTNC_ASSIGN_OR_RETURN(CacheLookup theirs, lookup(key));
+    if (theirs.entry)
+      return std::move(*theirs.entry);
+  }
+  return Status(ErrorCode::IoError,
+                "could not publish cache entry " + entry.key +
+                    " after 4 attempts: the entry in place kept turning out "
+                    "damaged or being removed by another process");
+}
+
+Status DiskCache::moveAwayAndRemove(const std::string &path) {
+  // Rename first so no reader ever sees a half-deleted entry.
+  ATTNC_ASSIGN_OR_RETURN(std::string trash,
+                         fs::makeTempDir(root_, kTrashPrefix));
+  if (::rename(path.c_str(), trash.c_str()) != 0) {
+    int err = errno;
+    (void)::rmdir(trash.c_str());
+    if (err == ENOENT)
+      return Status::ok(); // someone else removed it
+    return Status(ErrorCode::IoError,
+                  "cannot remove '" + path + "': " + fs::errnoText(err));
+  }
+  return fs::removeTree(trash);
+}
+
+Status DiskCache::remove(std::string_view key) {
+  if (!isCacheKey(key))
+    return badKey(key);
+  struct stat st;
+  if (::lstat(entryDir(key).c_str(), &st) != 0)
+    return Status::ok();
+  return moveAwayAndRemove(entryDir(key));
+}
+
+Result<std::vector<CacheEntryInfo>> DiskCache::list() const {
+  std::vector<CacheEntryInfo> infos;
+  DIR *dir = ::opendir(root_.c_str());
+  if (!dir) {
+    if (errno == ENOENT)
+      return infos; // nothing cached yet
+    return Status(ErrorCode::IoError, "cannot list cache directory '" + root_ +
+                                          "': " + fs::errnoText(errno));
+  }
+  while (struct dirent *ent = ::readdir(dir)) {
+    std::string name = ent->d_name;
+    if (!isCacheKey(name))
+      continue;
+    std::string path = root_ + "/" + name;
+    CacheEntryInfo info;
+    info.key = name;
+    info.lastUseNs = fs::mtimeNs(path);
+    if (info.lastUseNs < 0)
+      continue; // removed meanwhile
+    info.sizeBytes = fs::directorySize(path);
+    Result<std::string> metaText =
+        fs::readFile(path + "/" + kMetaFileName, kMaxMetaBytes);
+    Result<KernelMetadata> meta =
+        metaText.isOk() ? parseMetadata(*metaText)
+                        : Result<KernelMetadata>(metaText.status());
+    if (meta.isOk())
+      info.spec = meta->spec;
+    else
+      info.readable = false;
+    infos.push_back(std::move(info));
+  }
+  ::closedir(dir);
+  std::sort(infos.begin(), infos.end(),
+            [](const CacheEntryInfo &a, const CacheEntryInfo &b) {
+              if (a.lastUseNs != b.lastUseNs)
+                return a.lastUseNs > b.lastUseNs;
+              return a.key < b.key;
+            });
+  return infos;
+}
+
+void DiskCache::removeStaleTemporaries(int64_t olderThanNs) {
+  DIR *dir = ::opendir(root_.c_str());
+  if (!dir)
+    return;
+  std::vector<std::string> doomed;
+  int64_t now = nowNs();
+  while (struct dirent *ent = ::readdir(dir)) {
+    std::string name = ent->d_name;
+    std::string path = root_ + "/" + name;
+    if (startsWith(name, kTrashPrefix))
+      doomed.push_back(path);
+    else if (startsWith(name, kTempPrefix) &&
+             now - fs::mtimeNs(path) > olderThanNs)
+      doomed.push_back(path);
+  }
+  ::closedir(dir);
+  for (const std::string &path : doomed)
+    (void)fs::removeTree(path);
+}
+
+Result<size_t> DiskCache::clear() {
+  ATTNC_ASSIGN_OR_RETURN(std::vector<CacheEntryInfo> infos, list());
+  size_t removed = 0;
+  for (const CacheEntryInfo &info : infos) {
+    ATTNC_RETURN_IF_ERROR(remove(info.key));
+    ++removed;
+  }
+  removeStaleTemporaries(kStaleTempNs);
+  return removed;
+}
+
+Result<PruneResult> DiskCache::prune(uint64_t maxBytes) {
+  ATTNC_ASSIGN_OR_RETURN(std::vector<CacheEntryInfo> infos, list());
+  PruneResult result;
+  uint64_t total = 0;
+  for (const CacheEntryInfo &info : infos)
+    total += info.sizeBytes;
+  // list() is most recent first: evict from the back.
+  size_t keep = infos.size();
+  while (keep > 0 && total > maxBytes) {
+    const CacheEntryInfo &victim = infos[keep - 1];
+    ATTNC_RETURN_IF_ERROR(remove(victim.key));
+    total -= victim.sizeBytes;
+    result.removedBytes += victim.sizeBytes;
+    ++result.removedEntries;
+    --keep;
+  }
+  result.keptEntries = keep;
+  result.keptBytes = total;
+  removeStaleTemporaries(kStaleTempNs);
+  return result;
+}
+
+} // namespace attnc

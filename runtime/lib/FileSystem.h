@@ -1,0 +1,77 @@
+//===- FileSystem.h - POSIX file helpers for the disk cache -----*- C++ -*-===//
+//
+// The few file operations the cache needs with exact semantics (fsync,
+// O_EXCL, openat on a held directory, rename-based removal), wrapped to
+// return Status instead of errno.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_LIB_FILESYSTEM_H
+#define ATTNC_RUNTIME_LIB_FILESYSTEM_H
+
+#include "attnc/runtime/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace attnc::fs {
+
+std::string errnoText(int err);
+
+// A file descriptor closed on destruction.
+class Fd {
+public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd &&other) noexcept : fd_(other.release()) {}
+  Fd &operator=(Fd &&other) noexcept;
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  ~Fd();
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+private:
+  int fd_ = -1;
+};
+
+// mkdir -p with mode 0755.
+Status makeDirs(const std::string &path);
+
+// Opens a directory for openat()-relative access. ENOENT gives NotFound.
+Result<Fd> openDir(const std::string &path);
+
+// Reads a whole file relative to `dirFd`; files larger than maxSize are an
+// error (a damaged entry must not make us allocate gigabytes). ENOENT gives
+// NotFound.
+Result<std::string> readFileAt(int dirFd, const std::string &name,
+                               uint64_t maxSize);
+Result<std::string> readFile(const std::string &path, uint64_t maxSize);
+
+// Creates `name` (which must not exist), writes all of `data`, fsyncs.
+Status writeFileAt(int dirFd, const std::string &name, std::string_view data);
+
+Status fsyncFd(int fd, const std::string &what);
+
+// Creates a fresh directory "<parent>/<prefix>XXXXXX" and returns its path.
+Result<std::string> makeTempDir(const std::string &parent,
+                                const std::string &prefix);
+
+// Removes a directory tree; entries vanishing concurrently are not errors.
+Status removeTree(const std::string &path);
+
+// Total size of the regular files directly inside `dir`.
+uint64_t directorySize(const std::string &dir);
+
+// Modification time in nanoseconds since the epoch; -1 if stat fails.
+int64_t mtimeNs(const std::string &path);
+
+} // namespace attnc::fs
+
+#endif // ATTNC_RUNTIME_LIB_FILESYSTEM_H

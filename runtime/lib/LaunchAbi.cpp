@@ -1,0 +1,251 @@
+//===- LaunchAbi.cpp - Attention parameter packing and grid rule ----------===//
+
+#include "attnc/runtime/Launch.h"
+
+#include <cstring>
+#include <string_view>
+
+namespace attnc {
+
+namespace {
+
+// What the value behind each known parameter name is.
+enum class ValueType { Pointer, Integer, Float };
+
+struct NamedSource {
+  std::string_view name;
+  ParamSource source;
+  ValueType type;
+};
+
+// The order of the first 22 entries is the attention_fwd_v1 contract.
+constexpr NamedSource kSources[] = {
+    {"q", ParamSource::Q, ValueType::Pointer},
+    {"k", ParamSource::K, ValueType::Pointer},
+    {"v", ParamSource::V, ValueType::Pointer},
+    {"o", ParamSource::O, ValueType::Pointer},
+    {"lse", ParamSource::Lse, ValueType::Pointer},
+    {"batch", ParamSource::Batch, ValueType::Integer},
+    {"seq_q", ParamSource::SeqQ, ValueType::Integer},
+    {"seq_kv", ParamSource::SeqKv, ValueType::Integer},
+    {"q_stride_b", ParamSource::QStrideB, ValueType::Integer},
+    {"q_stride_h", ParamSource::QStrideH, ValueType::Integer},
+    {"q_stride_s", ParamSource::QStrideS, ValueType::Integer},
+    {"k_stride_b", ParamSource::KStrideB, ValueType::Integer},
+    {"k_stride_h", ParamSource::KStrideH, ValueType::Integer},
+    {"k_stride_s", ParamSource::KStrideS, ValueType::Integer},
+    {"v_stride_b", ParamSource::VStrideB, ValueType::Integer},
+    {"v_stride_h", ParamSource::VStrideH, ValueType::Integer},
+    {"v_stride_s", ParamSource::VStrideS, ValueType::Integer},
+    {"o_stride_b", ParamSource::OStrideB, ValueType::Integer},
+    {"o_stride_h", ParamSource::OStrideH, ValueType::Integer},
+    {"o_stride_s", ParamSource::OStrideS, ValueType::Integer},
+    {"lse_stride_b", ParamSource::LseStrideB, ValueType::Integer},
+    {"lse_stride_h", ParamSource::LseStrideH, ValueType::Integer},
+    {"scale", ParamSource::Scale, ValueType::Float},
+    {"softcap", ParamSource::Softcap, ValueType::Float},
+};
+constexpr size_t kContractParams = 22;
+
+const NamedSource *findSource(std::string_view name) {
+  for (const NamedSource &source : kSources)
+    if (source.name == name)
+      return &source;
+  return nullptr;
+}
+
+bool kindFits(ValueType type, ParamKind kind) {
+  switch (type) {
+  case ValueType::Pointer:
+    return kind == ParamKind::Ptr;
+  case ValueType::Integer:
+    return kind == ParamKind::I64 || kind == ParamKind::I32;
+  case ValueType::Float:
+    return kind == ParamKind::F32;
+  }
+  return false;
+}
+
+const char *expectedKinds(ValueType type) {
+  switch (type) {
+  case ValueType::Pointer:
+    return "ptr";
+  case ValueType::Integer:
+    return "i64 or i32";
+  case ValueType::Float:
+    return "f32";
+  }
+  return "?";
+}
+
+const void *pointerValue(ParamSource source, const AttentionArgs &args) {
+  switch (source) {
+  case ParamSource::Q:
+    return args.q.data;
+  case ParamSource::K:
+    return args.k.data;
+  case ParamSource::V:
+    return args.v.data;
+  case ParamSource::O:
+    return args.o.data;
+  default:
+    return args.lse.data;
+  }
+}
+
+int64_t integerValue(ParamSource source, const AttentionArgs &args) {
+  switch (source) {
+  case ParamSource::Batch:
+    return args.q.shape[0];
+  case ParamSource::SeqQ:
+    return args.q.shape[2];
+  case ParamSource::SeqKv:
+    return args.k.shape[2];
+  case ParamSource::QStrideB:
+    return args.q.stride[0];
+  case ParamSource::QStrideH:
+    return args.q.stride[1];
+  case ParamSource::QStrideS:
+    return args.q.stride[2];
+  case ParamSource::KStrideB:
+    return args.k.stride[0];
+  case ParamSource::KStrideH:
+    return args.k.stride[1];
+  case ParamSource::KStrideS:
+    return args.k.stride[2];
+  case ParamSource::VStrideB:
+    return args.v.stride[0];
+  case ParamSource::VStrideH:
+    return args.v.stride[1];
+  case ParamSource::VStrideS:
+    return args.v.stride[2];
+  case ParamSource::OStrideB:
+    return args.o.stride[0];
+  case ParamSource::OStrideH:
+    return args.o.stride[1];
+  case ParamSource::OStrideS:
+    return args.o.stride[2];
+  // A kernel without LSE still takes the slots; zeros are harmless.
+  case ParamSource::LseStrideB:
+    return args.lse.data ? args.lse.stride[0] : 0;
+  case ParamSource::LseStrideH:
+    return args.lse.data ? args.lse.stride[1] : 0;
+  default:
+    return 0;
+  }
+}
+
+} // namespace
+
+std::vector<KernelParam> attentionFwdV1Params() {
+  std::vector<KernelParam> params;
+  for (size_t i = 0; i < kContractParams; ++i)
+    params.push_back({std::string(kSources[i].name),
+                      kSources[i].type == ValueType::Pointer ? ParamKind::Ptr
+                                                             : ParamKind::I64});
+  return params;
+}
+
+Result<std::vector<ParamSlot>>
+planAttentionParams(const std::vector<KernelParam> &params) {
+  if (params.size() > kMaxKernelParams)
+    return Status(ErrorCode::Unsupported,
+                  "kernel has " + std::to_string(params.size()) +
+                      " parameters; the runtime packs at most " +
+                      std::to_string(kMaxKernelParams));
+  std::vector<ParamSlot> plan;
+  for (const KernelParam &param : params) {
+    const NamedSource *source = findSource(param.name);
+    if (!source)
+      return Status(ErrorCode::Unsupported,
+                    "kernel parameter '" + param.name +
+                        "' is not provided by the attention launch ABI");
+    if (!kindFits(source->type, param.kind))
+      return Status(ErrorCode::Unsupported,
+                    "kernel parameter '" + param.name + "' has kind " +
+                        paramKindName(param.kind) + "; expected " +
+                        expectedKinds(source->type));
+    plan.push_back({source->source, param.kind, source->name});
+  }
+  return plan;
+}
+
+Status packAttentionParams(const std::vector<ParamSlot> &plan,
+                           const KernelSpec &spec, const AttentionArgs &args,
+                           PackedParams &out) {
+  out.count = plan.size();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const ParamSlot &slot = plan[i];
+    uint64_t &storage = out.storage[i];
+    storage = 0;
+    out.pointers[i] = &storage;
+    switch (slot.kind) {
+    case ParamKind::Ptr: {
+      const void *p = pointerValue(slot.source, args);
+      std::memcpy(&storage, &p, sizeof(p));
+      break;
+    }
+    case ParamKind::I64: {
+      int64_t value = integerValue(slot.source, args);
+      std::memcpy(&storage, &value, sizeof(value));
+      break;
+    }
+    case ParamKind::I32: {
+      int64_t value = integerValue(slot.source, args);
+      if (value < INT32_MIN || value > INT32_MAX)
+        return Status(ErrorCode::InvalidArgument,
+                      "kernel parameter '" + std::string(slot.name) +
+                          "' is i32 but its value " + std::to_string(value) +
+                          " does not fit in 32 bits");
+      int32_t narrow = static_cast<int32_t>(value);
+      std::memcpy(&storage, &narrow, sizeof(narrow));
+      break;
+    }
+    case ParamKind::F32: {
+      float value = static_cast<float>(slot.source == ParamSource::Scale
+                                           ? spec.effectiveScale()
+                                           : spec.softcap);
+      std::memcpy(&storage, &value, sizeof(value));
+      break;
+    }
+    }
+  }
+  return Status::ok();
+}
+
+Result<LaunchGeometry> attentionGeometry(const KernelMetadata &meta,
+                                         const AttentionArgs &args) {
+  if (meta.gridRule != kGridRuleAttentionFwdV1)
+    return Status(ErrorCode::Unsupported,
+                  "unknown grid rule '" + meta.gridRule + "'");
+  if (meta.blockM < 1)
+    return Status(ErrorCode::Unsupported,
+                  "grid rule attention_fwd_v1 needs block_m >= 1");
+  const int64_t seqQ = args.q.shape[2];
+  const int64_t heads = args.q.shape[1];
+  const int64_t batch = args.q.shape[0];
+  const int64_t programs = seqQ / meta.blockM + (seqQ % meta.blockM != 0);
+  // CUDA's grid limits: x < 2^31, y and z <= 65535.
+  if (programs > INT32_MAX)
+    return Status(ErrorCode::InvalidArgument,
+                  "seq_q " + std::to_string(seqQ) + " needs " +
+                      std::to_string(programs) +
+                      " programs along grid x; CUDA allows 2^31-1");
+  if (heads > 65535)
+    return Status(ErrorCode::InvalidArgument,
+                  "heads " + std::to_string(heads) +
+                      " exceeds CUDA's grid y limit of 65535");
+  if (batch > 65535)
+    return Status(ErrorCode::InvalidArgument,
+                  "batch " + std::to_string(batch) +
+                      " exceeds CUDA's grid z limit of 65535");
+  LaunchGeometry geometry;
+  geometry.grid = {static_cast<uint32_t>(programs),
+                   static_cast<uint32_t>(heads), static_cast<uint32_t>(batch)};
+  for (int i = 0; i < 3; ++i)
+    geometry.block[i] = static_cast<uint32_t>(meta.block[i]);
+  geometry.dynamicSmem = static_cast<uint32_t>(meta.dynamicSmem);
+  return geometry;
+}
+
+} // namespace attnc

@@ -1,0 +1,78 @@
+//===- Resolve.cpp - From a spec to a verified cache entry ----------------===//
+
+#include "attnc/runtime/Resolve.h"
+
+namespace attnc {
+
+namespace {
+
+void warn(const ResolveOptions &options, const std::string &message) {
+  if (options.log)
+    options.log(message);
+}
+
+} // namespace
+
+Result<ResolvedKernel> resolveKernel(DiskCache &cache, const KernelSpec &spec,
+                                     const std::string &buildId,
+                                     const ResolveOptions &options) {
+  ATTNC_RETURN_IF_ERROR(validateSpec(spec));
+  const std::string canonical = spec.canonical();
+  const std::string key = cacheKey(buildId, canonical);
+
+  ATTNC_ASSIGN_OR_RETURN(CacheLookup found, cache.lookup(key));
+  if (!found.problem.empty())
+    warn(options, "attnc: cache entry " + key + " was damaged (" +
+                      found.problem + "); removed it, rebuilding");
+  if (found.entry) {
+    const KernelMetadata &meta = found.entry->meta;
+    // Same key, different contents: a foreign or hand-edited entry.
+    if (meta.spec == canonical && meta.buildId == buildId)
+      return ResolvedKernel{std::move(*found.entry), false};
+    warn(options, "attnc: cache entry " + key +
+                      " holds another spec or build id; removed it, "
+                      "rebuilding");
+    ATTNC_RETURN_IF_ERROR(cache.remove(key));
+  }
+
+  if (!options.compiler)
+    return Status(ErrorCode::NotFound,
+                  "no compiled kernel for spec '" + canonical + "' (key " +
+                      key + ", build id " + buildId + ") in cache directory '" +
+                      cache.root() +
+                      "', and no compiler is linked into this process; "
+                      "precompile it with `attnc bundle` or link the "
+                      "compiler");
+
+  Result<CompiledKernel> compiled = options.compiler->compile(spec);
+  if (!compiled.isOk()) {
+    Status error = compiled.status();
+    return error.withContext("compiling '" + canonical + "'");
+  }
+  CompiledKernel kernel = std::move(compiled).value();
+  if (!kernel.meta.spec.empty() && kernel.meta.spec != canonical)
+    return Status(ErrorCode::CompileError,
+                  "the compiler returned metadata for spec '" +
+                      kernel.meta.spec + "' when asked for '" + canonical +
+                      "'");
+  if (!kernel.meta.buildId.empty() && kernel.meta.buildId != buildId)
+    return Status(ErrorCode::CompileError,
+                  "the compiler reports build id '" + kernel.meta.buildId +
+                      "' but the runtime keys on '" + buildId + "'");
+  kernel.meta.spec = canonical;
+  kernel.meta.buildId = buildId;
+  if (kernel.cubin.empty() && options.cubinLinker) {
+    Result<std::string> cubin =
+        options.cubinLinker->link(kernel.ptx, kernel.meta.arch);
+    if (cubin.isOk())
+      kernel.cubin = std::move(cubin).value();
+    else
+      warn(options,
+           "attnc: no cubin for " + key +
+               ", the driver will JIT the PTX: " + cubin.status().message());
+  }
+  ATTNC_ASSIGN_OR_RETURN(CacheEntry entry, cache.publish(key, kernel));
+  return ResolvedKernel{std::move(entry), true};
+}
+
+} // namespace attnc

@@ -1,0 +1,266 @@
+//===- Spec.cpp - Kernel specification, canonical form, cache key ---------===//
+
+#include "attnc/runtime/Spec.h"
+
+#include "attnc/runtime/Hash.h"
+#include "attnc/runtime/JsonReader.h"
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+
+namespace attnc {
+
+namespace {
+
+// Bumped when the entry layout or the canonical form changes, so old entries
+// are never read by a runtime that would misinterpret them.
+constexpr std::string_view kCacheLayoutVersion = "attnc-cache-v1";
+
+// Shortest decimal that reads back to the same double; deterministic, so
+// the canonical string (and the key) is reproducible on any machine.
+std::string formatDouble(double value) {
+  if (value == 0.0)
+    return "0"; // also folds -0.0
+  char buf[64];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  (void)ec;
+  return std::string(buf, ptr);
+}
+
+bool oneOf(const std::string &value, std::initializer_list<const char *> set) {
+  for (const char *item : set)
+    if (value == item)
+      return true;
+  return false;
+}
+
+Status invalid(const std::string &message) {
+  return Status(ErrorCode::InvalidArgument, "invalid kernel spec: " + message);
+}
+
+} // namespace
+
+double KernelSpec::effectiveScale() const {
+  if (scale && !std::isnan(*scale))
+    return *scale;
+  return headDim > 0 ? 1.0 / std::sqrt(static_cast<double>(headDim)) : 0.0;
+}
+
+std::string KernelSpec::canonical() const {
+  std::string out;
+  out.reserve(256);
+  auto field = [&](const char *name, const std::string &value) {
+    if (!out.empty())
+      out += ';';
+    out += name;
+    out += '=';
+    out += value;
+  };
+  auto intField = [&](const char *name, int64_t value) {
+    field(name, std::to_string(value));
+  };
+  field("op", op);
+  field("dtype", dtype);
+  intField("heads", heads);
+  intField("kv_heads", kvHeads);
+  intField("head_dim", headDim);
+  intField("causal", causal ? 1 : 0);
+  intField("window_left", windowLeft);
+  intField("window_right", windowRight);
+  field("softcap", formatDouble(softcap));
+  field("scale", formatDouble(effectiveScale()));
+  intField("has_lse", hasLse ? 1 : 0);
+  field("arch", arch);
+  field("custom_ir", customIr.empty() ? "none" : fnv1a128(customIr).hex());
+  intField("block_m", tuning.blockM);
+  intField("block_n", tuning.blockN);
+  intField("stages", tuning.stages);
+  intField("warps", tuning.warps);
+  return out;
+}
+
+Status validateSpec(const KernelSpec &spec) {
+  if (spec.op != "attention_fwd")
+    return invalid("op \"" + spec.op + "\" is not supported (expected " +
+                   "\"attention_fwd\")");
+  if (!oneOf(spec.dtype, {"bf16", "fp16"}))
+    return invalid("dtype \"" + spec.dtype +
+                   "\" is not supported (expected \"bf16\" or \"fp16\")");
+  if (spec.heads < 1)
+    return invalid("heads must be >= 1 (got " + std::to_string(spec.heads) +
+                   ")");
+  if (spec.kvHeads < 1)
+    return invalid("kv_heads must be >= 1 (got " +
+                   std::to_string(spec.kvHeads) + ")");
+  if (spec.heads % spec.kvHeads != 0)
+    return invalid("heads (" + std::to_string(spec.heads) +
+                   ") must be a multiple of kv_heads (" +
+                   std::to_string(spec.kvHeads) + ")");
+  if (spec.headDim < 1)
+    return invalid("head_dim must be >= 1 (got " +
+                   std::to_string(spec.headDim) + ")");
+  if (spec.windowLeft < -1)
+    return invalid("window_left must be >= 0, or -1 for unbounded (got " +
+                   std::to_string(spec.windowLeft) + ")");
+  if (spec.windowRight < -1)
+    return invalid("window_right must be >= 0, or -1 for unbounded (got " +
+                   std::to_string(spec.windowRight) + ")");
+  if (!std::isfinite(spec.softcap) || spec.softcap < 0)
+    return invalid("softcap must be finite and >= 0, 0 meaning none (got " +
+                   formatDouble(spec.softcap) + ")");
+  if (spec.scale && !std::isnan(*spec.scale) &&
+      (!std::isfinite(*spec.scale) || *spec.scale <= 0))
+    return invalid("scale must be finite and > 0 (got " +
+                   formatDouble(*spec.scale) + ")");
+  if (!oneOf(spec.arch, {"sm_80", "sm_90a"}))
+    return invalid("arch \"" + spec.arch +
+                   "\" is not supported (expected \"sm_80\" or \"sm_90a\")");
+  const std::pair<const char *, int64_t> tuning[] = {
+      {"block_m", spec.tuning.blockM},
+      {"block_n", spec.tuning.blockN},
+      {"stages", spec.tuning.stages},
+      {"warps", spec.tuning.warps}};
+  for (auto [name, value] : tuning)
+    if (value < 0)
+      return invalid(std::string("tuning.") + name +
+                     " must be >= 0, 0 meaning default (got " +
+                     std::to_string(value) + ")");
+  return Status::ok();
+}
+
+int64_t elementSize(const KernelSpec &spec) {
+  (void)spec; // bf16 and fp16 are both two bytes.
+  return 2;
+}
+
+Json specToJson(const KernelSpec &spec) {
+  Json tuning = Json::object();
+  tuning.set("block_m", spec.tuning.blockM);
+  tuning.set("block_n", spec.tuning.blockN);
+  tuning.set("stages", spec.tuning.stages);
+  tuning.set("warps", spec.tuning.warps);
+
+  Json out = Json::object();
+  out.set("op", spec.op);
+  out.set("dtype", spec.dtype);
+  out.set("heads", spec.heads);
+  out.set("kv_heads", spec.kvHeads);
+  out.set("head_dim", spec.headDim);
+  out.set("causal", spec.causal);
+  out.set("window_left", spec.windowLeft);
+  out.set("window_right", spec.windowRight);
+  out.set("softcap", spec.softcap);
+  if (spec.scale && !std::isnan(*spec.scale))
+    out.set("scale", *spec.scale);
+  else
+    out.set("scale", nullptr);
+  out.set("has_lse", spec.hasLse);
+  out.set("arch", spec.arch);
+  out.set("custom_ir", spec.customIr);
+  out.set("tuning", std::move(tuning));
+  return out;
+}
+
+Result<KernelSpec> specFromJson(const Json &value, const std::string &where) {
+  KernelSpec spec;
+  JsonObjectReader reader(value, where);
+  reader.getString("op", spec.op, false);
+  reader.getString("dtype", spec.dtype, true);
+  reader.getInt("heads", spec.heads, true);
+  spec.kvHeads = spec.heads;
+  reader.getInt("kv_heads", spec.kvHeads, false);
+  reader.getInt("head_dim", spec.headDim, true);
+  reader.getBool("causal", spec.causal, false);
+  reader.getInt("window_left", spec.windowLeft, false);
+  reader.getInt("window_right", spec.windowRight, false);
+  reader.getNumber("softcap", spec.softcap, false);
+  if (const Json *scale = reader.getAny("scale", false)) {
+    if (scale->isNumber())
+      spec.scale = scale->asDouble();
+    else if (!scale->isNull())
+      reader.fail("scale", std::string("expected number or null but found ") +
+                               jsonKindName(scale->kind()));
+  }
+  reader.getBool("has_lse", spec.hasLse, false);
+  reader.getString("arch", spec.arch, false);
+  reader.getString("custom_ir", spec.customIr, false);
+  if (const Json *tuning =
+          reader.getValue("tuning", Json::Kind::Object, false)) {
+    JsonObjectReader tuningReader(*tuning, where + ".tuning");
+    tuningReader.getInt("block_m", spec.tuning.blockM, false);
+    tuningReader.getInt("block_n", spec.tuning.blockN, false);
+    tuningReader.getInt("stages", spec.tuning.stages, false);
+    tuningReader.getInt("warps", spec.tuning.warps, false);
+    ATTNC_RETURN_IF_ERROR(tuningReader.finish());
+  }
+  ATTNC_RETURN_IF_ERROR(reader.finish());
+  Status valid = validateSpec(spec);
+  if (!valid.isOk())
+    return Status(ErrorCode::InvalidArgument, where + ": " + valid.message());
+  return spec;
+}
+
+Result<std::vector<KernelSpec>> parseSpecFile(std::string_view text) {
+  ATTNC_ASSIGN_OR_RETURN(Json document, parseJson(text));
+  JsonObjectReader reader(document, "spec file");
+  const Json *list = reader.getValue("specs", Json::Kind::Array, true);
+  ATTNC_RETURN_IF_ERROR(reader.finish());
+  std::vector<KernelSpec> specs;
+  const Json::Array &items = list->asArray();
+  for (size_t i = 0; i < items.size(); ++i) {
+    ATTNC_ASSIGN_OR_RETURN(
+        KernelSpec spec,
+        specFromJson(items[i], "specs[" + std::to_string(i) + "]"));
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+std::string writeSpecFile(const std::vector<KernelSpec> &specs) {
+  Json list = Json::array();
+  for (const KernelSpec &spec : specs)
+    list.push(specToJson(spec));
+  Json document = Json::object();
+  document.set("specs", std::move(list));
+  return writeJson(document);
+}
+
+std::string cacheKey(std::string_view buildId, std::string_view canonicalSpec) {
+  Fnv1a128 hasher;
+  hasher.updateField(kCacheLayoutVersion);
+  hasher.updateField(buildId);
+  hasher.updateField(canonicalSpec);
+  return hasher.digest().hex();
+}
+
+size_t KernelSpecHash::operator()(const KernelSpec &spec) const {
+  size_t h = 0;
+  auto mix = [&h](size_t value) {
+    // boost::hash_combine's mixing step.
+    h ^= value + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
+  std::hash<std::string> hashString;
+  std::hash<int64_t> hashInt;
+  std::hash<double> hashDouble;
+  mix(hashString(spec.op));
+  mix(hashString(spec.dtype));
+  mix(hashInt(spec.heads));
+  mix(hashInt(spec.kvHeads));
+  mix(hashInt(spec.headDim));
+  mix(spec.causal);
+  mix(hashInt(spec.windowLeft));
+  mix(hashInt(spec.windowRight));
+  mix(hashDouble(spec.softcap));
+  mix(spec.scale ? hashDouble(*spec.scale) : 0x5ca1e);
+  mix(spec.hasLse);
+  mix(hashString(spec.arch));
+  mix(hashString(spec.customIr));
+  mix(hashInt(spec.tuning.blockM));
+  mix(hashInt(spec.tuning.blockN));
+  mix(hashInt(spec.tuning.stages));
+  mix(hashInt(spec.tuning.warps));
+  return h;
+}
+
+} // namespace attnc

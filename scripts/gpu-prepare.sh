@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The build-machine half of the GPU loop (DESIGN.md, "Working with the GPU"):
+# builds everything, bundles the kernels the GPU tests and benchmarks need
+# with `attnc bundle`, and stages the runtime-side binaries, libattnc.so and
+# the bundle in .gpu/ (git-ignored). Then, with the device tool:
+#   run(command="scripts/gpu-run.sh", carry=[".gpu"])
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${ATTNC_BUILD_DIR:-build}
+scripts/build.sh
+stage=.gpu
+rm -rf "$stage"
+mkdir -p "$stage/bin" "$stage/lib" "$stage/bundle"
+
+# Kernels: the GPU tests' cases and the benchmark grid (bench/specs.json).
+"$build/bin/attnc-gpu-attention" --write-specs "$stage/gpu-test-specs.json"
+"$build/bin/attnc" bundle --specs "$stage/gpu-test-specs.json" -o "$stage/bundle"
+"$build/bin/attnc" bundle --specs bench/specs.json -o "$stage/bundle"
+
+for b in attnc-gpu-attention attnc_runtime_gpu_tests templates_gpu_test; do
+  cp "$build/bin/$b" "$stage/bin/"
+done
+cp "$build/lib/libattnc.so" "$stage/lib/"
+du -sh "$stage"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The GPU-machine half of the GPU loop: runs every GPU test and the
+# side-by-side benchmark from what scripts/gpu-prepare.sh staged in .gpu/,
+# and leaves logs and tables under $OUT (default out/gpu). Each step runs
+# even when an earlier one fails; the exit code says whether any failed.
+set -u
+cd "$(dirname "$0")/.."
+out=${OUT:-out/gpu}
+mkdir -p "$out"
+stage=.gpu
+status=0
+step() { # name, command...
+  local name=$1
+  shift
+  echo "=== $name: $*"
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$out/$name.log"
+  echo "=== $name: exit $rc"
+  [ $rc -eq 0 ] || status=1
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv \
+  >"$out/device.txt" 2>&1
+cat "$out/device.txt"
+step runtime-gpu "$stage/bin/attnc_runtime_gpu_tests"
+step templates-gpu "$stage/bin/templates_gpu_test"
+step attention-gpu "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle"
+step attention-bench "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
+export ATTNC_LIBRARY=$PWD/$stage/lib/libattnc.so ATTNC_CACHE_DIR=$PWD/$stage/bundle
+export PYTHONUNBUFFERED=1
+step compare timeout 420 python3 bench/compare.py --out "$out/RESULTS.md" ${ATTNC_BENCH_ARGS:-}
+exit $status

@@ -1,0 +1,367 @@
+//===- AttentionGpuTest.cpp - attnc's attention kernels on a real GPU -----===//
+//
+// Loads the kernels from a bundle with the runtime alone, runs them on fresh
+// random inputs with NaN-poisoned outputs, and compares with the float64
+// reference: odd lengths, causal with Sq < Skv and Sq > Skv (fully masked
+// rows), windows, softcap, GQA/MQA, both layouts, large logits. `--bench`
+// times the PEERS.md D=128 cells with CUDA events instead.
+//
+// Usage: attnc-gpu-attention --bundle DIR [--bench]
+//        attnc-gpu-attention --write-specs FILE   (the specs to bundle)
+//
+//===----------------------------------------------------------------------===//
+#include "attnc/runtime/Context.h"
+#include "attnc/runtime/Driver.h"
+#include "attnc/runtime/Spec.h"
+#include "templates/HostHalf.h"
+#include "templates/ReferenceAttention.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace attnc;
+
+namespace {
+
+struct Case {
+  const char *name;
+  KernelSpec spec;
+  int batch, seqQ, seqKV;
+  bool bshd;
+  float qScale = 1.f;
+};
+
+KernelSpec spec(int hq, int hkv, int d, const char *dtype) {
+  KernelSpec s;
+  s.heads = hq;
+  s.kvHeads = hkv;
+  s.headDim = d;
+  s.dtype = dtype;
+  s.hasLse = true;
+  s.arch = "sm_90a";
+  return s;
+}
+
+std::vector<Case> correctnessCases() {
+  std::vector<Case> cs;
+  Case c{"GQA 8/2 D128 bf16 causal, S=1000, BSHD",
+         spec(8, 2, 128, "bf16"),
+         1,
+         1000,
+         1000,
+         true};
+  c.spec.causal = true;
+  cs.push_back(c);
+  cs.push_back({"MQA 4/1 D64 fp16, Sq=333 Skv=1025, BHSD",
+                spec(4, 1, 64, "fp16"), 2, 333, 1025, false});
+  c = {"D256 causal, Sq=300 > Skv=200 (masked rows)",
+       spec(2, 2, 256, "bf16"),
+       1,
+       300,
+       200,
+       true};
+  c.spec.causal = true;
+  cs.push_back(c);
+  c = {"window (128,0) + softcap 30, D128, B=2 S=700",
+       spec(4, 4, 128, "bf16"),
+       2,
+       700,
+       700,
+       true};
+  c.spec.windowLeft = 128;
+  c.spec.windowRight = 0;
+  c.spec.softcap = 30.0;
+  cs.push_back(c);
+  c = {
+      "large logits (Q x 40), D96", spec(2, 1, 96, "bf16"), 1, 257, 513, false};
+  c.qScale = 40.f;
+  cs.push_back(c);
+  cs.push_back(
+      {"D192 fp16, S=129", spec(2, 2, 192, "fp16"), 1, 129, 129, true});
+  return cs;
+}
+
+std::vector<Case> benchCases() {
+  // PEERS.md cells at D = 128: B*S = 16k tokens, H = 2048 / D = 16.
+  std::vector<Case> cs;
+  for (bool causal : {false, true}) {
+    Case c{causal ? "D128 S4k causal" : "D128 S4k",
+           spec(16, 16, 128, "bf16"),
+           4,
+           4096,
+           4096,
+           true};
+    c.spec.causal = causal;
+    c.spec.hasLse = false;
+    cs.push_back(c);
+  }
+  return cs;
+}
+
+#define CHECK_CU(expr)                                                         \
+  do {                                                                         \
+    CUresult r_ = (expr);                                                      \
+    if (r_ != CUDA_SUCCESS) {                                                  \
+      std::fprintf(stderr, "%s failed: %d\n", #expr, int(r_));                 \
+      std::exit(1);                                                            \
+    }                                                                          \
+  } while (0)
+
+struct DeviceBuffer {
+  const DriverApi *api;
+  CUdeviceptr ptr = 0;
+  size_t bytes;
+  DeviceBuffer(const DriverApi *api, size_t bytes) : api(api), bytes(bytes) {
+    CHECK_CU(api->cuMemAlloc(&ptr, std::max<size_t>(bytes, 16)));
+  }
+  ~DeviceBuffer() { api->cuMemFree(ptr); }
+};
+
+/// Element strides of a logical [B, H, S, D] tensor laid out BSHD or BHSD.
+std::array<int64_t, 4> strides(int h, int s, int d, bool bshd) {
+  if (bshd)
+    return {int64_t(s) * h * d, d, int64_t(h) * d, 1};
+  return {int64_t(h) * s * d, int64_t(s) * d, d, 1};
+}
+
+struct Run {
+  double relL2 = 0, lseErr = 0;
+  int nonFinite = 0, maskedRows = 0, maskedWrong = 0;
+};
+
+Run runCase(Context &ctx, const Case &c, std::mt19937_64 &rng) {
+  const DriverApi *api = &ctx.driver();
+  auto kernel = ctx.getKernel(c.spec);
+  if (!kernel.isOk()) {
+    std::fprintf(stderr, "getKernel: %s\n", kernel.status().message().c_str());
+    std::exit(1);
+  }
+  const KernelSpec &s = c.spec;
+  bool bf16 = s.dtype == "bf16";
+  auto toBits = [&](float x) {
+    return bf16 ? templates::floatToBf16Bits(x) : templates::floatToHalfBits(x);
+  };
+  auto toFloat = [&](uint16_t x) {
+    return bf16 ? templates::bf16BitsToFloat(x) : templates::halfBitsToFloat(x);
+  };
+  int hq = s.heads, hkv = s.kvHeads, d = s.headDim;
+  size_t nq = size_t(c.batch) * hq * c.seqQ * d;
+  size_t nkv = size_t(c.batch) * hkv * c.seqKV * d;
+  std::vector<uint16_t> q(nq), k(nkv), v(nkv), o(nq);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (auto &x : q)
+    x = toBits(normal(rng) * c.qScale);
+  for (auto &x : k)
+    x = toBits(normal(rng));
+  for (auto &x : v)
+    x = toBits(normal(rng));
+  std::vector<float> lse(size_t(c.batch) * hq * c.seqQ);
+
+  DeviceBuffer dq(api, nq * 2), dk(api, nkv * 2), dv(api, nkv * 2),
+      dout(api, nq * 2), dlse(api, lse.size() * 4);
+  CHECK_CU(api->cuMemcpyHtoD(dq.ptr, q.data(), nq * 2));
+  CHECK_CU(api->cuMemcpyHtoD(dk.ptr, k.data(), nkv * 2));
+  CHECK_CU(api->cuMemcpyHtoD(dv.ptr, v.data(), nkv * 2));
+  // Poison: 0xFF bytes are NaN in bf16, fp16 and f32.
+  CHECK_CU(api->cuMemsetD8(dout.ptr, 0xFF, nq * 2));
+  CHECK_CU(api->cuMemsetD8(dlse.ptr, 0xFF, lse.size() * 4));
+
+  auto qs = strides(hq, c.seqQ, d, c.bshd);
+  auto kvs = strides(hkv, c.seqKV, d, c.bshd);
+  AttentionArgs args;
+  args.q = {reinterpret_cast<void *>(dq.ptr), {c.batch, hq, c.seqQ, d}, qs};
+  args.k = {reinterpret_cast<void *>(dk.ptr), {c.batch, hkv, c.seqKV, d}, kvs};
+  args.v = {reinterpret_cast<void *>(dv.ptr), {c.batch, hkv, c.seqKV, d}, kvs};
+  args.o = {reinterpret_cast<void *>(dout.ptr), {c.batch, hq, c.seqQ, d}, qs};
+  args.lse = {reinterpret_cast<void *>(dlse.ptr),
+              {c.batch, hq, c.seqQ, 1},
+              {int64_t(hq) * c.seqQ, c.seqQ, 1, 1}};
+  Status st = ctx.launch(**kernel, args, nullptr);
+  if (!st.isOk()) {
+    std::fprintf(stderr, "launch: %s\n", st.message().c_str());
+    std::exit(1);
+  }
+  CHECK_CU(api->cuCtxSynchronize());
+  CHECK_CU(api->cuMemcpyDtoH(o.data(), dout.ptr, nq * 2));
+  CHECK_CU(api->cuMemcpyDtoH(lse.data(), dlse.ptr, lse.size() * 4));
+
+  templates::ReferenceProblem p;
+  p.batch = c.batch;
+  p.headsQ = hq;
+  p.headsKV = hkv;
+  p.seqQ = c.seqQ;
+  p.seqKV = c.seqKV;
+  p.headDim = d;
+  p.scale = s.effectiveScale();
+  p.softcap = s.softcap;
+  p.causal = s.causal;
+  p.windowLeft = int(s.windowLeft);
+  p.windowRight = int(s.windowRight);
+  std::vector<double> refO(nq), refLse(lse.size());
+  auto toDouble = [&](uint16_t x) { return double(toFloat(x)); };
+  templates::referenceAttention(
+      p, q.data(), {qs[0], qs[1], qs[2]}, k.data(), {kvs[0], kvs[1], kvs[2]},
+      v.data(), {kvs[0], kvs[1], kvs[2]}, toDouble, refO.data(), refLse.data());
+  Run r;
+  double errSq = 0, refSq = 0;
+  for (int b = 0; b < c.batch; ++b)
+    for (int h = 0; h < hq; ++h)
+      for (int i = 0; i < c.seqQ; ++i) {
+        int64_t row = (int64_t(b) * hq + h) * c.seqQ + i;
+        bool masked = std::isinf(refLse[row]);
+        r.maskedRows += masked;
+        if (masked)
+          r.maskedWrong += !(std::isinf(lse[row]) && lse[row] < 0);
+        else if (!std::isfinite(lse[row]))
+          ++r.nonFinite;
+        else
+          r.lseErr =
+              std::max(r.lseErr, std::abs(lse[row] - refLse[row]) /
+                                     std::max(1.0, std::abs(refLse[row])));
+        for (int x = 0; x < d; ++x) {
+          float g = toFloat(o[b * qs[0] + h * qs[1] + i * qs[2] + x]);
+          double ref = refO[row * d + x];
+          r.nonFinite += !std::isfinite(g);
+          if (masked)
+            r.maskedWrong += g != 0.0f;
+          errSq += (g - ref) * (g - ref);
+          refSq += ref * ref;
+        }
+      }
+  r.relL2 = std::sqrt(errSq / std::max(refSq, 1e-300));
+  return r;
+}
+
+double timeCase(Context &ctx, const Case &c, int reps) {
+  const DriverApi *api = &ctx.driver();
+  if (!api->cuEventCreate || !api->cuEventElapsedTime) {
+    std::fprintf(stderr, "the driver has no event API\n");
+    std::exit(1);
+  }
+  auto kernel = ctx.getKernel(c.spec);
+  if (!kernel.isOk()) {
+    std::fprintf(stderr, "getKernel: %s\n", kernel.status().message().c_str());
+    std::exit(1);
+  }
+  int hq = c.spec.heads, d = c.spec.headDim;
+  size_t n = size_t(c.batch) * hq * c.seqQ * d;
+  std::vector<uint16_t> host(n);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (auto &x : host)
+    x = templates::floatToBf16Bits(normal(rng));
+  DeviceBuffer dq(api, n * 2), dk(api, n * 2), dv(api, n * 2), dout(api, n * 2);
+  for (auto *buf : {&dq, &dk, &dv})
+    CHECK_CU(api->cuMemcpyHtoD(buf->ptr, host.data(), n * 2));
+  auto st = strides(hq, c.seqQ, d, c.bshd);
+  AttentionArgs args;
+  args.q = {reinterpret_cast<void *>(dq.ptr), {c.batch, hq, c.seqQ, d}, st};
+  args.k = {reinterpret_cast<void *>(dk.ptr), {c.batch, hq, c.seqKV, d}, st};
+  args.v = {reinterpret_cast<void *>(dv.ptr), {c.batch, hq, c.seqKV, d}, st};
+  args.o = {reinterpret_cast<void *>(dout.ptr), {c.batch, hq, c.seqQ, d}, st};
+  CUevent start, stop;
+  CHECK_CU(api->cuEventCreate(&start, 0));
+  CHECK_CU(api->cuEventCreate(&stop, 0));
+  std::vector<float> ms;
+  for (int i = 0; i < reps + 2; ++i) {
+    CHECK_CU(api->cuEventRecord(start, nullptr));
+    Status s = ctx.launch(**kernel, args, nullptr);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "launch: %s\n", s.message().c_str());
+      std::exit(1);
+    }
+    CHECK_CU(api->cuEventRecord(stop, nullptr));
+    CHECK_CU(api->cuEventSynchronize(stop));
+    float t = 0;
+    CHECK_CU(api->cuEventElapsedTime(&t, start, stop));
+    if (i >= 2) // warm-up
+      ms.push_back(t);
+  }
+  api->cuEventDestroy(start);
+  api->cuEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string bundle, writeSpecs;
+  bool bench = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--bundle" && i + 1 < argc)
+      bundle = argv[++i];
+    else if (a == "--write-specs" && i + 1 < argc)
+      writeSpecs = argv[++i];
+    else if (a == "--bench")
+      bench = true;
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (!writeSpecs.empty()) {
+    std::vector<KernelSpec> specs;
+    for (const Case &c : correctnessCases())
+      specs.push_back(c.spec);
+    for (const Case &c : benchCases())
+      specs.push_back(c.spec);
+    std::ofstream(writeSpecs) << writeSpecFile(specs);
+    return 0;
+  }
+
+  Result<const DriverApi *> driver = loadDriver();
+  int devices = 0;
+  if (!driver.isOk() || (*driver)->cuInit(0) != CUDA_SUCCESS ||
+      (*driver)->cuDeviceGetCount(&devices) != CUDA_SUCCESS || devices == 0) {
+    std::printf("skipped: no CUDA device\n");
+    return 77;
+  }
+  ContextOptions options;
+  options.cacheDir = bundle;
+  auto ctx = Context::create(options);
+  if (!ctx.isOk()) {
+    std::fprintf(stderr, "context: %s\n", ctx.status().message().c_str());
+    return 1;
+  }
+
+  if (bench) {
+    for (const Case &c : benchCases()) {
+      double ms = timeCase(**ctx, c, 10);
+      double flops = 4.0 * c.batch * c.spec.heads * double(c.seqQ) * c.seqKV *
+                     c.spec.headDim * (c.spec.causal ? 0.5 : 1.0);
+      std::printf("bench %-18s B=%d H=%lld S=%d: %.3f ms, %.1f TFLOP/s\n",
+                  c.name, c.batch, (long long)c.spec.heads, c.seqQ, ms,
+                  flops / (ms * 1e-3) / 1e12);
+    }
+    return 0;
+  }
+
+  uint64_t seed = std::chrono::steady_clock::now().time_since_epoch().count();
+  if (const char *s = std::getenv("ATTNC_TEST_SEED"))
+    seed = std::strtoull(s, nullptr, 10);
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  int passed = 0, failed = 0;
+  for (const Case &c : correctnessCases()) {
+    Run r = runCase(**ctx, c, rng);
+    bool ok = r.relL2 <= 1e-2 && r.lseErr <= 1e-3 && r.nonFinite == 0 &&
+              r.maskedWrong == 0;
+    std::printf("%s %-48s rel L2 %.2e  LSE err %.2e  masked rows %d  "
+                "non-finite %d  masked wrong %d\n",
+                ok ? "PASS" : "FAIL", c.name, r.relL2, r.lseErr, r.maskedRows,
+                r.nonFinite, r.maskedWrong);
+    (ok ? passed : failed)++;
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

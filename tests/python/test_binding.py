@@ -1,0 +1,575 @@
+#!/usr/bin/env python3
+"""CPU tests of the attnc Python binding (python/attnc) through the real
+libattnc.so: loading, version, the runtime's argument validation, the
+torch-facing checks (on duck-typed fake tensors; torch is not needed) and,
+with the test-only fake libcuda.so.1, the missing-kernel error.
+
+Plain script, no pytest: python3 tests/python/test_binding.py
+Environment: ATTNC_LIBRARY (default: <repo>/build/lib/libattnc.so),
+ATTNC_TEST_FAKE_CUDA (default: the fake driver next to the library's build).
+The last line is "N passed, N failed"; the exit status is 1 on failure.
+"""
+
+import contextlib
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+import types
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "python"))
+
+import attnc  # noqa: E402
+from attnc import _attention  # noqa: E402
+from attnc._capi import INVALID_ARGUMENT, NOT_FOUND  # noqa: E402
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+class Skip(Exception):
+    pass
+
+
+def expect_error(fn, *fragments, status=None):
+    """Calls fn, which must raise AttncError whose message contains every
+    fragment (and whose status is `status` when given)."""
+    try:
+        fn()
+    except attnc.AttncError as e:
+        message = str(e)
+        for fragment in fragments:
+            assert fragment in message, \
+                "%r not in message:\n  %s" % (fragment, message)
+        if status is not None:
+            assert e.status == status, \
+                "status %r, expected %r (%s)" % (e.status, status, message)
+        return message
+    raise AssertionError("no AttncError raised; expected one containing %r"
+                         % (fragments,))
+
+
+def run_python(code, **env):
+    full_env = dict(os.environ, PYTHONPATH=str(REPO / "python"), **env)
+    return subprocess.run([sys.executable, "-c", code], env=full_env,
+                          capture_output=True, text=True, timeout=60)
+
+
+# --- duck-typed tensors ------------------------------------------------------
+
+
+class FakeDevice:
+    def __init__(self, type, index=None):
+        self.type, self.index = type, index
+
+    def __str__(self):
+        return self.type if self.index is None else "%s:%d" % (
+            self.type, self.index)
+
+
+CUDA0 = FakeDevice("cuda", 0)
+BASE = 0x7F0000000000  # 16-byte aligned
+
+
+class FakeTensor:
+    """Enough of torch.Tensor for attnc: dtype, shape, stride(), device,
+    data_ptr(). dtype is the string torch prints, e.g. "torch.bfloat16"."""
+
+    _next = BASE
+
+    def __init__(self, shape, stride=None, dtype="torch.bfloat16",
+                 device=CUDA0, data=None):
+        self.shape = tuple(shape)
+        if stride is None:  # contiguous
+            stride, n = [], 1
+            for size in reversed(self.shape):
+                stride.insert(0, n)
+                n *= size
+        self._stride = tuple(stride)
+        self.dtype, self.device = dtype, device
+        if data is None:
+            data = FakeTensor._next
+            FakeTensor._next += 1 << 32
+        self._data = data
+
+    def stride(self):
+        return self._stride
+
+    def data_ptr(self):
+        return self._data
+
+
+def bhsd_as_bshd(b, h, s, d, **kw):
+    """A contiguous [B, H, S, D] tensor viewed as [B, S, H, D], as
+    x.transpose(1, 2) would give."""
+    return FakeTensor((b, s, h, d), (h * s * d, d, s * d, 1), **kw)
+
+
+def qkv(b=2, sq=128, skv=256, h=8, hkv=2, d=64, **kw):
+    return (FakeTensor((b, sq, h, d), **kw),
+            FakeTensor((b, skv, hkv, d), **kw),
+            FakeTensor((b, skv, hkv, d), **kw))
+
+
+SPEC = attnc.Spec(heads=8, kv_heads=2, head_dim=64, dtype="bf16")
+
+
+def descs(q, k, v, o=None):
+    o = o if o is not None else FakeTensor(q.shape, q.stride())
+    return [_attention.describe(t) for t in (q, k, v, o)]
+
+
+# --- (a), (b), (e): import, library, version ---------------------------------
+
+
+@test
+def import_without_torch():
+    r = run_python(
+        "import sys; sys.modules['torch'] = None  # import torch fails\n"
+        "import attnc\n"
+        "assert 'torch' not in [m for m in sys.modules if sys.modules[m]]\n"
+        "print(attnc.version())")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == attnc.version(), r.stdout
+
+
+@test
+def import_does_not_load_torch_or_library():
+    r = run_python("import sys, attnc, attnc._capi as c\n"
+                   "assert 'torch' not in sys.modules\n"
+                   "assert c._lib is None\n")
+    assert r.returncode == 0, r.stderr
+
+
+@test
+def version_and_build_id_come_from_the_library():
+    path = Path(attnc.library_path())
+    if os.environ.get("ATTNC_LIBRARY"):
+        assert path == Path(os.environ["ATTNC_LIBRARY"]), path
+    text = (REPO / "CMakeLists.txt").read_text()
+    project_version = text.split("project(attnc", 1)[1].split("VERSION")[1]
+    project_version = project_version.split(")")[0].split()[0]
+    assert attnc.version() == project_version, attnc.version()
+    build_id = attnc.build_id()
+    assert build_id and build_id == build_id.strip(), repr(build_id)
+    # The same strings through a second, independent ctypes handle.
+    import ctypes
+    handle = ctypes.CDLL(str(path))
+    for name, value in (("attnc_version", attnc.version()),
+                        ("attnc_build_id", build_id)):
+        fn = getattr(handle, name)
+        fn.restype = ctypes.c_char_p
+        assert fn().decode() == value, (name, fn(), value)
+
+
+@test
+def struct_sizes_match_the_library():
+    import ctypes
+    from attnc import _capi
+    spec = _capi._Spec()
+    _capi.lib().attnc_spec_init(ctypes.byref(spec))
+    assert spec.struct_size == ctypes.sizeof(_capi._Spec)
+    assert spec.op == b"attention_fwd" and spec.window_left == -1
+    assert math.isnan(spec.scale)
+    options = _capi._ContextOptions()
+    _capi.lib().attnc_context_options_init(ctypes.byref(options))
+    assert options.struct_size == ctypes.sizeof(_capi._ContextOptions)
+
+
+MISSING_LIBRARY_CODE = (
+    "import attnc\n"
+    "try:\n"
+    "    attnc.version()\n"
+    "except attnc.AttncError as e:\n"
+    "    print(e)\n"
+    "else:\n"
+    "    raise SystemExit('loaded a library')\n")
+
+
+@test
+def missing_library_is_a_clear_error():
+    bogus = "/nonexistent/attnc/libattnc.so"
+    r = run_python(MISSING_LIBRARY_CODE, ATTNC_LIBRARY=bogus)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for fragment in (bogus, "no such file", "scripts/build.sh",
+                     "ATTNC_LIBRARY"):
+        assert fragment in r.stdout, "%r not in:\n%s" % (fragment, r.stdout)
+
+
+@test
+def unloadable_library_is_a_clear_error():
+    r = run_python(MISSING_LIBRARY_CODE, ATTNC_LIBRARY=__file__)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for fragment in (__file__, "invalid ELF header", "scripts/build.sh"):
+        assert fragment in r.stdout, "%r not in:\n%s" % (fragment, r.stdout)
+
+
+# --- (c): validate_attention through attnc_attention_validate ----------------
+
+
+@test
+def validate_valid_bshd():
+    attnc.validate_attention(SPEC, *descs(*qkv()))
+
+
+@test
+def validate_valid_transposed_views_and_gqa():
+    q = bhsd_as_bshd(2, 8, 128, 64)
+    k = bhsd_as_bshd(2, 2, 256, 64)
+    v = bhsd_as_bshd(2, 2, 256, 64)
+    attnc.validate_attention(SPEC, *descs(q, k, v, o=q))
+
+
+@test
+def validate_valid_with_lse():
+    q, k, v = qkv()
+    lse = FakeTensor((2, 8, 128), dtype="torch.float32")
+    spec = attnc.Spec(heads=8, kv_heads=2, head_dim=64, has_lse=True)
+    attnc.validate_attention(spec, *descs(q, k, v),
+                             lse=_attention.describe_lse(lse))
+
+
+@test
+def validate_null_pointer():
+    q, k, v = qkv()
+    q._data = 0
+    expect_error(lambda: attnc.validate_attention(SPEC, *descs(q, k, v)),
+                 "q: data pointer is null", "(InvalidArgument)",
+                 status=INVALID_ARGUMENT)
+
+
+@test
+def validate_misaligned_pointer():
+    q, k, v = qkv()
+    k._data += 8
+    expect_error(lambda: attnc.validate_attention(SPEC, *descs(q, k, v)),
+                 "k: data pointer", "is not 16-byte aligned",
+                 status=INVALID_ARGUMENT)
+
+
+@test
+def validate_head_dim_differs_from_spec():
+    spec = attnc.Spec(heads=8, kv_heads=2, head_dim=128)
+    expect_error(lambda: attnc.validate_attention(spec, *descs(*qkv())),
+                 "q.shape[3] (head dim) is 64",
+                 "the kernel's spec head_dim is 128")
+
+
+@test
+def validate_heads_differ_from_spec():
+    spec = attnc.Spec(heads=16, kv_heads=2, head_dim=64)
+    expect_error(lambda: attnc.validate_attention(spec, *descs(*qkv())),
+                 "q.shape[1] (heads) is 8", "the kernel's spec heads is 16")
+
+
+@test
+def validate_kv_heads_differ_from_spec():
+    spec = attnc.Spec(heads=8, kv_heads=4, head_dim=64)
+    expect_error(lambda: attnc.validate_attention(spec, *descs(*qkv())),
+                 "k.shape[1] (heads) is 2", "spec kv_heads is 4")
+
+
+@test
+def validate_non_unit_head_dim_stride():
+    q, k, v = qkv()
+    v._stride = v._stride[:3] + (2,)
+    expect_error(lambda: attnc.validate_attention(SPEC, *descs(q, k, v)),
+                 "v.stride[3] (head dim) must be 1, got 2")
+
+
+@test
+def validate_batch_mismatch():
+    q, _, v = qkv()
+    k = FakeTensor((3, 256, 2, 64))
+    expect_error(lambda: attnc.validate_attention(SPEC, *descs(q, k, v)),
+                 "k.shape[0] (batch) is 3 but q's batch is 2")
+
+
+@test
+def validate_lse_presence_follows_spec():
+    q, k, v = qkv()
+    lse = _attention.describe_lse(FakeTensor((2, 8, 128)))
+    expect_error(lambda: attnc.validate_attention(SPEC, *descs(q, k, v),
+                                                  lse=lse),
+                 "lse: data pointer must be null", "has_lse=false")
+    spec = attnc.Spec(heads=8, kv_heads=2, head_dim=64, has_lse=True)
+    expect_error(lambda: attnc.validate_attention(spec, *descs(q, k, v)),
+                 "lse: data pointer is null", "has_lse=true")
+
+
+@test
+def validate_descriptor_rank():
+    q, k, v, o = descs(*qkv())
+    bad = attnc.TensorDesc(q.data, q.shape[:2], q.stride[:2])
+    expect_error(lambda: attnc.validate_attention(SPEC, bad, k, v, o),
+                 "q descriptor must have 4 dims")
+
+
+# --- (d): torch-facing checks on duck types ----------------------------------
+
+
+def attention_error(q, k, v, *fragments, **kw):
+    msg = expect_error(lambda: attnc.attention(q, k, v, **kw), *fragments)
+    assert msg.startswith("attnc.attention: "), msg
+
+
+@test
+def attention_rejects_cpu_tensor():
+    q, k, v = qkv()
+    k.device = FakeDevice("cpu")
+    attention_error(q, k, v, "k is on cpu", "CUDA tensors", "k.cuda()")
+
+
+@test
+def attention_rejects_tensors_on_different_devices():
+    q, k, v = qkv()
+    v.device = FakeDevice("cuda", 1)
+    attention_error(q, k, v, "q is on cuda:0 but v is on cuda:1",
+                    "one device")
+
+
+@test
+def attention_rejects_unsupported_dtype():
+    q, k, v = qkv(dtype="torch.float32")
+    attention_error(q, k, v, "q has dtype torch.float32",
+                    "torch.bfloat16, torch.float16")
+
+
+@test
+def attention_rejects_dtype_mismatch():
+    q, k, v = qkv()
+    v.dtype = "torch.float16"
+    attention_error(q, k, v,
+                    "q has dtype torch.bfloat16 but v has torch.float16")
+
+
+@test
+def attention_rejects_wrong_rank():
+    q, k, v = qkv()
+    q = FakeTensor((2, 128, 512))
+    attention_error(q, k, v, "q has shape (2, 128, 512) (3 dims)",
+                    "[batch, seq, heads, head_dim]")
+
+
+@test
+def attention_rejects_batch_mismatch():
+    q, k, v = qkv()
+    v = FakeTensor((1, 256, 2, 64))
+    attention_error(q, k, v, "batch differs: q.shape[0] = 2 but "
+                    "v.shape[0] = 1")
+
+
+@test
+def attention_rejects_seq_mismatch():
+    q, k, v = qkv()
+    v = FakeTensor((2, 255, 2, 64))
+    attention_error(q, k, v, "seq differs: k.shape[1] = 256 but "
+                    "v.shape[1] = 255")
+
+
+@test
+def attention_rejects_head_dim_mismatch():
+    q, k, v = qkv()
+    k = FakeTensor((2, 256, 2, 128))
+    attention_error(q, k, v, "head_dim differs: q.shape[3] = 64 but "
+                    "k.shape[3] = 128")
+
+
+@test
+def attention_rejects_kv_heads_mismatch():
+    q, k, v = qkv()
+    v = FakeTensor((2, 256, 4, 64))
+    attention_error(q, k, v, "kv heads differ: k.shape[2] = 2 but "
+                    "v.shape[2] = 4")
+
+
+@test
+def attention_rejects_heads_not_multiple_of_kv_heads():
+    q, k, v = qkv(h=6, hkv=4)
+    attention_error(q, k, v, "q has 6 heads, which is not a multiple of "
+                    "k/v's 4 heads")
+
+
+@test
+def attention_rejects_non_unit_head_dim_stride():
+    q, k, v = qkv()
+    q = FakeTensor((2, 128, 8, 64), (128 * 8 * 128, 8 * 128, 128, 2))
+    attention_error(q, k, v, "q.stride(3) (head_dim) is 2; it must be 1",
+                    "q.contiguous()")
+
+
+@test
+def check_inputs_accepts_fp16_and_transposed_views():
+    assert _attention.check_inputs(*qkv(dtype="torch.float16")) == "fp16"
+    q = bhsd_as_bshd(2, 8, 128, 64)
+    k = bhsd_as_bshd(2, 2, 256, 64)
+    assert _attention.check_inputs(q, k, k) == "bf16"
+
+
+@test
+def describe_maps_bshd_to_bhsd():
+    t = FakeTensor((2, 128, 8, 64))  # [B, S, H, D] contiguous
+    d = _attention.describe(t)
+    assert tuple(d.shape) == (2, 8, 128, 64), d
+    assert tuple(d.stride) == (128 * 8 * 64, 64, 8 * 64, 1), d
+    assert d.data == t.data_ptr()
+    t = bhsd_as_bshd(2, 8, 128, 64)  # contiguous [B, H, S, D] underneath
+    d = _attention.describe(t)
+    assert tuple(d.shape) == (2, 8, 128, 64), d
+    assert tuple(d.stride) == (8 * 128 * 64, 128 * 64, 64, 1), d
+
+
+@test
+def arch_for_capability():
+    assert _attention.arch_for_capability((9, 0)) == "sm_90a"
+    assert _attention.arch_for_capability((8, 0)) == "sm_80"
+    assert _attention.arch_for_capability((8, 9)) == "sm_80"
+    for cc in ((7, 5), (10, 0), (12, 0)):
+        expect_error(lambda: _attention.arch_for_capability(cc),
+                     "compute capability %d.%d is not supported" % cc,
+                     "sm_80", "sm_90a", "arch=")
+
+
+@test
+def make_spec_maps_options():
+    q, k, _ = qkv()
+    spec = _attention.make_spec(q, k, dtype="bf16", arch="sm_90a")
+    assert spec == attnc.Spec(heads=8, kv_heads=2, head_dim=64, dtype="bf16",
+                              arch="sm_90a"), spec
+    assert (spec.window_left, spec.window_right, spec.softcap, spec.scale,
+            spec.has_lse, spec.causal) == (-1, -1, 0.0, None, False, False)
+    spec = _attention.make_spec(q, k, dtype="fp16", arch="sm_80", causal=1,
+                                window=(128, 0), softcap=30, scale=0.1,
+                                return_lse=True, block_m=64, block_n=32)
+    assert (spec.dtype, spec.arch, spec.causal, spec.window_left,
+            spec.window_right, spec.softcap, spec.scale, spec.has_lse,
+            spec.block_m, spec.block_n) == (
+        "fp16", "sm_80", True, 128, 0, 30.0, 0.1, True, 64, 32), spec
+    spec = _attention.make_spec(q, k, dtype="bf16", arch="sm_80",
+                                window=(None, 0), scale=float("nan"))
+    assert (spec.window_left, spec.window_right, spec.scale) == (-1, 0, None)
+    # Specs are dictionary keys (the per-context kernel cache).
+    assert {spec: 1}[_attention.make_spec(q, k, dtype="bf16", arch="sm_80",
+                                          window=(-1, 0))] == 1
+
+
+# --- missing kernel, through the fake driver ---------------------------------
+
+
+def fake_cuda_path():
+    path = os.environ.get("ATTNC_TEST_FAKE_CUDA")
+    if not path:
+        build = Path(attnc.library_path()).resolve().parents[1]
+        path = str(build / "tests" / "runtime" / "fake_cuda" / "libcuda.so.1")
+    if not os.path.exists(path):
+        raise Skip("no fake libcuda.so.1 at %s (set ATTNC_TEST_FAKE_CUDA)"
+                   % path)
+    return path
+
+
+def fake_torch(capability=(9, 0)):
+    """The few torch functions attention() calls, over FakeTensor."""
+    torch = types.ModuleType("torch")
+    torch.float32 = "torch.float32"
+    torch.empty_like = lambda t: FakeTensor(t.shape, t.stride(), t.dtype,
+                                            t.device)
+    torch.empty = lambda shape, dtype, device: FakeTensor(shape, None, dtype,
+                                                          device)
+    torch.cuda = types.SimpleNamespace(
+        device=lambda d: contextlib.nullcontext(),
+        get_device_capability=lambda d: capability,
+        current_stream=lambda d: types.SimpleNamespace(cuda_stream=0))
+    return torch
+
+
+@contextlib.contextmanager
+def fake_gpu_process(cache_dir):
+    saved = (sys.modules.get("torch"), os.environ.get("ATTNC_CACHE_DIR"),
+             _attention._driver_library)
+    sys.modules["torch"] = fake_torch()
+    os.environ["ATTNC_CACHE_DIR"] = cache_dir
+    _attention._driver_library = fake_cuda_path()
+    try:
+        yield
+    finally:
+        for ctx in _attention._contexts.values():
+            ctx.close()
+        _attention._contexts.clear()
+        if saved[0] is None:
+            del sys.modules["torch"]
+        else:
+            sys.modules["torch"] = saved[0]
+        if saved[1] is None:
+            del os.environ["ATTNC_CACHE_DIR"]
+        else:
+            os.environ["ATTNC_CACHE_DIR"] = saved[1]
+        _attention._driver_library = saved[2]
+
+
+@test
+def missing_kernel_names_spec_and_attnc_bundle():
+    with tempfile.TemporaryDirectory() as cache, fake_gpu_process(cache):
+        q, k, v = qkv()
+        msg = expect_error(
+            lambda: attnc.attention(q, k, v, causal=True, window=(64, 0)),
+            "attnc_get_kernel(Spec(heads=8, kv_heads=2, head_dim=64",
+            "(NotFound)", "no compiled kernel for spec",
+            "op=attention_fwd;dtype=bf16;heads=8;kv_heads=2;head_dim=64;"
+            "causal=1;window_left=64;window_right=0;", "arch=sm_90a",
+            "in cache directory '%s'" % cache, "attnc bundle",
+            status=NOT_FOUND)
+        assert "has_lse=0" in msg, msg
+        # One context per device, reused.
+        assert list(_attention._contexts) == [0]
+        assert _attention.context(0).cache_dir() == cache
+        expect_error(lambda: attnc.attention(q, k, v, return_lse=True,
+                                             arch="sm_80"),
+                     "has_lse=1", "arch=sm_80", "attnc bundle",
+                     status=NOT_FOUND)
+        assert list(_attention._contexts) == [0]
+
+
+@test
+def invalid_spec_option_is_reported_by_the_runtime():
+    with tempfile.TemporaryDirectory() as cache, fake_gpu_process(cache):
+        expect_error(lambda: attnc.attention(*qkv(), softcap=-1.0),
+                     "softcap must be finite and >= 0",
+                     status=INVALID_ARGUMENT)
+        expect_error(lambda: attnc.attention(*qkv(), arch="sm_70"),
+                     'arch "sm_70" is not supported',
+                     status=INVALID_ARGUMENT)
+
+
+# --- runner ------------------------------------------------------------------
+
+
+def main():
+    passed = failed = skipped = 0
+    for fn in TESTS:
+        try:
+            fn()
+        except Skip as e:
+            skipped += 1
+            print("SKIP %s: %s" % (fn.__name__, e))
+        except Exception:
+            failed += 1
+            print("FAIL %s\n%s" % (fn.__name__, traceback.format_exc()))
+        else:
+            passed += 1
+            print("PASS %s" % fn.__name__)
+    if skipped:
+        print("%d skipped" % skipped)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,540 @@
+//===- FakeDriverTest.cpp - Context, loading and launching on a fake driver
+//===//
+//
+// The whole GPU path of the runtime (context choice, module loading, entry
+// lookup, shared-memory opt-in, parameter packing, launch) run against a
+// fake libcuda.so.1 that checks what a real driver checks and records each
+// launch. Needs no GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestSupport.h"
+#include "fake_cuda/FakeCuda.h"
+
+#include "attnc/attnc.h"
+#include "attnc/runtime/Context.h"
+#include "attnc/runtime/Driver.h"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <dlfcn.h>
+#include <new>
+#include <thread>
+
+using namespace attnc;
+using namespace attnc::test;
+
+//===----------------------------------------------------------------------===//
+// Allocation counting, to prove launch() never allocates.
+//===----------------------------------------------------------------------===//
+
+static std::atomic<bool> countAllocations{false};
+static std::atomic<long> allocations{0};
+
+void *operator new(size_t size) {
+  if (countAllocations)
+    ++allocations;
+  if (void *p = std::malloc(size ? size : 1))
+    return p;
+  throw std::bad_alloc();
+}
+void *operator new[](size_t size) { return operator new(size); }
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete(void *p, size_t) noexcept { std::free(p); }
+void operator delete[](void *p, size_t) noexcept { std::free(p); }
+
+namespace {
+
+// The fake driver's inspection API, from the copy the runtime loaded.
+struct Fake {
+  decltype(&fakecuda_reset) reset;
+  decltype(&fakecuda_set_compute_capability) setComputeCapability;
+  decltype(&fakecuda_set_device_count) setDeviceCount;
+  decltype(&fakecuda_stats) statsFn;
+  decltype(&fakecuda_last_launch) lastLaunchFn;
+  decltype(&fakecuda_make_user_context_current) makeUserContextCurrent;
+  decltype(&fakecuda_clear_current) clearCurrent;
+
+  FakeCudaStats stats() const {
+    FakeCudaStats s;
+    statsFn(&s);
+    return s;
+  }
+  FakeCudaLaunch lastLaunch() const {
+    FakeCudaLaunch l;
+    REQUIRE(lastLaunchFn(&l));
+    return l;
+  }
+};
+
+const Fake &fake() {
+  static Fake f = [] {
+    void *handle = ::dlopen(ATTNC_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(handle);
+    Fake f;
+    f.reset =
+        reinterpret_cast<decltype(f.reset)>(::dlsym(handle, "fakecuda_reset"));
+    f.setComputeCapability = reinterpret_cast<decltype(f.setComputeCapability)>(
+        ::dlsym(handle, "fakecuda_set_compute_capability"));
+    f.setDeviceCount = reinterpret_cast<decltype(f.setDeviceCount)>(
+        ::dlsym(handle, "fakecuda_set_device_count"));
+    f.statsFn = reinterpret_cast<decltype(f.statsFn)>(
+        ::dlsym(handle, "fakecuda_stats"));
+    f.lastLaunchFn = reinterpret_cast<decltype(f.lastLaunchFn)>(
+        ::dlsym(handle, "fakecuda_last_launch"));
+    f.makeUserContextCurrent =
+        reinterpret_cast<decltype(f.makeUserContextCurrent)>(
+            ::dlsym(handle, "fakecuda_make_user_context_current"));
+    f.clearCurrent = reinterpret_cast<decltype(f.clearCurrent)>(
+        ::dlsym(handle, "fakecuda_clear_current"));
+    return f;
+  }();
+  return f;
+}
+
+struct Fixture {
+  TempDir dir;
+  std::vector<std::string> warnings;
+  std::shared_ptr<FakeCompiler> compiler = std::make_shared<FakeCompiler>();
+
+  Fixture() { fake().reset(); }
+  FakeCudaStats stats() const { return fake().stats(); }
+
+  ContextOptions options() {
+    ContextOptions o;
+    o.cacheDir = dir.path();
+    o.driverLibrary = std::string(ATTNC_FAKE_CUDA_PATH);
+    o.buildId = "test-build";
+    o.linkCubin = false; // fake PTX would not survive nvJitLink
+    o.log = [this](const std::string &m) { warnings.push_back(m); };
+    return o;
+  }
+
+  std::unique_ptr<Context> context(bool withCompiler = true) {
+    Result<std::unique_ptr<Context>> c = Context::create(options());
+    REQUIRE(c.isOk());
+    if (withCompiler)
+      (*c)->setCompiler(compiler);
+    return std::move(c).value();
+  }
+};
+
+const CUstream kStream = reinterpret_cast<CUstream>(0x5157);
+
+} // namespace
+
+TEST_CASE("a context retains the primary context and releases it",
+          "[fake-driver]") {
+  Fixture f;
+  {
+    auto context = f.context();
+    CHECK(f.stats().primaryRetains == 1);
+    CHECK(context->computeCapability() == 90);
+    CHECK(context->cacheDir() == f.dir.path());
+    CHECK(context->buildId() == "test-build");
+    CHECK(context->driver().driverVersion == 13000);
+    // Test-only entry points the fake lacks are simply absent.
+    CHECK(context->driver().cuMemAlloc == nullptr);
+  }
+  CHECK(f.stats().primaryRetains == 0);
+}
+
+TEST_CASE("a context uses the caller's current context", "[fake-driver]") {
+  Fixture f;
+  void *user = fake().makeUserContextCurrent();
+  auto context = f.context();
+  CHECK(reinterpret_cast<void *>(context->cuContext()) == user);
+  CHECK(f.stats().primaryRetains == 0);
+  fake().clearCurrent();
+}
+
+TEST_CASE("getKernel compiles, caches, loads; launch packs the ABI",
+          "[fake-driver]") {
+  Fixture f;
+  auto context = f.context();
+  KernelSpec spec = sampleSpec();
+  spec.hasLse = true;
+
+  Result<const Kernel *> kernel = context->getKernel(spec);
+  REQUIRE(kernel.isOk());
+  CHECK((*kernel)->compiledHere());
+  CHECK_FALSE((*kernel)->loadedFromCubin());
+  CHECK((*kernel)->metadata().entry == "attnc_fake_attention");
+  CHECK(f.compiler->calls == 1);
+  CHECK(f.stats().ptxLoads == 1);
+  CHECK(exists(f.dir.path() + "/" + (*kernel)->key() + "/kernel.ptx"));
+
+  AttentionArgs args = contiguousArgs(spec, 3, 129, 77);
+  REQUIRE(context->launch(**kernel, args, kStream).isOk());
+  FakeCudaLaunch launch = fake().lastLaunch();
+  CHECK(std::string(launch.entry) == "attnc_fake_attention");
+  CHECK(launch.grid[0] == 3); // ceil(129 / 64)
+  CHECK(launch.grid[1] == 8);
+  CHECK(launch.grid[2] == 3);
+  CHECK(launch.block[0] == 128);
+  CHECK(launch.dynamicSmem == 0);
+  CHECK(launch.stream == kStream);
+  REQUIRE(launch.paramCount == 22);
+  const uint64_t expected[22] = {
+      0x100000, 0x200000, 0x300000,     0x400000, 0x500000, 3,
+      129,      77,       8 * 129 * 64, 129 * 64, 64,       2 * 77 * 64,
+      77 * 64,  64,       2 * 77 * 64,  77 * 64,  64,       8 * 129 * 64,
+      129 * 64, 64,       8 * 129,      129};
+  for (size_t i = 0; i < 22; ++i) {
+    INFO("parameter " << i);
+    CHECK(launch.paramSizes[i] == 8);
+    CHECK(launch.params[i] == expected[i]);
+  }
+  // The launch ran with our context pushed (the thread had none current).
+  CHECK(f.stats().pushes > 0);
+}
+
+TEST_CASE("a second context loads from disk without compiling",
+          "[fake-driver]") {
+  Fixture f;
+  KernelSpec spec = sampleSpec();
+  {
+    auto first = f.context();
+    REQUIRE(first->getKernel(spec).isOk());
+  }
+  auto runtimeOnly = f.context(/*withCompiler=*/false);
+  Result<const Kernel *> kernel = runtimeOnly->getKernel(spec);
+  REQUIRE(kernel.isOk());
+  CHECK_FALSE((*kernel)->compiledHere());
+  CHECK(f.compiler->calls == 1);
+}
+
+TEST_CASE("a miss without a compiler is a clear error", "[fake-driver]") {
+  Fixture f;
+  auto context = f.context(/*withCompiler=*/false);
+  KernelSpec spec = sampleSpec();
+  Result<const Kernel *> kernel = context->getKernel(spec);
+  REQUIRE_FALSE(kernel.isOk());
+  CHECK(kernel.status().code() == ErrorCode::NotFound);
+  CHECK_THAT(kernel.status().message(),
+             Catch::Contains(spec.canonical()) &&
+                 Catch::Contains("in cache directory '" + f.dir.path() + "'"));
+}
+
+TEST_CASE("repeated lookups hit memory; equivalent specs share a kernel",
+          "[fake-driver]") {
+  Fixture f;
+  auto context = f.context();
+  KernelSpec spec = sampleSpec();
+  const Kernel *first = *context->getKernel(spec);
+  KernelSpec explicitScale = spec;
+  explicitScale.scale = 0.125;
+  KernelSpec nanScale = spec;
+  nanScale.scale = std::nan("");
+  CHECK(*context->getKernel(explicitScale) == first);
+  CHECK(*context->getKernel(nanScale) == first);
+  CHECK(*context->getKernel(spec) == first);
+  CHECK(f.compiler->calls == 1);
+  CHECK(f.stats().moduleLoads == 1);
+}
+
+TEST_CASE("a memory hit costs well under a microsecond", "[fake-driver]") {
+  Fixture f;
+  auto context = f.context();
+  KernelSpec spec = sampleSpec();
+  spec.customIr = ""; // the common case; custom IR is hashed per lookup
+  const Kernel *kernel = *context->getKernel(spec);
+  constexpr int kIterations = 200000;
+  auto start = std::chrono::steady_clock::now();
+  const Kernel *seen = nullptr;
+  for (int i = 0; i < kIterations; ++i)
+    seen = *context->getKernel(spec);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  double ns =
+      std::chrono::duration<double, std::nano>(elapsed).count() / kIterations;
+  std::printf("getKernel memory hit: %.1f ns per lookup\n", ns);
+  CHECK(seen == kernel);
+  // The target is < 1 us; the bound is 20x that so a loaded CI machine
+  // cannot make this flaky. The printed number is the measurement.
+  CHECK(ns < 20000.0);
+}
+
+TEST_CASE("launch neither allocates nor changes the caller's context",
+          "[fake-driver]") {
+  Fixture f;
+  auto context = f.context();
+  KernelSpec spec = sampleSpec();
+  const Kernel *kernel = *context->getKernel(spec);
+  AttentionArgs args = contiguousArgs(spec, 2, 1000, 1000);
+  allocations = 0;
+  countAllocations = true;
+  bool allOk = true;
+  for (int i = 0; i < 1000; ++i)
+    allOk = context->launch(*kernel, args, kStream).isOk() && allOk;
+  countAllocations = false;
+  CHECK(allOk);
+  CHECK(allocations == 0);
+  CHECK(f.stats().launches == 1000);
+  CUcontext current = nullptr;
+  context->driver().cuCtxGetCurrent(&current);
+  CHECK(current == nullptr);
+}
+
+TEST_CASE("large dynamic shared memory is opted into once, at load",
+          "[fake-driver]") {
+  Fixture f;
+  auto context = f.context();
+  f.compiler->dynamicSmem = 160 * 1024;
+  KernelSpec spec = sampleSpec();
+  const Kernel *kernel = *context->getKernel(spec);
+  CHECK(f.stats().setAttributeCalls == 1);
+  AttentionArgs args = contiguousArgs(spec, 1, 64, 64);
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(context->launch(*kernel, args, kStream).isOk());
+  CHECK(fake().lastLaunch().dynamicSmem == 160 * 1024);
+  CHECK(f.stats().setAttributeCalls == 1);
+
+  // At or below 48 KiB no opt-in is needed.
+  Fixture small;
+  auto context2 = small.context();
+  small.compiler->dynamicSmem = 48 * 1024;
+  REQUIRE(context2->getKernel(spec).isOk());
+  CHECK(small.stats().setAttributeCalls == 0);
+
+  // More than the device allows is reported at load.
+  Fixture huge;
+  auto context3 = huge.context();
+  huge.compiler->dynamicSmem = 300 * 1024;
+  Result<const Kernel *> tooBig = context3->getKernel(spec);
+  REQUIRE_FALSE(tooBig.isOk());
+  CHECK_THAT(tooBig.status().message(),
+             Catch::Contains("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_"
+                             "BYTES, 307200) failed: CUDA_ERROR_INVALID_"
+                             "VALUE"));
+  CHECK(huge.stats().liveModules == 0);
+}
+
+TEST_CASE("bad PTX fails with the JIT log in the error", "[fake-driver]") {
+  Fixture f;
+  auto context = f.context();
+  Result<CUmodule> module = context->loadPtx(".version 8.0\nSYNTAX_ERROR\n");
+  REQUIRE_FALSE(module.isOk());
+  CHECK(module.status().code() == ErrorCode::DriverError);
+  CHECK(module.status().message() ==
+        "cuModuleLoadDataEx (PTX) failed: CUDA_ERROR_INVALID_PTX (fake "
+        "driver error); JIT log:\nptxas fatal   : (fake) syntax error at "
+        "SYNTAX_ERROR");
+}
+
+TEST_CASE("cached cubins are preferred, with a PTX fallback", "[fake-driver]") {
+  KernelSpec spec = sampleSpec();
+  SECTION("a good cubin loads") {
+    Fixture f;
+    auto context = f.context();
+    f.compiler->cubin = "\x7f"
+                        "ELF" +
+                        fakePtx(f.compiler->entry, f.compiler->params);
+    const Kernel *kernel = *context->getKernel(spec);
+    CHECK(kernel->loadedFromCubin());
+    CHECK(f.stats().cubinLoads == 1);
+    CHECK(f.stats().ptxLoads == 0);
+  }
+  SECTION("a cubin the device rejects falls back to PTX") {
+    Fixture f;
+    auto context = f.context();
+    f.compiler->cubin = "\x7f"
+                        "ELF BADCUBIN";
+    const Kernel *kernel = *context->getKernel(spec);
+    CHECK_FALSE(kernel->loadedFromCubin());
+    CHECK(f.stats().ptxLoads == 1);
+    REQUIRE(f.warnings.size() == 1);
+    CHECK_THAT(f.warnings[0], Catch::Contains("CUDA_ERROR_NO_BINARY_FOR_GPU"));
+  }
+  SECTION("an sm_80 cubin is not tried on an sm_90 device") {
+    Fixture f;
+    auto context = f.context();
+    f.compiler->cubin = "\x7f"
+                        "ELF" +
+                        fakePtx(f.compiler->entry, f.compiler->params);
+    KernelSpec ampere = spec;
+    ampere.arch = "sm_80";
+    const Kernel *kernel = *context->getKernel(ampere);
+    CHECK_FALSE(kernel->loadedFromCubin());
+    CHECK(f.stats().cubinLoads == 0);
+    CHECK(f.warnings.empty());
+  }
+}
+
+TEST_CASE("load-time errors are precise and leak nothing", "[fake-driver]") {
+  KernelSpec spec = sampleSpec();
+  SECTION("arch the device cannot run") {
+    Fixture f;
+    fake().setComputeCapability(8, 0);
+    auto context = f.context();
+    Result<const Kernel *> kernel = context->getKernel(spec);
+    REQUIRE_FALSE(kernel.isOk());
+    CHECK(kernel.status().message() ==
+          "kernel built for sm_90a runs only on compute capability 9.0 "
+          "devices; this device is 8.0");
+    CHECK(f.compiler->calls == 0);
+  }
+  SECTION("entry missing from the module") {
+    Fixture f;
+    auto context = f.context();
+    struct WrongEntry : FakeCompiler {
+      Result<CompiledKernel> compile(const KernelSpec &s) override {
+        Result<CompiledKernel> k = FakeCompiler::compile(s);
+        k->meta.entry = std::string("not_there");
+        return k;
+      }
+    };
+    context->setCompiler(std::make_shared<WrongEntry>());
+    Result<const Kernel *> kernel = context->getKernel(spec);
+    REQUIRE_FALSE(kernel.isOk());
+    CHECK_THAT(kernel.status().message(),
+               Catch::StartsWith("kernel 'not_there' (cache entry ") &&
+                   Catch::EndsWith("cuModuleGetFunction failed: "
+                                   "CUDA_ERROR_NOT_FOUND (fake driver "
+                                   "error)"));
+    CHECK(f.stats().liveModules == 0);
+  }
+  SECTION("a parameter the launch ABI does not provide") {
+    Fixture f;
+    auto context = f.context();
+    f.compiler->params.push_back({"alibi_slopes", ParamKind::Ptr});
+    Result<const Kernel *> kernel = context->getKernel(spec);
+    REQUIRE_FALSE(kernel.isOk());
+    CHECK_THAT(kernel.status().message(),
+               Catch::EndsWith("kernel parameter 'alibi_slopes' is not "
+                               "provided by the attention launch ABI"));
+  }
+  SECTION("no device") {
+    Fixture f;
+    fake().setDeviceCount(0);
+    Result<std::unique_ptr<Context>> context = Context::create(f.options());
+    REQUIRE_FALSE(context.isOk());
+    CHECK(context.status().message() == "no CUDA device found");
+  }
+}
+
+TEST_CASE("invalid launch arguments never reach the driver", "[fake-driver]") {
+  Fixture f;
+  auto context = f.context();
+  KernelSpec spec = sampleSpec();
+  const Kernel *kernel = *context->getKernel(spec);
+  AttentionArgs args = contiguousArgs(spec, 1, 16, 16);
+  args.q.shape[1] = 7;
+  Status status = context->launch(*kernel, args, kStream);
+  CHECK(status.code() == ErrorCode::InvalidArgument);
+  CHECK(status.message() == "invalid attention arguments: q.shape[1] "
+                            "(heads) is 7 but the kernel's spec heads is 8");
+  CHECK(f.stats().launches == 0);
+  CHECK(context->workspaceSize(*kernel, args) == 0);
+}
+
+TEST_CASE("concurrent getKernel calls compile once", "[fake-driver]") {
+  Fixture f;
+  auto context = f.context();
+  KernelSpec spec = sampleSpec();
+  std::vector<std::thread> threads;
+  std::vector<const Kernel *> seen(8, nullptr);
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      Result<const Kernel *> kernel = context->getKernel(spec);
+      if (kernel.isOk())
+        seen[t] = *kernel;
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (const Kernel *kernel : seen)
+    CHECK(kernel == seen[0]);
+  CHECK(seen[0] != nullptr);
+  CHECK(f.compiler->calls == 1);
+}
+
+TEST_CASE("the C ABI drives the same path", "[fake-driver][capi]") {
+  Fixture f;
+  attnc_context_options options;
+  attnc_context_options_init(&options);
+  std::string dir = f.dir.path();
+  options.cache_dir = dir.c_str();
+  options.driver_library = ATTNC_FAKE_CUDA_PATH;
+  options.build_id = "test-build";
+  options.link_cubin = 0;
+  attnc_context *ctx = nullptr;
+  REQUIRE(attnc_context_create(&options, &ctx) == ATTNC_OK);
+  CHECK(std::string(attnc_cache_dir(ctx)) == dir);
+
+  attnc_spec spec;
+  attnc_spec_init(&spec);
+  spec.heads = 8;
+  spec.kv_heads = 2;
+  spec.head_dim = 64;
+  const attnc_kernel *kernel = nullptr;
+  // No compiler registered: a miss.
+  CHECK(attnc_get_kernel(ctx, &spec, &kernel) == ATTNC_ERROR_NOT_FOUND);
+  CHECK_THAT(attnc_last_error(), Catch::Contains(sampleSpec().canonical()));
+  CHECK(std::string(attnc_status_string(ATTNC_ERROR_NOT_FOUND)) == "NotFound");
+  attnc_context_destroy(ctx);
+
+  // A process-wide compiler makes C users compile on a miss.
+  setDefaultCompiler(f.compiler);
+  REQUIRE(attnc_context_create(&options, &ctx) == ATTNC_OK);
+  setDefaultCompiler(nullptr);
+  REQUIRE(attnc_get_kernel(ctx, &spec, &kernel) == ATTNC_OK);
+  CHECK(std::string(attnc_kernel_entry(kernel)) == "attnc_fake_attention");
+  CHECK(std::string(attnc_kernel_key(kernel)) ==
+        cacheKey("test-build", sampleSpec().canonical()));
+  const attnc_kernel *fromJson = nullptr;
+  REQUIRE(attnc_get_kernel_json(
+              ctx,
+              R"({"dtype": "bf16", "heads": 8, "kv_heads": 2, "head_dim": 64})",
+              &fromJson) == ATTNC_OK);
+  CHECK(fromJson == kernel);
+  CHECK(attnc_get_kernel_json(ctx, "{\"dtype\": 1}", &fromJson) ==
+        ATTNC_ERROR_PARSE);
+  CHECK(std::string(attnc_last_error()) ==
+        "spec.dtype: expected string but found integer");
+
+  AttentionArgs cxx = contiguousArgs(sampleSpec(), 2, 10, 20);
+  attnc_attention_args args{};
+  auto copy = [](const TensorArg &from, attnc_tensor &to) {
+    to.data = from.data;
+    for (int i = 0; i < 4; ++i) {
+      to.shape[i] = from.shape[i];
+      to.stride[i] = from.stride[i];
+    }
+  };
+  copy(cxx.q, args.q);
+  copy(cxx.k, args.k);
+  copy(cxx.v, args.v);
+  copy(cxx.o, args.o);
+  size_t workspace = 1;
+  REQUIRE(attnc_attention_workspace_size(ctx, kernel, &args, &workspace) ==
+          ATTNC_OK);
+  CHECK(workspace == 0);
+  REQUIRE(attnc_attention_launch(ctx, kernel, &args, kStream) == ATTNC_OK);
+  CHECK(fake().lastLaunch().grid[2] == 2);
+  CHECK(attnc_attention_validate(&spec, &args) == ATTNC_OK);
+
+  args.o.data = nullptr;
+  CHECK(attnc_attention_launch(ctx, kernel, &args, kStream) ==
+        ATTNC_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(attnc_last_error()) ==
+        "invalid attention arguments: o: data pointer is null");
+  CHECK(attnc_attention_validate(&spec, &args) == ATTNC_ERROR_INVALID_ARGUMENT);
+  CHECK(attnc_attention_launch(ctx, nullptr, &args, kStream) ==
+        ATTNC_ERROR_INVALID_ARGUMENT);
+
+  attnc_spec stale = spec;
+  stale.struct_size = 8;
+  CHECK(attnc_get_kernel(ctx, &stale, &kernel) == ATTNC_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(attnc_last_error(), Catch::Contains("call attnc_spec_init"));
+  attnc_context_destroy(ctx);
+
+  size_t removed = 0;
+  REQUIRE(attnc_cache_prune(dir.c_str(), 0, &removed) == ATTNC_OK);
+  CHECK(removed == 1);
+  CHECK(attnc_cache_clear(dir.c_str(), &removed) == ATTNC_OK);
+  CHECK(removed == 0);
+}

@@ -1,0 +1,242 @@
+//===- LaunchTest.cpp - Launch validation, packing and geometry -----------===//
+
+#include "TestSupport.h"
+
+#include "attnc/runtime/Launch.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <functional>
+
+using namespace attnc;
+using namespace attnc::test;
+
+namespace {
+
+const std::string kPrefix = "invalid attention arguments: ";
+
+std::string validationError(const KernelSpec &spec,
+                            std::function<void(AttentionArgs &)> mutate) {
+  AttentionArgs args = contiguousArgs(spec, 2, 100, 300);
+  mutate(args);
+  Status status = validateAttentionArgs(spec, args);
+  REQUIRE_FALSE(status.isOk());
+  CHECK(status.code() == ErrorCode::InvalidArgument);
+  REQUIRE(status.message().rfind(kPrefix, 0) == 0);
+  return status.message().substr(kPrefix.size());
+}
+
+const void *ptr(uintptr_t address) {
+  return reinterpret_cast<const void *>(address);
+}
+
+} // namespace
+
+TEST_CASE("valid arguments pass validation", "[launch]") {
+  KernelSpec spec = sampleSpec();
+  CHECK(validateAttentionArgs(spec, contiguousArgs(spec, 2, 100, 300)).isOk());
+  spec.hasLse = true;
+  CHECK(validateAttentionArgs(spec, contiguousArgs(spec, 1, 1, 1)).isOk());
+
+  // A [B, S, H, D] tensor seen through strides (the usual PyTorch layout).
+  AttentionArgs args = contiguousArgs(spec, 2, 100, 300);
+  args.q.stride = {100 * 8 * 64, 64, 8 * 64, 1};
+  CHECK(validateAttentionArgs(spec, args).isOk());
+  // Broadcast over batch with a zero stride.
+  args.k.stride[0] = 0;
+  CHECK(validateAttentionArgs(spec, args).isOk());
+  // LSE strides need no 16-byte alignment (f32 rows of odd length).
+  args.lse.shape = {2, 8, 100, 1};
+  args.lse.stride = {8 * 101, 101, 1, 1};
+  CHECK(validateAttentionArgs(spec, args).isOk());
+}
+
+TEST_CASE("each invalid argument gets a precise message", "[launch]") {
+  KernelSpec spec = sampleSpec();
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.k.data = nullptr; }) ==
+        "k: data pointer is null");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.q.shape[0] = 0; }) ==
+        "batch must be >= 1 (q.shape[0] is 0)");
+  CHECK(validationError(spec, [](AttentionArgs &a) {
+          a.q.shape[2] = 0;
+          a.o.shape[2] = 0;
+        }) == "seq_q must be >= 1 (q.shape[2] is 0)");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.k.shape[2] = 0; }) ==
+        "seq_kv must be >= 1 (k.shape[2] is 0)");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.q.shape[1] = 4; }) ==
+        "q.shape[1] (heads) is 4 but the kernel's spec heads is 8");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.q.shape[3] = 128; }) ==
+        "q.shape[3] (head dim) is 128 but the kernel's spec head_dim is 64");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.k.shape[0] = 3; }) ==
+        "k.shape[0] (batch) is 3 but q's batch is 2");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.v.shape[1] = 8; }) ==
+        "v.shape[1] (heads) is 8 but the kernel's spec kv_heads is 2");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.v.shape[2] = 299; }) ==
+        "v.shape[2] (seq) is 299 but k's seq_kv is 300");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.o.shape[2] = 99; }) ==
+        "o.shape[2] (seq) is 99 but q's seq_q is 100");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.q.stride[3] = 2; }) ==
+        "q.stride[3] (head dim) must be 1, got 2");
+  CHECK(validationError(spec, [](AttentionArgs &a) {
+          a.v.data = ptr(0x300008);
+        }) == "v: data pointer 0x300008 is not 16-byte aligned");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.o.stride[2] = 68; }) ==
+        "o.stride[2] (seq) = 68 elements is not a multiple of 16 bytes");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.k.stride[1] = -64; }) ==
+        "k.stride[1] is negative (-64)");
+  CHECK(validationError(spec, [](AttentionArgs &a) {
+          a.q.stride[1] = int64_t(1) << 60; // 7 heads * 2^60 * 2 bytes
+        }) == "q: shape and strides address beyond 2^63 bytes");
+  CHECK(validationError(spec,
+                        [](AttentionArgs &a) { a.lse.data = ptr(0x500000); }) ==
+        "lse: data pointer must be null because the kernel was built "
+        "with has_lse=false");
+
+  spec.hasLse = true;
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.lse.data = nullptr; }) ==
+        "lse: data pointer is null but the kernel writes LSE (has_lse=true)");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.lse.shape[2] = 7; }) ==
+        "lse.shape[2] (seq) is 7 but q's seq_q is 100");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.lse.shape[3] = 64; }) ==
+        "lse is [B, H, S]: shape[3] and stride[3] must be 1 (got 64 and 1)");
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.lse.stride[2] = 2; }) ==
+        "lse.stride[2] (seq) must be 1, got 2");
+  CHECK(validationError(spec, [](AttentionArgs &a) {
+          a.lse.data = ptr(0x500004);
+        }) == "lse: data pointer 0x500004 is not 16-byte aligned");
+}
+
+TEST_CASE("fp16 uses two-byte elements for alignment", "[launch]") {
+  KernelSpec spec = sampleSpec();
+  spec.dtype = "fp16";
+  // 8 elements * 2 bytes = 16: aligned.
+  AttentionArgs args = contiguousArgs(spec, 1, 4, 4);
+  args.q.stride[2] = 72;
+  CHECK(validateAttentionArgs(spec, args).isOk());
+  args.q.stride[2] = 68;
+  CHECK_FALSE(validateAttentionArgs(spec, args).isOk());
+}
+
+TEST_CASE("parameters are packed by name in metadata order", "[launch]") {
+  KernelSpec spec = sampleSpec();
+  spec.hasLse = true;
+  AttentionArgs args = contiguousArgs(spec, 2, 100, 300);
+
+  Result<std::vector<ParamSlot>> plan =
+      planAttentionParams(attentionFwdV1Params());
+  REQUIRE(plan.isOk());
+  PackedParams packed;
+  REQUIRE(packAttentionParams(*plan, spec, args, packed).isOk());
+  REQUIRE(packed.count == 22);
+  const uint64_t expected[22] = {0x100000,
+                                 0x200000,
+                                 0x300000,
+                                 0x400000,
+                                 0x500000, // q k v o lse
+                                 2,
+                                 100,
+                                 300, // batch seq_q seq_kv
+                                 8 * 100 * 64,
+                                 100 * 64,
+                                 64, // q strides
+                                 2 * 300 * 64,
+                                 300 * 64,
+                                 64, // k strides
+                                 2 * 300 * 64,
+                                 300 * 64,
+                                 64, // v strides
+                                 8 * 100 * 64,
+                                 100 * 64,
+                                 64, // o strides
+                                 8 * 100,
+                                 100}; // lse strides
+  for (size_t i = 0; i < 22; ++i) {
+    INFO("parameter " << i);
+    CHECK(packed.pointers[i] == &packed.storage[i]);
+    CHECK(packed.storage[i] == expected[i]);
+  }
+
+  // Another list: reordered, narrower integers, f32 extras.
+  std::vector<KernelParam> custom = {{"scale", ParamKind::F32},
+                                     {"seq_kv", ParamKind::I32},
+                                     {"o", ParamKind::Ptr},
+                                     {"softcap", ParamKind::F32}};
+  spec.softcap = 30.0;
+  plan = planAttentionParams(custom);
+  REQUIRE(plan.isOk());
+  REQUIRE(packAttentionParams(*plan, spec, args, packed).isOk());
+  REQUIRE(packed.count == 4);
+  float scale, softcap;
+  int32_t seqKv;
+  std::memcpy(&scale, packed.pointers[0], 4);
+  std::memcpy(&seqKv, packed.pointers[1], 4);
+  std::memcpy(&softcap, packed.pointers[3], 4);
+  CHECK(scale == 0.125f);
+  CHECK(seqKv == 300);
+  CHECK(packed.storage[2] == 0x400000);
+  CHECK(softcap == 30.0f);
+
+  // An i32 that does not fit is an error at launch, not a silent wrap.
+  args.k.shape[2] = args.v.shape[2] = int64_t(1) << 33;
+  Status overflow = packAttentionParams(*plan, spec, args, packed);
+  CHECK(overflow.message() == "kernel parameter 'seq_kv' is i32 but its "
+                              "value 8589934592 does not fit in 32 bits");
+}
+
+TEST_CASE("a kernel without LSE still gets its LSE slots", "[launch]") {
+  KernelSpec spec = sampleSpec();
+  AttentionArgs args = contiguousArgs(spec, 1, 16, 16);
+  args.lse.stride = {123, 456, 1, 1}; // ignored: no LSE tensor
+  Result<std::vector<ParamSlot>> plan =
+      planAttentionParams(attentionFwdV1Params());
+  PackedParams packed;
+  REQUIRE(packAttentionParams(*plan, spec, args, packed).isOk());
+  CHECK(packed.storage[4] == 0);
+  CHECK(packed.storage[20] == 0);
+  CHECK(packed.storage[21] == 0);
+}
+
+TEST_CASE("unknown or mistyped parameters are rejected at load", "[launch]") {
+  Result<std::vector<ParamSlot>> unknown =
+      planAttentionParams({{"q", ParamKind::Ptr}, {"alibi", ParamKind::Ptr}});
+  REQUIRE_FALSE(unknown.isOk());
+  CHECK(unknown.status().message() == "kernel parameter 'alibi' is not "
+                                      "provided by the attention launch ABI");
+  Result<std::vector<ParamSlot>> mistyped =
+      planAttentionParams({{"batch", ParamKind::Ptr}});
+  REQUIRE_FALSE(mistyped.isOk());
+  CHECK(mistyped.status().message() ==
+        "kernel parameter 'batch' has kind ptr; expected i64 or i32");
+  std::vector<KernelParam> tooMany(65, {"q", ParamKind::Ptr});
+  CHECK_FALSE(planAttentionParams(tooMany).isOk());
+}
+
+TEST_CASE("grid rule attention_fwd_v1", "[launch]") {
+  KernelSpec spec = sampleSpec();
+  KernelMetadata meta;
+  meta.gridRule = "attention_fwd_v1";
+  meta.blockM = 64;
+  meta.block = {128, 1, 1};
+  meta.dynamicSmem = 99000;
+
+  Result<LaunchGeometry> g =
+      attentionGeometry(meta, contiguousArgs(spec, 3, 129, 10));
+  REQUIRE(g.isOk());
+  CHECK(g->grid == std::array<uint32_t, 3>{3, 8, 3}); // ceil(129/64)
+  CHECK(g->block == std::array<uint32_t, 3>{128, 1, 1});
+  CHECK(g->dynamicSmem == 99000);
+  CHECK(attentionGeometry(meta, contiguousArgs(spec, 1, 128, 1))->grid[0] == 2);
+  CHECK(attentionGeometry(meta, contiguousArgs(spec, 1, 1, 1))->grid[0] == 1);
+
+  Result<LaunchGeometry> tooManyBatches =
+      attentionGeometry(meta, contiguousArgs(spec, 70000, 1, 1));
+  REQUIRE_FALSE(tooManyBatches.isOk());
+  CHECK(tooManyBatches.status().message() ==
+        "batch 70000 exceeds CUDA's grid z limit of 65535");
+
+  meta.gridRule = "decode_v9";
+  CHECK(attentionGeometry(meta, contiguousArgs(spec, 1, 1, 1))
+            .status()
+            .message() == "unknown grid rule 'decode_v9'");
+}

@@ -1,0 +1,145 @@
+//===- MetadataTest.cpp - meta.json schema --------------------------------===//
+
+#include "attnc/runtime/Metadata.h"
+#include "attnc/runtime/Launch.h"
+
+#include <catch2/catch.hpp>
+
+using namespace attnc;
+
+namespace {
+KernelMetadata sampleMeta() {
+  KernelMetadata meta;
+  meta.entry = "attnc_attention_fwd";
+  meta.arch = "sm_90a";
+  meta.block = {256, 1, 1};
+  meta.gridRule = "attention_fwd_v1";
+  meta.blockM = 128;
+  meta.dynamicSmem = 98304;
+  meta.params = {{"q", ParamKind::Ptr},
+                 {"batch", ParamKind::I64},
+                 {"n", ParamKind::I32},
+                 {"scale", ParamKind::F32}};
+  meta.spec = "op=attention_fwd;dtype=bf16";
+  meta.buildId = "0.1.0-abc";
+  meta.files = {{"kernel.ptx", 1234, std::string(32, 'a')}};
+  return meta;
+}
+
+std::string metaError(const std::string &text) {
+  Result<KernelMetadata> result = parseMetadata(text);
+  INFO(text);
+  REQUIRE_FALSE(result.isOk());
+  CHECK(result.status().code() == ErrorCode::ParseError);
+  return result.status().message();
+}
+} // namespace
+
+TEST_CASE("meta.json has the documented schema", "[metadata]") {
+  // The exact file, as the compiler's metadata writer and tools can rely on.
+  CHECK(writeMetadata(sampleMeta()) == R"({
+  "meta_version": 1,
+  "entry": "attnc_attention_fwd",
+  "arch": "sm_90a",
+  "block": [256, 1, 1],
+  "grid_rule": "attention_fwd_v1",
+  "block_m": 128,
+  "dynamic_smem": 98304,
+  "params": [
+    {
+      "name": "q",
+      "kind": "ptr"
+    },
+    {
+      "name": "batch",
+      "kind": "i64"
+    },
+    {
+      "name": "n",
+      "kind": "i32"
+    },
+    {
+      "name": "scale",
+      "kind": "f32"
+    }
+  ],
+  "spec": "op=attention_fwd;dtype=bf16",
+  "build_id": "0.1.0-abc",
+  "files": {
+    "kernel.ptx": {
+      "size": 1234,
+      "fnv1a128": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+    }
+  }
+}
+)");
+}
+
+TEST_CASE("metadata round-trips", "[metadata]") {
+  KernelMetadata meta = sampleMeta();
+  Result<KernelMetadata> back = parseMetadata(writeMetadata(meta));
+  REQUIRE(back.isOk());
+  CHECK(*back == meta);
+
+  meta.params = attentionFwdV1Params();
+  meta.files.clear();
+  back = parseMetadata(writeMetadata(meta));
+  REQUIRE(back.isOk());
+  CHECK(*back == meta);
+  CHECK(back->params.size() == 22);
+}
+
+TEST_CASE("the attention_fwd_v1 parameter list is the contract", "[metadata]") {
+  std::vector<std::string> names;
+  for (const KernelParam &param : attentionFwdV1Params()) {
+    names.push_back(param.name);
+    CHECK(paramKindSize(param.kind) == 8);
+  }
+  CHECK(names ==
+        std::vector<std::string>{"q",           "k",          "v",
+                                 "o",           "lse",        "batch",
+                                 "seq_q",       "seq_kv",     "q_stride_b",
+                                 "q_stride_h",  "q_stride_s", "k_stride_b",
+                                 "k_stride_h",  "k_stride_s", "v_stride_b",
+                                 "v_stride_h",  "v_stride_s", "o_stride_b",
+                                 "o_stride_h",  "o_stride_s", "lse_stride_b",
+                                 "lse_stride_h"});
+}
+
+TEST_CASE("damaged metadata is rejected with a reason", "[metadata]") {
+  auto edit = [](const std::string &from, const std::string &to) {
+    std::string text = writeMetadata(sampleMeta());
+    size_t pos = text.find(from);
+    REQUIRE(pos != std::string::npos);
+    return text.replace(pos, from.size(), to);
+  };
+  CHECK(metaError("garbage").rfind("meta: JSON parse error at line 1", 0) == 0);
+  CHECK(metaError(writeMetadata(sampleMeta()).substr(0, 100))
+            .rfind("meta: JSON parse error", 0) == 0);
+  CHECK(metaError(edit("\"meta_version\": 1", "\"meta_version\": 2")) ==
+        "meta.meta_version: unsupported version 2 (expected 1)");
+  CHECK(metaError(edit("\"block_m\"", "\"blockm\"")) ==
+        "meta: missing required key \"block_m\"");
+  CHECK(metaError(edit("\"spec\":", "\"extra\": 1, \"spec\":")) ==
+        "meta: unknown key \"extra\"");
+  CHECK(metaError(edit("\"kind\": \"i32\"", "\"kind\": \"u8\"")) ==
+        "meta.params[2].kind: unknown parameter kind \"u8\" (expected ptr, "
+        "i64, i32 or f32)");
+  CHECK(metaError(edit("[256, 1, 1]", "[256, 1]")) ==
+        "meta.block: expected an array of 3 integers");
+  CHECK(metaError(edit("[256, 1, 1]", "[256, 8, 1]")) ==
+        "meta: invalid kernel metadata: block has 2048 threads; CUDA allows "
+        "at most 1024");
+  CHECK(metaError(edit("\"name\": \"n\"", "\"name\": \"q\"")) ==
+        "meta: invalid kernel metadata: parameter \"q\" appears twice");
+  CHECK(metaError(edit("\"attnc_attention_fwd\"", "\"\"")) ==
+        "meta: invalid kernel metadata: entry \"\" is not a kernel symbol "
+        "name");
+  CHECK(metaError(edit(std::string(32, 'a'), "xyz")) ==
+        "meta: invalid kernel metadata: checksum of \"kernel.ptx\" is not 32 "
+        "lowercase hex digits");
+  CHECK(metaError(edit("\"size\": 1234", "\"size\": -4")) ==
+        "meta.files.kernel.ptx.size is negative");
+  CHECK(metaError(edit("\"kernel.ptx\"", "\"../x\"")) ==
+        "meta: invalid kernel metadata: file name \"../x\" is not valid");
+}

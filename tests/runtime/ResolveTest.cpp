@@ -1,0 +1,142 @@
+//===- ResolveTest.cpp - Hit, rebuild or error ----------------------------===//
+
+#include "TestSupport.h"
+
+#include "attnc/runtime/Resolve.h"
+
+#include <catch2/catch.hpp>
+
+using namespace attnc;
+using namespace attnc::test;
+
+TEST_CASE("a miss without a compiler names the spec and the cache dir",
+          "[resolve]") {
+  TempDir dir;
+  DiskCache cache(dir.path());
+  KernelSpec spec = sampleSpec();
+  Result<ResolvedKernel> result =
+      resolveKernel(cache, spec, "test-build", ResolveOptions{});
+  REQUIRE_FALSE(result.isOk());
+  CHECK(result.status().code() == ErrorCode::NotFound);
+  CHECK(result.status().message() ==
+        "no compiled kernel for spec '" + spec.canonical() + "' (key " +
+            cacheKey("test-build", spec.canonical()) +
+            ", build id test-build) in cache directory '" + dir.path() +
+            "', and no compiler is linked into this process; precompile it "
+            "with `attnc bundle` or link the compiler");
+}
+
+TEST_CASE("a miss compiles and publishes; a hit does not compile",
+          "[resolve]") {
+  TempDir dir;
+  DiskCache cache(dir.path());
+  FakeCompiler compiler;
+  ResolveOptions options;
+  options.compiler = &compiler;
+  KernelSpec spec = sampleSpec();
+
+  Result<ResolvedKernel> first =
+      resolveKernel(cache, spec, "test-build", options);
+  REQUIRE(first.isOk());
+  CHECK(first->compiled);
+  CHECK(compiler.calls == 1);
+  CHECK(first->entry.key == cacheKey("test-build", spec.canonical()));
+  CHECK(first->entry.meta.spec == spec.canonical());
+  CHECK(first->entry.meta.buildId == "test-build");
+
+  Result<ResolvedKernel> second =
+      resolveKernel(cache, spec, "test-build", options);
+  REQUIRE(second.isOk());
+  CHECK_FALSE(second->compiled);
+  CHECK(compiler.calls == 1);
+  CHECK(second->entry.ptx == first->entry.ptx);
+
+  // Without the compiler the cache alone serves it (the AOT bundle path).
+  Result<ResolvedKernel> runtimeOnly =
+      resolveKernel(cache, spec, "test-build", ResolveOptions{});
+  REQUIRE(runtimeOnly.isOk());
+  CHECK(runtimeOnly->entry.ptx == first->entry.ptx);
+
+  // Another build id is another key: compiled again.
+  REQUIRE(resolveKernel(cache, spec, "other-build", options).isOk());
+  CHECK(compiler.calls == 2);
+}
+
+TEST_CASE("a damaged entry is rebuilt and reported", "[resolve]") {
+  TempDir dir;
+  DiskCache cache(dir.path());
+  FakeCompiler compiler;
+  std::vector<std::string> warnings;
+  ResolveOptions options;
+  options.compiler = &compiler;
+  options.log = [&](const std::string &m) { warnings.push_back(m); };
+  KernelSpec spec = sampleSpec();
+  Result<ResolvedKernel> first = resolveKernel(cache, spec, "b", options);
+  REQUIRE(first.isOk());
+  std::string ptxPath = first->entry.dir + "/kernel.ptx";
+  std::string ptx = readFile(ptxPath);
+  ptx[10] ^= 1;
+  writeFile(ptxPath, ptx);
+
+  Result<ResolvedKernel> second = resolveKernel(cache, spec, "b", options);
+  REQUIRE(second.isOk());
+  CHECK(second->compiled);
+  CHECK(compiler.calls == 2);
+  CHECK(second->entry.ptx == first->entry.ptx);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0],
+             Catch::Contains("was damaged") && Catch::Contains("checksum"));
+}
+
+TEST_CASE("an entry holding another spec is replaced", "[resolve]") {
+  TempDir dir;
+  DiskCache cache(dir.path());
+  FakeCompiler compiler;
+  ResolveOptions options;
+  options.compiler = &compiler;
+  options.log = [](const std::string &) {};
+  KernelSpec spec = sampleSpec();
+  // Publish some other spec's kernel under this spec's key.
+  KernelSpec other = sampleSpec();
+  other.heads = 16;
+  CompiledKernel foreign = *compiler.compile(other);
+  foreign.meta.spec = other.canonical();
+  foreign.meta.buildId = std::string("b");
+  REQUIRE(cache.publish(cacheKey("b", spec.canonical()), foreign).isOk());
+
+  Result<ResolvedKernel> result = resolveKernel(cache, spec, "b", options);
+  REQUIRE(result.isOk());
+  CHECK(result->compiled);
+  CHECK(result->entry.meta.spec == spec.canonical());
+}
+
+TEST_CASE("compiler failures and inconsistent metadata are errors",
+          "[resolve]") {
+  TempDir dir;
+  DiskCache cache(dir.path());
+  FakeCompiler compiler;
+  ResolveOptions options;
+  options.compiler = &compiler;
+  KernelSpec spec = sampleSpec();
+
+  compiler.fail = true;
+  Result<ResolvedKernel> failed = resolveKernel(cache, spec, "b", options);
+  REQUIRE_FALSE(failed.isOk());
+  CHECK(failed.status().code() == ErrorCode::CompileError);
+  CHECK(failed.status().message() ==
+        "compiling '" + spec.canonical() + "': fake compiler asked to fail");
+  CHECK(listDir(dir.path()).empty());
+
+  compiler.fail = false;
+  compiler.block = {2048, 1, 1};
+  Result<ResolvedKernel> badMeta = resolveKernel(cache, spec, "b", options);
+  REQUIRE_FALSE(badMeta.isOk());
+  CHECK_THAT(badMeta.status().message(),
+             Catch::Contains("block extents must be in [1, 1024]"));
+
+  KernelSpec invalid = sampleSpec();
+  invalid.kvHeads = 3;
+  Result<ResolvedKernel> badSpec = resolveKernel(cache, invalid, "b", options);
+  REQUIRE_FALSE(badSpec.isOk());
+  CHECK(badSpec.status().code() == ErrorCode::InvalidArgument);
+}

@@ -1,0 +1,231 @@
+//===- SpecTest.cpp - KernelSpec canonical form, key, JSON ----------------===//
+
+#include "TestSupport.h"
+
+#include "attnc/runtime/Hash.h"
+#include "attnc/runtime/Spec.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+
+using namespace attnc;
+using attnc::test::sampleSpec;
+
+TEST_CASE("canonical spec string prints every field in a fixed order",
+          "[spec]") {
+  CHECK(sampleSpec().canonical() ==
+        "op=attention_fwd;dtype=bf16;heads=8;kv_heads=2;head_dim=64;"
+        "causal=0;window_left=-1;window_right=-1;softcap=0;scale=0.125;"
+        "has_lse=0;arch=sm_90a;custom_ir=none;block_m=0;block_n=0;stages=0;"
+        "warps=0");
+
+  KernelSpec spec = sampleSpec();
+  spec.dtype = "fp16";
+  spec.headDim = 128;
+  spec.causal = true;
+  spec.windowLeft = 256;
+  spec.windowRight = 0;
+  spec.softcap = 30.0;
+  spec.scale = 0.1;
+  spec.hasLse = true;
+  spec.arch = "sm_80";
+  spec.customIr = "func.func @f() { return }";
+  spec.tuning = {128, 64, 3, 8};
+  CHECK(spec.canonical() ==
+        "op=attention_fwd;dtype=fp16;heads=8;kv_heads=2;head_dim=128;"
+        "causal=1;window_left=256;window_right=0;softcap=30;scale=0.1;"
+        "has_lse=1;arch=sm_80;custom_ir=" +
+            fnv1a128("func.func @f() { return }").hex() +
+            ";block_m=128;block_n=64;stages=3;warps=8");
+}
+
+TEST_CASE("the cache key is stable", "[spec]") {
+  // A golden value: if this changes, every deployed cache is invalidated;
+  // bump kCacheLayoutVersion on purpose, then update it here.
+  CHECK(cacheKey("test-build", sampleSpec().canonical()) ==
+        "9e369da001012409410d131e314ce49f");
+  CHECK(cacheKey("test-build", sampleSpec().canonical()) ==
+        cacheKey("test-build", sampleSpec().canonical()));
+}
+
+TEST_CASE("an absent scale and an explicit 1/sqrt(d) are one kernel",
+          "[spec]") {
+  KernelSpec implicit = sampleSpec();
+  KernelSpec explicitScale = sampleSpec();
+  explicitScale.scale = 1.0 / std::sqrt(64.0);
+  CHECK(implicit.canonical() == explicitScale.canonical());
+  KernelSpec nanScale = sampleSpec();
+  nanScale.scale = std::nan("");
+  CHECK(nanScale.canonical() == implicit.canonical());
+  CHECK(implicit.effectiveScale() == 0.125);
+}
+
+TEST_CASE("every spec field and the build id change the key", "[spec]") {
+  using Mutation = std::function<void(KernelSpec &)>;
+  const std::vector<std::pair<const char *, Mutation>> mutations = {
+      {"op", [](KernelSpec &s) { s.op = "attention_bwd"; }},
+      {"dtype", [](KernelSpec &s) { s.dtype = "fp16"; }},
+      {"heads", [](KernelSpec &s) { s.heads = 16; }},
+      {"kv_heads", [](KernelSpec &s) { s.kvHeads = 8; }},
+      {"head_dim",
+       [](KernelSpec &s) {
+         s.headDim = 128;
+         s.scale = 0.125; // keep the scale fixed: only head_dim changes
+       }},
+      {"causal", [](KernelSpec &s) { s.causal = true; }},
+      {"window_left", [](KernelSpec &s) { s.windowLeft = 128; }},
+      {"window_right", [](KernelSpec &s) { s.windowRight = 0; }},
+      {"softcap", [](KernelSpec &s) { s.softcap = 50.0; }},
+      {"scale", [](KernelSpec &s) { s.scale = 0.5; }},
+      {"has_lse", [](KernelSpec &s) { s.hasLse = true; }},
+      {"arch", [](KernelSpec &s) { s.arch = "sm_80"; }},
+      {"custom_ir", [](KernelSpec &s) { s.customIr = "module {}"; }},
+      {"block_m", [](KernelSpec &s) { s.tuning.blockM = 128; }},
+      {"block_n", [](KernelSpec &s) { s.tuning.blockN = 64; }},
+      {"stages", [](KernelSpec &s) { s.tuning.stages = 2; }},
+      {"warps", [](KernelSpec &s) { s.tuning.warps = 4; }},
+  };
+  const KernelSpec base = sampleSpec();
+  const std::string baseCanonical = base.canonical();
+
+  // One mutation per canonical field, so a new field without a test here
+  // fails this check.
+  size_t fields =
+      1 + std::count(baseCanonical.begin(), baseCanonical.end(), ';');
+  CHECK(mutations.size() == fields);
+
+  std::set<std::string> keys = {cacheKey("b1", baseCanonical)};
+  for (const auto &[name, mutate] : mutations) {
+    KernelSpec spec = base;
+    mutate(spec);
+    INFO("field " << name);
+    std::string canonical = spec.canonical();
+    CHECK(canonical != baseCanonical);
+    CHECK(canonical.find(std::string(name) + "=") != std::string::npos);
+    CHECK(keys.insert(cacheKey("b1", canonical)).second);
+    CHECK_FALSE(spec == base);
+    CHECK(KernelSpecHash()(spec) != KernelSpecHash()(base));
+  }
+  CHECK(keys.insert(cacheKey("b2", baseCanonical)).second);
+  // Custom IR content, not just presence, matters.
+  KernelSpec ir1 = base, ir2 = base;
+  ir1.customIr = "module { a }";
+  ir2.customIr = "module { b }";
+  CHECK(ir1.canonical() != ir2.canonical());
+}
+
+TEST_CASE("spec validation explains what is wrong", "[spec]") {
+  auto error = [](std::function<void(KernelSpec &)> mutate) {
+    KernelSpec spec = sampleSpec();
+    mutate(spec);
+    Status status = validateSpec(spec);
+    CHECK(status.code() == ErrorCode::InvalidArgument);
+    return status.message();
+  };
+  CHECK(validateSpec(sampleSpec()).isOk());
+  CHECK(error([](KernelSpec &s) { s.op = "matmul"; }) ==
+        "invalid kernel spec: op \"matmul\" is not supported (expected "
+        "\"attention_fwd\")");
+  CHECK(error([](KernelSpec &s) { s.dtype = "fp32"; }) ==
+        "invalid kernel spec: dtype \"fp32\" is not supported (expected "
+        "\"bf16\" or \"fp16\")");
+  CHECK(error([](KernelSpec &s) { s.heads = 0; }) ==
+        "invalid kernel spec: heads must be >= 1 (got 0)");
+  CHECK(error([](KernelSpec &s) { s.kvHeads = 3; }) ==
+        "invalid kernel spec: heads (8) must be a multiple of kv_heads (3)");
+  CHECK(error([](KernelSpec &s) { s.headDim = -1; }) ==
+        "invalid kernel spec: head_dim must be >= 1 (got -1)");
+  CHECK(error([](KernelSpec &s) { s.windowLeft = -2; }) ==
+        "invalid kernel spec: window_left must be >= 0, or -1 for unbounded "
+        "(got -2)");
+  CHECK(error([](KernelSpec &s) { s.softcap = -1; }) ==
+        "invalid kernel spec: softcap must be finite and >= 0, 0 meaning "
+        "none (got -1)");
+  CHECK(error([](KernelSpec &s) { s.scale = 0.0; }) ==
+        "invalid kernel spec: scale must be finite and > 0 (got 0)");
+  CHECK(error([](KernelSpec &s) { s.arch = "sm_75"; }) ==
+        "invalid kernel spec: arch \"sm_75\" is not supported (expected "
+        "\"sm_80\" or \"sm_90a\")");
+  CHECK(error([](KernelSpec &s) { s.tuning.stages = -1; }) ==
+        "invalid kernel spec: tuning.stages must be >= 0, 0 meaning default "
+        "(got -1)");
+}
+
+TEST_CASE("specs round-trip through JSON", "[spec]") {
+  KernelSpec plain = sampleSpec();
+  KernelSpec full = sampleSpec();
+  full.causal = true;
+  full.windowLeft = 64;
+  full.softcap = 20.5;
+  full.scale = 0.3;
+  full.hasLse = true;
+  full.customIr = "module {\n  \"quoted\" \\ \n}";
+  full.tuning = {64, 128, 2, 4};
+  for (const KernelSpec &spec : {plain, full}) {
+    Result<KernelSpec> back = specFromJson(specToJson(spec));
+    REQUIRE(back.isOk());
+    CHECK(*back == spec);
+    CHECK(back->canonical() == spec.canonical());
+  }
+  Result<std::vector<KernelSpec>> file =
+      parseSpecFile(writeSpecFile({plain, full}));
+  REQUIRE(file.isOk());
+  REQUIRE(file->size() == 2);
+  CHECK((*file)[0] == plain);
+  CHECK((*file)[1] == full);
+}
+
+TEST_CASE("spec files fill defaults and reject unknown keys", "[spec]") {
+  Result<std::vector<KernelSpec>> specs = parseSpecFile(R"({
+    "specs": [
+      {"dtype": "bf16", "heads": 32, "head_dim": 128},
+      {"dtype": "fp16", "heads": 32, "kv_heads": 8, "head_dim": 64,
+       "causal": true, "scale": null, "arch": "sm_80",
+       "tuning": {"block_m": 128}}
+    ]
+  })");
+  REQUIRE(specs.isOk());
+  const KernelSpec &first = (*specs)[0];
+  CHECK(first.op == "attention_fwd");
+  CHECK(first.kvHeads == 32);
+  CHECK(first.windowLeft == -1);
+  CHECK_FALSE(first.scale.has_value());
+  CHECK(first.arch == "sm_90a");
+  CHECK((*specs)[1].tuning.blockM == 128);
+  CHECK((*specs)[1].tuning.blockN == 0);
+
+  auto error = [](std::string_view text) {
+    Result<std::vector<KernelSpec>> result = parseSpecFile(text);
+    REQUIRE_FALSE(result.isOk());
+    return result.status().message();
+  };
+  CHECK(error(R"({"specs": [{"dtype": "bf16", "heads": 8, "head_dim": 64,
+                             "casual": true}]})") ==
+        "specs[0]: unknown key \"casual\"");
+  CHECK(error(R"({"specs": [], "extra": 1})") ==
+        "spec file: unknown key \"extra\"");
+  CHECK(error(R"({"spec": []})") ==
+        "spec file: missing required key \"specs\"");
+  CHECK(error(R"({"specs": [{"dtype": "bf16", "head_dim": 64}]})") ==
+        "specs[0]: missing required key \"heads\"");
+  CHECK(error(R"({"specs": [{"dtype": "bf16", "heads": "8",
+                             "head_dim": 64}]})") ==
+        "specs[0].heads: expected integer but found string");
+  CHECK(error(R"({"specs": [{"dtype": "bf16", "heads": 8, "head_dim": 64,
+                             "scale": "auto"}]})") ==
+        "specs[0].scale: expected number or null but found string");
+  CHECK(error(R"({"specs": [{"dtype": "bf16", "heads": 8, "head_dim": 64,
+                             "tuning": {"blockm": 64}}]})") ==
+        "specs[0].tuning: unknown key \"blockm\"");
+  CHECK(error(R"({"specs": [{"dtype": "bf16", "heads": 8, "kv_heads": 3,
+                             "head_dim": 64}]})") ==
+        "specs[0]: invalid kernel spec: heads (8) must be a multiple of "
+        "kv_heads (3)");
+  CHECK(error(R"({"specs": [1]})") ==
+        "specs[0]: expected an object but found integer");
+  CHECK(error("{\"specs\": [}").rfind("JSON parse error at line 1", 0) == 0);
+}
