@@ -333,6 +333,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "context: %s\n", ctx.status().message().c_str());
     return 1;
   }
+  // The test's own allocations and copies use the runtime's context.
+  CHECK_CU((*ctx)->driver().cuCtxSetCurrent((*ctx)->cuContext()));
 
   if (bench) {
     for (const Case &c : benchCases()) {
