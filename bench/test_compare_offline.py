@@ -447,12 +447,13 @@ def test_error_reason_uses_sdpa_warnings():
 
 @test
 def test_attnc_hooks_without_attnc():
-    for kind in ("prefill", "decode", "silu_and_mul", "add_rms_norm"):
+    # Kinds attnc has no kernel for are n/a, whether or not python/attnc imports.
+    for kind in ("decode", "silu_and_mul", "add_rms_norm"):
         try:
             H.attnc_impl(kind, q=None, k=None, v=None, causal=False, scale=1.0, x=None, r=None, w=None, eps=1e-6)
-            raise AssertionError("attnc_impl must raise NotAvailable while python/attnc does not exist")
+            raise AssertionError(f"attnc_impl({kind!r}) must raise NotAvailable")
         except H.NotAvailable as e:
-            check("attnc" in str(e), str(e))
+            check("attnc" in str(e) or "decode" in str(e), str(e))
     try:
         H.reference_impl("silu_and_mul", x=None)
         raise AssertionError("reference for elementwise must be n/a")
