@@ -7,6 +7,7 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Target/NVPTX/EmitPTX.h"
+#include "dialects/Attn/IR/AttnOps.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -63,14 +64,13 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   if (!module)
     return fail("the attention does not verify");
 
-  TileOptions tile;
-  if (spec.tuning.blockM > 0)
-    tile.blockM = spec.tuning.blockM;
-  if (spec.tuning.blockN > 0)
-    tile.blockN = spec.tuning.blockN;
+  int64_t headDim = spec.headDim;
+  module->walk([&](attn::AttentionOp op) { headDim = op.getHeadDim(); });
+  TileOptions tile = defaultTileOptions(GPUMapping::MMA, headDim,
+                                        spec.tuning.blockM, spec.tuning.blockN);
   PassManager pm(&ctx);
   buildTilePipeline(pm, tile);
-  buildSIMTPipeline(pm);
+  buildMMAPipeline(pm);
   if (failed(pm.run(*module)))
     return fail("lowering failed");
   FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
@@ -82,7 +82,7 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   KernelMetadata &meta = out.meta;
   meta.entry = "attention_fwd";
   meta.arch = spec.arch;
-  meta.block = {tile.blockM, 1, 1}; // SIMT: one thread per query row
+  meta.block = {2 * tile.blockM, 1, 1}; // one warp per 16 query rows
   meta.gridRule = kAttentionFwdRule;
   meta.blockM = tile.blockM;
   meta.dynamicSmem = 0; // K/V staging buffers are static shared memory

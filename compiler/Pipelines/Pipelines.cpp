@@ -15,6 +15,19 @@
 
 using namespace mlir;
 
+attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
+                                             int64_t headDim, int64_t blockM,
+                                             int64_t blockN) {
+  TileOptions t;
+  t.blockM = 64;
+  t.blockN = mapping == GPUMapping::SIMT ? 32 : (headDim <= 128 ? 64 : 32);
+  if (blockM > 0)
+    t.blockM = blockM;
+  if (blockN > 0)
+    t.blockN = blockN;
+  return t;
+}
+
 void attnc::buildTilePipeline(OpPassManager &pm, const TileOptions &options) {
   TileAttentionOptions tile;
   tile.blockM = options.blockM;
@@ -57,14 +70,15 @@ void attnc::buildHostPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-void attnc::buildSIMTPipeline(OpPassManager &pm) {
-  pm.addPass(createMapTileToSIMT());
+/// The common tail of the GPU pipelines: NVVM from the mapped gpu.module.
+static void addGPUToNVVM(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // View arithmetic (reinterpret_cast, dims) into plain index math.
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVGPUToNVVMPass()); // mma.sync, ldmatrix
   // The launch ABI: rank-0 memref parameters become bare pointers.
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.useBarePtrCallConv = true;
@@ -72,7 +86,21 @@ void attnc::buildSIMTPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void attnc::buildSIMTPipeline(OpPassManager &pm) {
+  pm.addPass(createMapTileToSIMT());
+  addGPUToNVVM(pm);
+}
+
+void attnc::buildMMAPipeline(OpPassManager &pm) {
+  pm.addPass(createMapTileToMMA());
+  addGPUToNVVM(pm);
+}
+
 void attnc::registerPipelines() {
+  PassPipelineRegistration<>(
+      "attnc-mma-pipeline",
+      "Lower tile-level kernels to NVVM through the mma.sync mapping",
+      [](OpPassManager &pm) { buildMMAPipeline(pm); });
   PassPipelineRegistration<>(
       "attnc-simt-pipeline",
       "Lower tile-level kernels to NVVM through the SIMT mapping",

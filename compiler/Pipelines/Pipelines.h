@@ -10,8 +10,18 @@ namespace attnc {
 
 struct TileOptions {
   int64_t blockM = 64;
-  int64_t blockN = 32;
+  int64_t blockN = 64;
 };
+
+/// The GPU mapping a kernel is lowered with.
+enum class GPUMapping { MMA, SIMT };
+
+/// Tile sizes for a mapping and head dim, with any nonzero request kept.
+/// mma.sync: 64 query rows (4 warps); 64-key tiles up to D = 128, 32 above,
+/// so that the padded K and V tiles fit the 48 KiB of static shared memory.
+/// SIMT: 64 rows (threads) and 32 keys, to bound the per-thread registers.
+TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim,
+                               int64_t blockM = 0, int64_t blockN = 0);
 
 /// attn (graph level) -> tile (kernel level).
 void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);
@@ -25,6 +35,10 @@ void buildHostPipeline(mlir::OpPassManager &pm);
 /// tile -> NVVM for any sm_80+ GPU through the SIMT mapping (one query row
 /// per thread, no tensor cores): a gpu.module ready for emitPTX.
 void buildSIMTPipeline(mlir::OpPassManager &pm);
+
+/// tile -> NVVM for sm_80+ through the mma.sync m16n8k16 mapping (tensor
+/// cores; FlashAttention-2's register layout).
+void buildMMAPipeline(mlir::OpPassManager &pm);
 
 /// Registers the pipelines as attnc-opt options (-attnc-host-pipeline, ...).
 void registerPipelines();

@@ -72,4 +72,20 @@ def MapTileToSIMT : Pass<"attnc-map-tile-to-simt", "mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def MapTileToMMA : Pass<"attnc-map-tile-to-mma", "mlir::ModuleOp"> {
+  let summary = "Map tile kernels onto warps with mma.sync m16n8k16 (sm_80+)";
+  let description = [{
+    The tensor-core mapping: each warp owns 16 query rows; Q, S, P and the
+    accumulator live in registers in mma.sync's fragment layouts; P is
+    reused as the A operand of P·V without leaving registers; K and V tiles
+    are staged in padded shared memory. Block: 2 · block_m threads.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // ATTNC_COMPILER_TRANSFORMS_PASSES

@@ -24,8 +24,9 @@ struct EmitOptions {
   bool summary = false;
   int64_t seqLen = 8192;
   int64_t batch = 1;
-  int64_t blockM = 64;
-  int64_t blockN = 32;
+  std::string mapping = "mma";
+  int64_t blockM = 0; // 0: the mapping's default for the head dim
+  int64_t blockN = 0;
 };
 
 void addEmitCommand(CLI::App &app, EmitOptions &opts);

@@ -69,6 +69,9 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
       ->check(CLI::PositiveNumber);
   emit->add_option("--batch", o.batch, "Batch size used by --summary")
       ->check(CLI::PositiveNumber);
+  emit->add_option("--mapping", o.mapping,
+                   "GPU mapping: mma (tensor cores) or simt (baseline)")
+      ->check(CLI::IsMember({"mma", "simt"}));
   emit->add_option("--block-m", o.blockM, "Query rows per program")
       ->check(CLI::PositiveNumber);
   emit->add_option("--block-n", o.blockN, "Keys per KV tile")
@@ -115,6 +118,13 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
   return buildAttentionModule(ctx, o.attention);
 }
 
+/// The head dim of the module's attention (for tile-size defaults).
+static int64_t headDimOf(ModuleOp module) {
+  int64_t d = 128;
+  module.walk([&](attn::AttentionOp op) { d = op.getHeadDim(); });
+  return d;
+}
+
 int runEmit(EmitOptions &o) {
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -149,15 +159,26 @@ int runEmit(EmitOptions &o) {
     pm.enableIRPrinting();
   }
   if (o.stage != "attn")
-    buildTilePipeline(pm, {o.blockM, o.blockN});
+    buildTilePipeline(
+        pm, defaultTileOptions(o.mapping == "simt" ? GPUMapping::SIMT
+                                                   : GPUMapping::MMA,
+                               headDimOf(*module), o.blockM, o.blockN));
   if (o.stage == "llvm" || o.stage == "ptx") {
-    // The only GPU mapping so far; sm_80 mma.sync and sm_90a wgmma mappings
-    // will be chosen here per target.
-    fmt::print(stderr,
-               "attnc: {} path: SIMT (one query row per thread, no "
-               "tensor cores)\n",
-               o.arch);
-    buildSIMTPipeline(pm);
+    // sm_90a's wgmma mapping does not exist yet: both targets take the
+    // sm_80+ mma.sync mapping unless the SIMT baseline is asked for.
+    if (o.mapping == "simt") {
+      fmt::print(stderr,
+                 "attnc: {} path: SIMT (one query row per thread, "
+                 "no tensor cores)\n",
+                 o.arch);
+      buildSIMTPipeline(pm);
+    } else {
+      fmt::print(stderr,
+                 "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "
+                 "cores; no wgmma/TMA yet)\n",
+                 o.arch);
+      buildMMAPipeline(pm);
+    }
   }
   if (failed(pm.run(*module)))
     return 1;

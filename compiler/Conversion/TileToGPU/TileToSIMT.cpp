@@ -9,6 +9,7 @@
 // mappings replace.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "dialects/Tile/IR/TileOps.h"
@@ -33,9 +34,8 @@ using namespace attnc;
 
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
-constexpr int64_t kVectorAlign = 16; // the runtime checks 16-byte alignment
+using gpu_emit::kLn2;
+using gpu_emit::kVectorAlign;
 
 /// Emits the per-thread code of one kernel.
 class SIMTEmitter {
@@ -74,24 +74,7 @@ private:
   Value splat(VectorType t, Value scalar) {
     return vector::BroadcastOp::create(b, loc, t, scalar);
   }
-  /// 2^x with the hardware's ex2.approx (what softmax kernels use; exact at
-  /// -inf -> 0), element by element for vectors.
-  Value exp2(Value x) {
-    auto one = [&](Value v) {
-      return LLVM::CallIntrinsicOp::create(
-                 b, loc, b.getF32Type(),
-                 b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), ValueRange{v})
-          .getResult(0);
-    };
-    auto vt = dyn_cast<VectorType>(x.getType());
-    if (!vt)
-      return one(x);
-    SmallVector<Value> elems;
-    for (int64_t i = 0; i < vt.getDimSize(0); ++i)
-      elems.push_back(
-          one(vector::ExtractOp::create(b, loc, x, ArrayRef<int64_t>{i})));
-    return vector::FromElementsOp::create(b, loc, vt, elems);
-  }
+  Value exp2(Value x) { return gpu_emit::exp2(b, loc, x); }
 
   func::FuncOp kernel;
   gpu::GPUFuncOp gpuFunc;
@@ -131,10 +114,7 @@ LogicalResult SIMTEmitter::emitOp(Operation &op) {
   if (auto load = dyn_cast<tile::LoadOp>(op)) {
     // A tile read as the left operand of a dot is split by rows; one read
     // as the right operand is shared by all rows and staged.
-    bool rowwise = llvm::all_of(load->getUses(), [](OpOperand &use) {
-      return isa<tile::DotOp>(use.getOwner()) && use.getOperandNumber() == 0;
-    });
-    return rowwise ? emitLoad(load) : emitStage(load);
+    return gpu_emit::isRowOwnedLoad(load) ? emitLoad(load) : emitStage(load);
   }
   if (auto dot = dyn_cast<tile::DotOp>(op))
     return emitDot(dot);
@@ -228,25 +208,10 @@ LogicalResult SIMTEmitter::emitStage(tile::LoadOp op) {
   if (nextStage >= gpuFunc.getNumWorkgroupAttributions())
     return op.emitError("more staged tiles than workgroup buffers");
   Value buf = gpuFunc.getWorkgroupAttributions()[nextStage++];
-  auto vt = VectorType::get({t.getDimSize(1)}, t.getElementType());
-  // Nobody may still read the previous tile from this buffer.
-  gpu::BarrierOp::create(b, loc);
-  Value rows = idx(t.getDimSize(0));
-  Value threads = idx(launch.getBlockM());
-  scf::ForOp::create(b, loc, row, rows, threads, ValueRange{},
-                     [&](OpBuilder &lb, Location l, Value r, ValueRange) {
-                       Value seqRow = arith::AddIOp::create(
-                           lb, l, map.lookup(op.getRow()), r);
-                       Value v = loadRow(lb, l, map.lookup(op.getSource()),
-                                         map.lookup(op.getBatch()),
-                                         map.lookup(op.getHead()), seqRow, vt);
-                       Value c0 = arith::ConstantIndexOp::create(lb, l, 0);
-                       vector::StoreOp::create(lb, l, v, buf, ValueRange{r, c0},
-                                               /*nontemporal=*/false,
-                                               llvm::MaybeAlign(kVectorAlign));
-                       scf::YieldOp::create(lb, l);
-                     });
-  gpu::BarrierOp::create(b, loc);
+  gpu_emit::stageRows(b, loc, map.lookup(op.getSource()),
+                      map.lookup(op.getBatch()), map.lookup(op.getHead()),
+                      map.lookup(op.getRow()), buf, t.getDimSize(0),
+                      t.getDimSize(1), row, launch.getBlockM());
   map.map(op.getResult(), buf);
   return success();
 }
@@ -300,71 +265,15 @@ LogicalResult SIMTEmitter::emitDot(tile::DotOp op) {
   return success();
 }
 
-/// Clones a scalar region with its arguments bound to `args`; returns what
-/// its tile.yield yields.
-static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
-  Block &block = region.front();
-  IRMapping m;
-  m.map(block.getArguments(), args);
-  for (Operation &op : block.without_terminator())
-    b.clone(op, m);
-  return m.lookup(cast<tile::YieldOp>(block.getTerminator()).getValues()[0]);
-}
-
 LogicalResult SIMTEmitter::emitScore(tile::ScoreOp op) {
   Value s = map.lookup(op.getScores());
   auto vt = cast<VectorType>(s.getType());
-  int64_t n = vt.getDimSize(0);
-  auto window = op.getWindowAttr();
-  int64_t left = window ? window.getLeft() : -1;
-  int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
-  Value seqQ = map.lookup(op.getSeqQ()), seqKV = map.lookup(op.getSeqKv());
   Value qRow = arith::AddIOp::create(b, loc, map.lookup(op.getQ0()), row);
-  Value diag = arith::AddIOp::create(
-      b, loc, qRow, arith::SubIOp::create(b, loc, seqKV, seqQ));
-  Value scale = f32(op.getScale().convertToFloat());
-  Value negInf = f32(-std::numeric_limits<float>::infinity());
   SmallVector<Value> out;
-  for (int64_t j = 0; j < n; ++j) {
+  for (int64_t j = 0; j < vt.getDimSize(0); ++j) {
     Value key = arith::AddIOp::create(b, loc, map.lookup(op.getK0()), idx(j));
-    Value x = arith::MulFOp::create(
-        b, loc, vector::ExtractOp::create(b, loc, s, ArrayRef<int64_t>{j}),
-        scale);
-    if (auto cap = op.getSoftcapAttr()) {
-      // c·tanh(x/c), with tanh(y) = 1 - 2 / (exp2(2y·log2 e) + 1): exact in
-      // both limits, and no libdevice call.
-      float c = cap.getValueAsDouble();
-      Value e = exp2(arith::MulFOp::create(b, loc, x, f32(2.0f * kLog2e / c)));
-      Value t = arith::SubFOp::create(
-          b, loc, f32(1.0f),
-          arith::DivFOp::create(b, loc, f32(2.0f),
-                                arith::AddFOp::create(b, loc, e, f32(1.0f))));
-      x = arith::MulFOp::create(b, loc, t, f32(c));
-    }
-    if (!op.getScoreMod().empty())
-      x = inlineRegion(
-          b, op.getScoreMod(),
-          {x, map.lookup(op.getBatch()), map.lookup(op.getHead()), qRow, key});
-    Value visible =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, seqKV);
-    auto andWith = [&](Value cond) {
-      visible = arith::AndIOp::create(b, loc, visible, cond);
-    };
-    if (right >= 0)
-      andWith(arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::sle, key,
-          arith::AddIOp::create(b, loc, diag, idx(right))));
-    if (left >= 0)
-      andWith(arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::sge, key,
-          arith::SubIOp::create(b, loc, diag, idx(left))));
-    if (!op.getMaskMod().empty())
-      andWith(inlineRegion(
-          b, op.getMaskMod(),
-          {map.lookup(op.getBatch()), map.lookup(op.getHead()), qRow, key}));
-    out.push_back(arith::SelectOp::create(
-        b, loc, visible, arith::MulFOp::create(b, loc, x, f32(kLog2e)),
-        negInf));
+    Value sj = vector::ExtractOp::create(b, loc, s, ArrayRef<int64_t>{j});
+    out.push_back(gpu_emit::scoreElement(b, loc, op, map, sj, qRow, key));
   }
   map.map(op.getResult(), vector::FromElementsOp::create(b, loc, vt, out));
   return success();
@@ -407,10 +316,7 @@ LogicalResult SIMTEmitter::emitFinalize(tile::FinalizeOp op) {
   map.map(op.getOutput(), arith::TruncFOp::create(
                               b, loc, rowType(op.getOutput().getType()), o));
   // lse = (m + log2 l) · ln 2; lg2.approx is accurate to ~2^-22 relative.
-  Value log2l = LLVM::CallIntrinsicOp::create(
-                    b, loc, b.getF32Type(),
-                    b.getStringAttr("llvm.nvvm.lg2.approx.f"), ValueRange{l})
-                    .getResult(0);
+  Value log2l = gpu_emit::log2(b, loc, l);
   Value lse = arith::MulFOp::create(
       b, loc, arith::AddFOp::create(b, loc, m, log2l), f32(kLn2));
   map.map(op.getLse(), arith::SelectOp::create(
@@ -493,10 +399,7 @@ void MapTileToSIMTPass::runOnOperation() {
     SmallVector<Type> buffers;
     auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
     kernel.walk([&](tile::LoadOp load) {
-      bool rowwise = llvm::all_of(load->getUses(), [](OpOperand &use) {
-        return isa<tile::DotOp>(use.getOwner()) && use.getOperandNumber() == 0;
-      });
-      if (!rowwise) {
+      if (!gpu_emit::isRowOwnedLoad(load)) {
         auto t = load.getResult().getType();
         buffers.push_back(
             MemRefType::get(t.getShape(), t.getElementType(), nullptr, wg));

@@ -1,0 +1,160 @@
+//===- GPUEmitCommon.cpp - pieces every GPU mapping of tile ops shares ----===//
+#include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace attnc;
+
+Value gpu_emit::f32Const(OpBuilder &b, Location loc, float v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+Value gpu_emit::indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+static Value nvvmUnary(OpBuilder &b, Location loc, StringRef intrinsic,
+                       Value x) {
+  auto one = [&](Value v) {
+    return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                         b.getStringAttr(intrinsic),
+                                         ValueRange{v})
+        .getResult(0);
+  };
+  auto vt = dyn_cast<VectorType>(x.getType());
+  if (!vt)
+    return one(x);
+  SmallVector<Value> elems;
+  for (int64_t i = 0; i < vt.getDimSize(0); ++i)
+    elems.push_back(
+        one(vector::ExtractOp::create(b, loc, x, ArrayRef<int64_t>{i})));
+  return vector::FromElementsOp::create(b, loc, vt, elems);
+}
+
+Value gpu_emit::exp2(OpBuilder &b, Location loc, Value x) {
+  return nvvmUnary(b, loc, "llvm.nvvm.ex2.approx.ftz.f", x);
+}
+
+Value gpu_emit::log2(OpBuilder &b, Location loc, Value x) {
+  return nvvmUnary(b, loc, "llvm.nvvm.lg2.approx.f", x);
+}
+
+/// Clones a scalar region with its arguments bound to `args`; returns what
+/// its tile.yield yields.
+static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
+  Block &block = region.front();
+  IRMapping m;
+  m.map(block.getArguments(), args);
+  for (Operation &op : block.without_terminator())
+    b.clone(op, m);
+  return m.lookup(cast<tile::YieldOp>(block.getTerminator()).getValues()[0]);
+}
+
+Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
+                             const IRMapping &map, Value s, Value row,
+                             Value key) {
+  auto window = op.getWindowAttr();
+  int64_t left = window ? window.getLeft() : -1;
+  int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
+  Value seqQ = map.lookup(op.getSeqQ()), seqKV = map.lookup(op.getSeqKv());
+  Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
+
+  Value x = arith::MulFOp::create(
+      b, loc, s, f32Const(b, loc, op.getScale().convertToFloat()));
+  if (auto cap = op.getSoftcapAttr()) {
+    // c·tanh(x/c) with tanh(y) = 1 - 2 / (exp2(2y·log2 e) + 1): exact in
+    // both limits, no libdevice.
+    float c = cap.getValueAsDouble();
+    Value e = exp2(
+        b, loc,
+        arith::MulFOp::create(b, loc, x, f32Const(b, loc, 2.0f * kLog2e / c)));
+    Value one = f32Const(b, loc, 1.0f);
+    Value t = arith::SubFOp::create(
+        b, loc, one,
+        arith::DivFOp::create(b, loc, f32Const(b, loc, 2.0f),
+                              arith::AddFOp::create(b, loc, e, one)));
+    x = arith::MulFOp::create(b, loc, t, f32Const(b, loc, c));
+  }
+  if (!op.getScoreMod().empty())
+    x = inlineRegion(b, op.getScoreMod(), {x, batch, head, row, key});
+
+  // Visible: key < seq_kv and within [diag - left, diag + right], where the
+  // diagonal of row r is key r + seq_kv - seq_q (bottom-right aligned).
+  Value visible =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, seqKV);
+  Value diag = arith::AddIOp::create(
+      b, loc, row, arith::SubIOp::create(b, loc, seqKV, seqQ));
+  auto andWith = [&](Value cond) {
+    visible = arith::AndIOp::create(b, loc, visible, cond);
+  };
+  if (right >= 0)
+    andWith(arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::sle, key,
+        arith::AddIOp::create(b, loc, diag, indexConst(b, loc, right))));
+  if (left >= 0)
+    andWith(arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::sge, key,
+        arith::SubIOp::create(b, loc, diag, indexConst(b, loc, left))));
+  if (!op.getMaskMod().empty())
+    andWith(inlineRegion(b, op.getMaskMod(), {batch, head, row, key}));
+  return arith::SelectOp::create(
+      b, loc, visible,
+      arith::MulFOp::create(b, loc, x, f32Const(b, loc, kLog2e)),
+      f32Const(b, loc, -std::numeric_limits<float>::infinity()));
+}
+
+void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
+                         Value head, Value row, Value buf, int64_t rows,
+                         int64_t dim, Value tid, int64_t threads) {
+  // Nobody may still read the previous tile from this buffer.
+  gpu::BarrierOp::create(b, loc);
+  Type elt = cast<MemRefType>(view.getType()).getElementType();
+  auto chunkT = VectorType::get({8}, elt);
+  int64_t chunksPerRow = dim / 8;
+  Value seq = memref::DimOp::create(b, loc, view, 2);
+  scf::ForOp::create(
+      b, loc, tid, indexConst(b, loc, rows * chunksPerRow),
+      indexConst(b, loc, threads), ValueRange{},
+      [&](OpBuilder &lb, Location l, Value chunk, ValueRange) {
+        Value cpr = indexConst(lb, l, chunksPerRow);
+        Value r = arith::DivUIOp::create(lb, l, chunk, cpr);
+        Value col = arith::MulIOp::create(
+            lb, l, arith::RemUIOp::create(lb, l, chunk, cpr),
+            indexConst(lb, l, 8));
+        Value seqRow = arith::AddIOp::create(lb, l, row, r);
+        Value inside = arith::CmpIOp::create(lb, l, arith::CmpIPredicate::slt,
+                                             seqRow, seq);
+        auto ifOp = scf::IfOp::create(
+            lb, l, inside,
+            [&](OpBuilder &tb, Location tl) {
+              Value v = vector::LoadOp::create(
+                  tb, tl, chunkT, view, ValueRange{batch, head, seqRow, col},
+                  false, llvm::MaybeAlign(kVectorAlign));
+              scf::YieldOp::create(tb, tl, v);
+            },
+            [&](OpBuilder &eb, Location el) {
+              Value zero = arith::ConstantOp::create(
+                  eb, el, DenseElementsAttr::get(chunkT, eb.getZeroAttr(elt)));
+              scf::YieldOp::create(eb, el, zero);
+            });
+        vector::StoreOp::create(lb, l, ifOp.getResult(0), buf,
+                                ValueRange{r, col}, false,
+                                llvm::MaybeAlign(kVectorAlign));
+        scf::YieldOp::create(lb, l);
+      });
+  gpu::BarrierOp::create(b, loc);
+}
+
+bool gpu_emit::isRowOwnedLoad(tile::LoadOp load) {
+  return llvm::all_of(load->getUses(), [](OpOperand &use) {
+    return isa<tile::DotOp>(use.getOwner()) && use.getOperandNumber() == 0;
+  });
+}

@@ -1,0 +1,56 @@
+//===- GPUEmitCommon.h - pieces every GPU mapping of tile ops shares -*- C++
+//-*-===//
+//
+// The per-element meaning of tile.score, NVVM's fast exp2/log2, and the
+// cooperative staging of a K/V tile into shared memory: the same for the
+// SIMT and the mma.sync mappings, which differ only in which thread owns
+// which element.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_COMPILER_CONVERSION_TILETOGPU_GPUEMITCOMMON_H
+#define ATTNC_COMPILER_CONVERSION_TILETOGPU_GPUEMITCOMMON_H
+
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace attnc::gpu_emit {
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+inline constexpr float kLn2 = 0.6931471805599453f;
+/// Global and shared vector accesses are 16-byte aligned: the runtime
+/// checks 16-byte alignment of Q, K, V, O and their strides.
+inline constexpr int64_t kVectorAlign = 16;
+
+mlir::Value f32Const(mlir::OpBuilder &b, mlir::Location loc, float v);
+mlir::Value indexConst(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+
+/// 2^x with ex2.approx.ftz (exact at -inf -> 0), element-wise on vectors.
+mlir::Value exp2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+/// log2(x) with lg2.approx (~2^-22 relative error).
+mlir::Value log2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+
+/// The value tile.score gives the raw score `s` of query row `row` and key
+/// `key` (absolute indices): scaled, soft-capped, score_mod, then -inf where
+/// masked, in the log2 domain. `map` gives the per-thread values of the
+/// op's index operands.
+mlir::Value scoreElement(mlir::OpBuilder &b, mlir::Location loc,
+                         attnc::tile::ScoreOp op, const mlir::IRMapping &map,
+                         mlir::Value s, mlir::Value row, mlir::Value key);
+
+/// Copies rows [row, row + R) of the [B, H, S, D] view `view` at (batch,
+/// head) into the shared R x C buffer `buf` (C >= D: padded rows), zero past
+/// the sequence end, 8 elements (16 bytes) per access, the work spread over
+/// `threads` threads with index `tid`; barriers before and after.
+void stageRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value view,
+               mlir::Value batch, mlir::Value head, mlir::Value row,
+               mlir::Value buf, int64_t rows, int64_t dim, mlir::Value tid,
+               int64_t threads);
+
+/// Whether a tile.load feeds only the left operand of tile.dots (its rows
+/// belong to the program's query rows) rather than being shared by all.
+bool isRowOwnedLoad(attnc::tile::LoadOp load);
+
+} // namespace attnc::gpu_emit
+
+#endif

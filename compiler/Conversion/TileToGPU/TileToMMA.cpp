@@ -1,0 +1,615 @@
+//===- TileToMMA.cpp - tiles onto warps with mma.sync m16n8k16 ------------===//
+//
+// The tensor-core mapping for sm_80 and later (FlashAttention-2's layout).
+// A program is a thread block of block_m / 16 warps; warp w owns query rows
+// [16w, 16w + 16). Every tile then lives in registers in the fragment
+// layouts of PTX's mma.sync.m16n8k16 (lane = 4·g + t, g = lane / 4,
+// t = lane % 4):
+//   A (16x16):  reg i of vector<4x2xT> = rows (g, g+8, g, g+8)[i], columns
+//               2t, 2t+1 (+8 for regs 2, 3)
+//   B (16x8):   reg i of vector<2x2xT> = rows 2t, 2t+1 (+8 for reg 1),
+//               column g
+//   C (16x8):   reg i of vector<2x2xf32> = row g (+8 for reg 1), columns
+//               2t, 2t+1
+// so S = Q·Kᵀ comes out in the C layout, and P = softmax(S) in the C layout
+// of two adjacent n8 tiles is already the A fragment of P·V (no shuffle, no
+// shared memory). Row statistics are reduced over the 4 lanes of a quad
+// with shuffles. K and V tiles are staged in shared memory with padded rows
+// (+8 elements) so that the 8 rows a B fragment reads fall in distinct
+// banks.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+#include "compiler/Transforms/Passes.h"
+
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <limits>
+
+namespace attnc {
+#define GEN_PASS_DEF_MAPTILETOMMA
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+using namespace attnc;
+using gpu_emit::f32Const;
+
+namespace {
+
+/// Shared-memory rows are padded by 8 elements (16 bytes): row stride
+/// (D + 8) · 2 bytes puts the 8 rows of a B fragment in distinct banks.
+constexpr int64_t kRowPad = 8;
+
+/// The per-thread registers of one tile value.
+struct Frags {
+  enum Kind {
+    A,       // [k16 chunk] vector<4x2xT>: an A operand (Q, or P for P·V)
+    C,       // [n8 tile] vector<2x2xf32>: an accumulator (S, P, O)
+    RowStat, // [2] f32: the statistic of rows g and g + 8
+    Staged,  // [0] the shared-memory buffer of a K/V tile
+  } kind;
+  SmallVector<Value> regs;
+};
+
+class MMAEmitter {
+public:
+  MMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
+             tile::LaunchAttr launch)
+      : kernel(kernel), gpuFunc(gpuFunc), launch(launch),
+        b(gpuFunc.getContext()) {}
+  LogicalResult emit();
+
+private:
+  LogicalResult emitOp(Operation &op);
+  LogicalResult emitLoadA(tile::LoadOp op);
+  LogicalResult emitStage(tile::LoadOp op);
+  LogicalResult emitDot(tile::DotOp op);
+  LogicalResult emitScore(tile::ScoreOp op);
+  LogicalResult emitSoftmaxUpdate(tile::SoftmaxUpdateOp op);
+  LogicalResult emitRescale(tile::RescaleOp op);
+  LogicalResult emitTruncToA(arith::TruncFOp op);
+  LogicalResult emitFinalize(tile::FinalizeOp op);
+  LogicalResult emitStore(tile::StoreOp op);
+  LogicalResult emitFor(scf::ForOp op);
+  LogicalResult emitConstant(arith::ConstantOp op);
+
+  Value idx(int64_t v) { return gpu_emit::indexConst(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
+  Value row2(Value v, int64_t i) { // register i of a [N x 2] fragment
+    return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i});
+  }
+  Value elem(Value v, int64_t i, int64_t j) {
+    return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i, j});
+  }
+  Value fromRows(VectorType t, ArrayRef<Value> rows);
+  /// Guarded 2-element load of row `seqRow`, columns [col, col + 2).
+  Value loadPair(Value view, Value batch, Value head, Value seqRow, Value col,
+                 Type elt);
+  Value quadReduce(Value x, bool max);
+  Value mma16816(Value a, Value bFrag, Value c);
+
+  func::FuncOp kernel;
+  gpu::GPUFuncOp gpuFunc;
+  tile::LaunchAttr launch;
+  OpBuilder b;
+  Location loc = UnknownLoc::get(b.getContext());
+  IRMapping map; // scalar values: tile level -> per thread
+  DenseMap<Value, Frags> frags;
+  Value tid, g, t4, rowInTile; // rowInTile = 16·warp + g (and + 8)
+  unsigned nextStage = 0;
+};
+
+Value MMAEmitter::fromRows(VectorType t, ArrayRef<Value> rows) {
+  Value v = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(t, b.getZeroAttr(t.getElementType())));
+  for (auto [i, r] : llvm::enumerate(rows))
+    v = vector::InsertOp::create(b, loc, r, v, ArrayRef<int64_t>{int64_t(i)});
+  return v;
+}
+
+Value MMAEmitter::loadPair(Value view, Value batch, Value head, Value seqRow,
+                           Value col, Type elt) {
+  auto pairT = VectorType::get({2}, elt);
+  Value seq = memref::DimOp::create(b, loc, view, 2);
+  Value inside =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, seqRow, seq);
+  auto ifOp = scf::IfOp::create(
+      b, loc, inside,
+      [&](OpBuilder &tb, Location l) {
+        Value v = vector::LoadOp::create(tb, l, pairT, view,
+                                         ValueRange{batch, head, seqRow, col},
+                                         false, llvm::MaybeAlign(4));
+        scf::YieldOp::create(tb, l, v);
+      },
+      [&](OpBuilder &eb, Location l) {
+        Value zero = arith::ConstantOp::create(
+            eb, l, DenseElementsAttr::get(pairT, eb.getZeroAttr(elt)));
+        scf::YieldOp::create(eb, l, zero);
+      });
+  return ifOp.getResult(0);
+}
+
+/// d = a·b + c with mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: nvvm's
+/// op directly, since nvgpu.mma.sync does not lower bf16. bf16 pairs travel
+/// as i32, f16 pairs as vector<2xf16>, as PTX's operand types require.
+Value MMAEmitter::mma16816(Value a, Value bFrag, Value c) {
+  Type elt = cast<VectorType>(a.getType()).getElementType();
+  bool bf16 = elt.isBF16();
+  auto operands = [&](Value frag, int64_t n) {
+    SmallVector<Value> regs;
+    for (int64_t i = 0; i < n; ++i) {
+      Value pair = row2(frag, i);
+      regs.push_back(
+          bf16 ? Value(LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair))
+               : pair);
+    }
+    return regs;
+  };
+  SmallVector<Value> cRegs;
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t col = 0; col < 2; ++col)
+      cRegs.push_back(elem(c, r, col));
+  Type f32 = b.getF32Type();
+  auto resT =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes ptx = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  Value d = NVVM::MmaOp::create(
+      b, loc, resT, operands(a, 4), operands(bFrag, 2), cRegs, {16, 8, 16},
+      std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{ptx, ptx},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < 4; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, d, i));
+  return vector::FromElementsOp::create(b, loc, VectorType::get({2, 2}, f32),
+                                        out);
+}
+
+/// Max or sum over the 4 lanes of a quad (they share a row).
+Value MMAEmitter::quadReduce(Value x, bool max) {
+  for (int offset : {1, 2}) {
+    Value other =
+        gpu::ShuffleOp::create(b, loc, x, offset, 32, gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    x = max ? Value(arith::MaximumFOp::create(b, loc, x, other))
+            : Value(arith::AddFOp::create(b, loc, x, other));
+  }
+  return x;
+}
+
+LogicalResult MMAEmitter::emit() {
+  Block *entry = &gpuFunc.getBody().front();
+  b.setInsertionPointToStart(entry);
+  map.map(kernel.getArguments(),
+          entry->getArguments().take_front(kernel.getNumArguments()));
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+  Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
+  g = arith::DivUIOp::create(b, loc, lane, idx(4));
+  t4 = arith::RemUIOp::create(b, loc, lane, idx(4));
+  rowInTile = add(arith::MulIOp::create(b, loc, warp, idx(16)), g);
+  for (Operation &op : kernel.getBody().front())
+    if (failed(emitOp(op)))
+      return failure();
+  return success();
+}
+
+LogicalResult MMAEmitter::emitOp(Operation &op) {
+  loc = op.getLoc();
+  if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
+    gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
+                             gpu::Dimension::z};
+    map.map(pid.getResult(),
+            gpu::BlockIdOp::create(b, loc, dims[pid.getDim()]));
+    return success();
+  }
+  if (auto load = dyn_cast<tile::LoadOp>(op))
+    return gpu_emit::isRowOwnedLoad(load) ? emitLoadA(load) : emitStage(load);
+  if (auto dot = dyn_cast<tile::DotOp>(op))
+    return emitDot(dot);
+  if (auto score = dyn_cast<tile::ScoreOp>(op))
+    return emitScore(score);
+  if (auto upd = dyn_cast<tile::SoftmaxUpdateOp>(op))
+    return emitSoftmaxUpdate(upd);
+  if (auto rescale = dyn_cast<tile::RescaleOp>(op))
+    return emitRescale(rescale);
+  if (auto trunc = dyn_cast<arith::TruncFOp>(op);
+      trunc && isa<RankedTensorType>(trunc.getType()))
+    return emitTruncToA(trunc);
+  if (auto cst = dyn_cast<arith::ConstantOp>(op);
+      cst && isa<RankedTensorType>(cst.getType()))
+    return emitConstant(cst);
+  if (auto fin = dyn_cast<tile::FinalizeOp>(op))
+    return emitFinalize(fin);
+  if (auto store = dyn_cast<tile::StoreOp>(op))
+    return emitStore(store);
+  if (auto loop = dyn_cast<scf::ForOp>(op))
+    return emitFor(loop);
+  if (isa<func::ReturnOp>(op)) {
+    gpu::ReturnOp::create(b, loc);
+    return success();
+  }
+  if (llvm::any_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>))
+    return op.emitError("no mma.sync mapping for this tile op");
+  b.clone(op, map);
+  return success();
+}
+
+LogicalResult MMAEmitter::emitLoadA(tile::LoadOp op) {
+  auto t = op.getResult().getType();
+  Type elt = t.getElementType();
+  Value view = map.lookup(op.getSource());
+  Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
+  Value r0 = add(map.lookup(op.getRow()), rowInTile), r1 = add(r0, 8);
+  Value col0 = arith::MulIOp::create(b, loc, t4, idx(2));
+  Frags f{Frags::A, {}};
+  for (int64_t kk = 0; kk < t.getDimSize(1) / 16; ++kk) {
+    Value c = add(col0, kk * 16), c8 = add(col0, kk * 16 + 8);
+    f.regs.push_back(fromRows(VectorType::get({4, 2}, elt),
+                              {loadPair(view, batch, head, r0, c, elt),
+                               loadPair(view, batch, head, r1, c, elt),
+                               loadPair(view, batch, head, r0, c8, elt),
+                               loadPair(view, batch, head, r1, c8, elt)}));
+  }
+  frags[op.getResult()] = std::move(f);
+  return success();
+}
+
+LogicalResult MMAEmitter::emitStage(tile::LoadOp op) {
+  auto t = op.getResult().getType();
+  if (nextStage >= gpuFunc.getNumWorkgroupAttributions())
+    return op.emitError("more staged tiles than workgroup buffers");
+  Value buf = gpuFunc.getWorkgroupAttributions()[nextStage++];
+  gpu_emit::stageRows(b, loc, map.lookup(op.getSource()),
+                      map.lookup(op.getBatch()), map.lookup(op.getHead()),
+                      map.lookup(op.getRow()), buf, t.getDimSize(0),
+                      t.getDimSize(1), tid, 2 * launch.getBlockM());
+  frags[op.getResult()] = {Frags::Staged, {buf}};
+  return success();
+}
+
+LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
+  auto lhsIt = frags.find(op.getLhs()), rhsIt = frags.find(op.getRhs());
+  if (lhsIt == frags.end() || lhsIt->second.kind != Frags::A ||
+      rhsIt == frags.end() || rhsIt->second.kind != Frags::Staged)
+    return op.emitError("mma.sync dot expects A fragments and a staged rhs");
+  const Frags &a = lhsIt->second;
+  Value smem = rhsIt->second.regs[0];
+  Type elt = cast<MemRefType>(smem.getType()).getElementType();
+  auto rt = op.getResult().getType();
+  int64_t n8 = rt.getDimSize(1) / 8;
+  auto bT = VectorType::get({2, 2}, elt);
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  Value col0 = arith::MulIOp::create(b, loc, t4, idx(2));
+  Frags out{Frags::C, {}};
+  const Frags *acc = op.getAcc() ? &frags[op.getAcc()] : nullptr;
+  Value zero =
+      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(cT, 0.0f));
+  for (int64_t nt = 0; nt < n8; ++nt) {
+    Value c = acc ? acc->regs[nt] : zero;
+    for (auto [kk, aFrag] : llvm::enumerate(a.regs)) {
+      Value bFrag;
+      if (op.getTransposeB()) {
+        // K stored [key][d]: B(k = d, n = key) takes 2 adjacent d's of a row.
+        Value key = add(g, nt * 8);
+        auto pairT = VectorType::get({2}, elt);
+        Value lo = vector::LoadOp::create(b, loc, pairT, smem,
+                                          ValueRange{key, add(col0, kk * 16)},
+                                          false, llvm::MaybeAlign(4));
+        Value hi = vector::LoadOp::create(
+            b, loc, pairT, smem, ValueRange{key, add(col0, kk * 16 + 8)}, false,
+            llvm::MaybeAlign(4));
+        bFrag = fromRows(bT, {lo, hi});
+      } else {
+        // V stored [key][d]: B(k = key, n = d) takes 2 keys of one column.
+        Value d = add(g, nt * 8);
+        SmallVector<Value> e;
+        for (int64_t k : {0, 1, 8, 9})
+          e.push_back(memref::LoadOp::create(
+              b, loc, smem, ValueRange{add(col0, kk * 16 + k), d}));
+        bFrag = vector::FromElementsOp::create(b, loc, bT, e);
+      }
+      c = mma16816(aFrag, bFrag, c);
+    }
+    out.regs.push_back(c);
+  }
+  frags[op.getResult()] = std::move(out);
+  return success();
+}
+
+LogicalResult MMAEmitter::emitScore(tile::ScoreOp op) {
+  const Frags &s = frags[op.getScores()];
+  Value q0 = map.lookup(op.getQ0()), k0 = map.lookup(op.getK0());
+  Value rows[2] = {add(q0, rowInTile), add(add(q0, rowInTile), 8)};
+  Value col0 = add(k0, arith::MulIOp::create(b, loc, t4, idx(2)));
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  Frags out{Frags::C, {}};
+  for (auto [nt, reg] : llvm::enumerate(s.regs)) {
+    SmallVector<Value> e;
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t c = 0; c < 2; ++c)
+        e.push_back(gpu_emit::scoreElement(b, loc, op, map, elem(reg, r, c),
+                                           rows[r],
+                                           add(col0, int64_t(nt) * 8 + c)));
+    out.regs.push_back(vector::FromElementsOp::create(b, loc, cT, e));
+  }
+  frags[op.getResult()] = std::move(out);
+  return success();
+}
+
+LogicalResult MMAEmitter::emitSoftmaxUpdate(tile::SoftmaxUpdateOp op) {
+  const Frags &t = frags[op.getScores()];
+  const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
+  float negInf = -std::numeric_limits<float>::infinity();
+  Frags probs{Frags::C, {}}, newMax{Frags::RowStat, {}},
+      newSum{Frags::RowStat, {}}, alpha{Frags::RowStat, {}};
+  SmallVector<SmallVector<Value>> p(t.regs.size());
+  for (int64_t r = 0; r < 2; ++r) {
+    Value mx = f32Const(b, loc, negInf);
+    for (Value reg : t.regs)
+      for (int64_t c = 0; c < 2; ++c)
+        mx = arith::MaximumFOp::create(b, loc, mx, elem(reg, r, c));
+    mx = arith::MaximumFOp::create(b, loc, m.regs[r], quadReduce(mx, true));
+    // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
+    Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                           mx, f32Const(b, loc, negInf));
+    Value ref =
+        arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
+    Value sum = f32Const(b, loc, 0.f);
+    for (auto [nt, reg] : llvm::enumerate(t.regs))
+      for (int64_t c = 0; c < 2; ++c) {
+        Value e = gpu_emit::exp2(
+            b, loc, arith::SubFOp::create(b, loc, elem(reg, r, c), ref));
+        p[nt].push_back(e);
+        sum = arith::AddFOp::create(b, loc, sum, e);
+      }
+    Value a =
+        gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, m.regs[r], ref));
+    newMax.regs.push_back(mx);
+    alpha.regs.push_back(a);
+    newSum.regs.push_back(arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, a, l.regs[r]),
+        quadReduce(sum, false)));
+  }
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  for (auto &e : p) // e = row 0: c0, c1; row 1: c0, c1
+    probs.regs.push_back(vector::FromElementsOp::create(b, loc, cT, e));
+  frags[op.getProbs()] = std::move(probs);
+  frags[op.getNewMax()] = std::move(newMax);
+  frags[op.getNewSum()] = std::move(newSum);
+  frags[op.getAlpha()] = std::move(alpha);
+  return success();
+}
+
+LogicalResult MMAEmitter::emitRescale(tile::RescaleOp op) {
+  const Frags &acc = frags[op.getAcc()], &alpha = frags[op.getAlpha()];
+  auto pairT = VectorType::get({2}, b.getF32Type());
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  Value scale[2] = {vector::BroadcastOp::create(b, loc, pairT, alpha.regs[0]),
+                    vector::BroadcastOp::create(b, loc, pairT, alpha.regs[1])};
+  Frags out{Frags::C, {}};
+  for (Value reg : acc.regs)
+    out.regs.push_back(
+        fromRows(cT, {arith::MulFOp::create(b, loc, row2(reg, 0), scale[0]),
+                      arith::MulFOp::create(b, loc, row2(reg, 1), scale[1])}));
+  frags[op.getResult()] = std::move(out);
+  return success();
+}
+
+LogicalResult MMAEmitter::emitTruncToA(arith::TruncFOp op) {
+  // P in the C layout of n8 tiles (2j, 2j+1) is the A fragment of k16 chunk
+  // j: registers (tile 2j row g, tile 2j row g+8, tile 2j+1 row g, ...).
+  const Frags &p = frags[op.getIn()];
+  Type elt = cast<RankedTensorType>(op.getType()).getElementType();
+  auto pairT = VectorType::get({2}, elt);
+  Frags out{Frags::A, {}};
+  auto half = [&](Value reg, int64_t r) {
+    return arith::TruncFOp::create(b, loc, pairT, row2(reg, r));
+  };
+  for (size_t j = 0; j + 1 < p.regs.size(); j += 2)
+    out.regs.push_back(
+        fromRows(VectorType::get({4, 2}, elt),
+                 {half(p.regs[j], 0), half(p.regs[j], 1),
+                  half(p.regs[j + 1], 0), half(p.regs[j + 1], 1)}));
+  frags[op.getResult()] = std::move(out);
+  return success();
+}
+
+LogicalResult MMAEmitter::emitConstant(arith::ConstantOp op) {
+  auto t = cast<RankedTensorType>(op.getType());
+  auto splat = dyn_cast<SplatElementsAttr>(op.getValue());
+  if (!splat || !t.getElementType().isF32())
+    return op.emitError("only f32 splat tile constants have fragments");
+  float v = splat.getSplatValue<APFloat>().convertToFloat();
+  if (t.getRank() == 1) {
+    Value s = f32Const(b, loc, v);
+    frags[op.getResult()] = {Frags::RowStat, {s, s}};
+    return success();
+  }
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  Value c = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(cT, v));
+  frags[op.getResult()] = {Frags::C,
+                           SmallVector<Value>(t.getDimSize(1) / 8, c)};
+  return success();
+}
+
+LogicalResult MMAEmitter::emitFinalize(tile::FinalizeOp op) {
+  const Frags &acc = frags[op.getAcc()];
+  const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
+  Type elt = op.getOutput().getType().getElementType();
+  auto pairT = VectorType::get({2}, b.getF32Type());
+  Value zero = f32Const(b, loc, 0.f);
+  Frags lse{Frags::RowStat, {}};
+  Value inv[2];
+  for (int64_t r = 0; r < 2; ++r) {
+    Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           l.regs[r], zero);
+    inv[r] = vector::BroadcastOp::create(
+        b, loc, pairT,
+        arith::SelectOp::create(
+            b, loc, positive,
+            arith::DivFOp::create(b, loc, f32Const(b, loc, 1.f), l.regs[r]),
+            zero));
+    Value v = arith::MulFOp::create(
+        b, loc,
+        arith::AddFOp::create(b, loc, m.regs[r],
+                              gpu_emit::log2(b, loc, l.regs[r])),
+        f32Const(b, loc, gpu_emit::kLn2));
+    lse.regs.push_back(arith::SelectOp::create(
+        b, loc, positive, v,
+        f32Const(b, loc, -std::numeric_limits<float>::infinity())));
+  }
+  // O stays in the C layout, one 2-element row per register, in `elt`.
+  Frags out{Frags::C, {}};
+  auto oT = VectorType::get({2, 2}, elt);
+  for (Value reg : acc.regs)
+    out.regs.push_back(fromRows(
+        oT, {arith::TruncFOp::create(
+                 b, loc, VectorType::get({2}, elt),
+                 arith::MulFOp::create(b, loc, row2(reg, 0), inv[0])),
+             arith::TruncFOp::create(
+                 b, loc, VectorType::get({2}, elt),
+                 arith::MulFOp::create(b, loc, row2(reg, 1), inv[1]))}));
+  frags[op.getOutput()] = std::move(out);
+  frags[op.getLse()] = std::move(lse);
+  return success();
+}
+
+LogicalResult MMAEmitter::emitStore(tile::StoreOp op) {
+  const Frags &v = frags[op.getValue()];
+  Value view = map.lookup(op.getDest());
+  Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
+  Value q0 = map.lookup(op.getRow());
+  Value seq = memref::DimOp::create(b, loc, view, 2);
+  Value col0 = arith::MulIOp::create(b, loc, t4, idx(2));
+  for (int64_t r = 0; r < 2; ++r) {
+    Value seqRow = add(add(q0, rowInTile), 8 * r);
+    Value inside =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, seqRow, seq);
+    if (v.kind == Frags::RowStat) // LSE: one lane of the quad writes a row
+      inside = arith::AndIOp::create(
+          b, loc, inside,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t4, idx(0)));
+    scf::IfOp::create(b, loc, inside, [&](OpBuilder &tb, Location l) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+      if (v.kind == Frags::RowStat) {
+        memref::StoreOp::create(b, l, v.regs[r], view,
+                                ValueRange{batch, head, seqRow});
+      } else {
+        for (auto [dn, reg] : llvm::enumerate(v.regs))
+          vector::StoreOp::create(
+              b, l, row2(reg, r), view,
+              ValueRange{batch, head, seqRow, add(col0, int64_t(dn) * 8)},
+              false, llvm::MaybeAlign(4));
+      }
+      scf::YieldOp::create(b, l);
+    });
+  }
+  return success();
+}
+
+LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
+  // Loop-carried fragments travel as a flat list of registers.
+  SmallVector<Value> inits;
+  SmallVector<std::pair<Frags::Kind, size_t>> shapes;
+  for (Value v : op.getInitArgs()) {
+    const Frags &f = frags[v];
+    shapes.push_back({f.kind, f.regs.size()});
+    llvm::append_range(inits, f.regs);
+  }
+  auto loop = scf::ForOp::create(b, loc, map.lookup(op.getLowerBound()),
+                                 map.lookup(op.getUpperBound()),
+                                 map.lookup(op.getStep()), inits);
+  map.map(op.getInductionVar(), loop.getInductionVar());
+  auto unflatten = [&](ValueRange flat, ValueRange tileValues) {
+    size_t at = 0;
+    for (auto [i, v] : llvm::enumerate(tileValues)) {
+      auto [kind, n] = shapes[i];
+      frags[v] = {kind, SmallVector<Value>(flat.slice(at, n))};
+      at += n;
+    }
+  };
+  unflatten(loop.getRegionIterArgs(), op.getRegionIterArgs());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    for (Operation &nested : op.getBody()->without_terminator())
+      if (failed(emitOp(nested)))
+        return failure();
+    SmallVector<Value> yields;
+    for (Value v : op.getBody()->getTerminator()->getOperands())
+      llvm::append_range(yields, frags[v].regs);
+    scf::YieldOp::create(b, loc, yields);
+  }
+  unflatten(loop.getResults(), op.getResults());
+  return success();
+}
+
+class MapTileToMMAPass
+    : public attnc::impl::MapTileToMMABase<MapTileToMMAPass> {
+public:
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+void MapTileToMMAPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  SmallVector<func::FuncOp> kernels;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr("tile.launch"))
+      kernels.push_back(fn);
+  if (kernels.empty())
+    return;
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kernels");
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  for (func::FuncOp kernel : kernels) {
+    auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
+    // One padded shared buffer per staged (K or V) tile, in kernel order.
+    SmallVector<Type> buffers;
+    auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    bool ok = true;
+    kernel.walk([&](tile::LoadOp load) {
+      auto t = load.getResult().getType();
+      if (t.getDimSize(0) % 16 || t.getDimSize(1) % 16)
+        ok = false;
+      if (!gpu_emit::isRowOwnedLoad(load))
+        buffers.push_back(
+            MemRefType::get({t.getDimSize(0), t.getDimSize(1) + kRowPad},
+                            t.getElementType(), nullptr, wg));
+    });
+    if (!ok || launch.getBlockM() % 16) {
+      kernel.emitError() << "the mma.sync mapping needs tile sizes and head "
+                            "dims that are multiples of 16";
+      return signalPassFailure();
+    }
+    b.setInsertionPointToEnd(gpuModule.getBody());
+    auto gpuFunc = gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
+                                          kernel.getFunctionType(), buffers);
+    gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    int32_t threads = int32_t(2 * launch.getBlockM()); // 32 per 16 rows
+    gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+    gpuFunc->setAttr("tile.launch", launch);
+    if (auto args = kernel.getArgAttrs())
+      gpuFunc.setAllArgAttrs(*args);
+    if (failed(MMAEmitter(kernel, gpuFunc, launch).emit()))
+      return signalPassFailure();
+    kernel.erase();
+  }
+}
+
+} // namespace

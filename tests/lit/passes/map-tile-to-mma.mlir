@@ -1,0 +1,28 @@
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=32 block-n=32" -attnc-map-tile-to-mma | FileCheck %s
+
+// Two warps (64 threads) for 32 query rows; K and V staged in shared memory
+// with rows padded from 64 to 72 elements; QKᵀ as 2 n8 tiles x 4 k16 steps
+// and P·V as 8 n8 tiles x 2 k16 steps of mma.sync m16n8k16 with bf16
+// operands as i32 pairs; the row max and sum reduced over the quad (xor 1, 2).
+// CHECK: gpu.module @kernels
+// CHECK: gpu.func @attention_fwd({{.*}}) workgroup(%[[K:.*]] : memref<32x72xbf16, #gpu.address_space<workgroup>>, %[[V:.*]] : memref<32x72xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: vector.store {{.*}}, %[[K]]
+// CHECK: gpu.barrier
+// CHECK: vector.store {{.*}}, %[[V]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-8: nvvm.mma.sync A[{{.*}}]  B[{{.*}}]  C[{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32, %{{.*}} : f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK-COUNT-16: nvvm.mma.sync
+// CHECK: scf.yield
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: gpu.return
+func.func @attention_fwd(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>)
+    -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v {causal}
+      : tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+  return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+}
