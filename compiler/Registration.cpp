@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -43,13 +44,13 @@
 #include "mlir/Transforms/Passes.h"
 
 void attnc::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry
-      .insert<attn::AttnDialect, tile::TileDialect, mlir::arith::ArithDialect,
-              mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
-              mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect,
-              mlir::math::MathDialect, mlir::memref::MemRefDialect,
-              mlir::NVVM::NVVMDialect, mlir::scf::SCFDialect,
-              mlir::tensor::TensorDialect, mlir::vector::VectorDialect>();
+  registry.insert<attn::AttnDialect, tile::TileDialect,
+                  mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
+                  mlir::func::FuncDialect, mlir::gpu::GPUDialect,
+                  mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
+                  mlir::memref::MemRefDialect, mlir::NVVM::NVVMDialect,
+                  mlir::nvgpu::NVGPUDialect, mlir::scf::SCFDialect,
+                  mlir::tensor::TensorDialect, mlir::vector::VectorDialect>();
   // The ConvertToLLVM interfaces that convert-gpu-to-nvvm (and later
   // convert-to-llvm) pick their patterns from, per dialect.
   mlir::arith::registerConvertArithToLLVMInterface(registry);
@@ -88,4 +89,5 @@ void attnc::registerAllPasses() {
   mlir::registerConvertGpuOpsToNVVMOps();
   mlir::registerReconcileUnrealizedCastsPass();
   mlir::registerGpuModuleToBinaryPass();
+  mlir::registerConvertNVGPUToNVVMPass();
 }

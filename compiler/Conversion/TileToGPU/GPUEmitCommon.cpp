@@ -67,8 +67,11 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
   Value seqQ = map.lookup(op.getSeqQ()), seqKV = map.lookup(op.getSeqKv());
   Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
 
+  // Without softcap or score_mod, scale and log2(e) fold into one multiply.
+  float scale = op.getScale().convertToFloat();
+  bool plain = !op.getSoftcapAttr() && op.getScoreMod().empty();
   Value x = arith::MulFOp::create(
-      b, loc, s, f32Const(b, loc, op.getScale().convertToFloat()));
+      b, loc, s, f32Const(b, loc, plain ? scale * kLog2e : scale));
   if (auto cap = op.getSoftcapAttr()) {
     // c·tanh(x/c) with tanh(y) = 1 - 2 / (exp2(2y·log2 e) + 1): exact in
     // both limits, no libdevice.
@@ -105,9 +108,10 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
         arith::SubIOp::create(b, loc, diag, indexConst(b, loc, left))));
   if (!op.getMaskMod().empty())
     andWith(inlineRegion(b, op.getMaskMod(), {batch, head, row, key}));
+  Value log2x =
+      plain ? x : arith::MulFOp::create(b, loc, x, f32Const(b, loc, kLog2e));
   return arith::SelectOp::create(
-      b, loc, visible,
-      arith::MulFOp::create(b, loc, x, f32Const(b, loc, kLog2e)),
+      b, loc, visible, log2x,
       f32Const(b, loc, -std::numeric_limits<float>::infinity()));
 }
 

@@ -28,6 +28,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
@@ -106,6 +107,7 @@ private:
   IRMapping map; // scalar values: tile level -> per thread
   DenseMap<Value, Frags> frags;
   Value tid, g, t4, rowInTile; // rowInTile = 16·warp + g (and + 8)
+  Value ldRow, ldLow, ldHigh;  // ldmatrix: row in matrix, matrix % 2, / 2
   unsigned nextStage = 0;
 };
 
@@ -198,6 +200,11 @@ LogicalResult MMAEmitter::emit() {
   g = arith::DivUIOp::create(b, loc, lane, idx(4));
   t4 = arith::RemUIOp::create(b, loc, lane, idx(4));
   rowInTile = add(arith::MulIOp::create(b, loc, warp, idx(16)), g);
+  // ldmatrix: lane L gives the address of row L % 8 of 8x8 matrix L / 8.
+  Value ldMatrix = arith::DivUIOp::create(b, loc, lane, idx(8));
+  ldRow = arith::RemUIOp::create(b, loc, lane, idx(8));
+  ldLow = arith::RemUIOp::create(b, loc, ldMatrix, idx(2));
+  ldHigh = arith::DivUIOp::create(b, loc, ldMatrix, idx(2));
   for (Operation &op : kernel.getBody().front())
     if (failed(emitOp(op)))
       return failure();
@@ -287,43 +294,52 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
   Value smem = rhsIt->second.regs[0];
   Type elt = cast<MemRefType>(smem.getType()).getElementType();
   auto rt = op.getResult().getType();
-  int64_t n8 = rt.getDimSize(1) / 8;
-  auto bT = VectorType::get({2, 2}, elt);
+  int64_t n8 = rt.getDimSize(1) / 8, k16 = int64_t(a.regs.size());
   auto cT = VectorType::get({2, 2}, b.getF32Type());
-  Value col0 = arith::MulIOp::create(b, loc, t4, idx(2));
-  Frags out{Frags::C, {}};
-  const Frags *acc = op.getAcc() ? &frags[op.getAcc()] : nullptr;
-  Value zero =
-      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(cT, 0.0f));
-  for (int64_t nt = 0; nt < n8; ++nt) {
-    Value c = acc ? acc->regs[nt] : zero;
-    for (auto [kk, aFrag] : llvm::enumerate(a.regs)) {
-      Value bFrag;
-      if (op.getTransposeB()) {
-        // K stored [key][d]: B(k = d, n = key) takes 2 adjacent d's of a row.
-        Value key = add(g, nt * 8);
-        auto pairT = VectorType::get({2}, elt);
-        Value lo = vector::LoadOp::create(b, loc, pairT, smem,
-                                          ValueRange{key, add(col0, kk * 16)},
-                                          false, llvm::MaybeAlign(4));
-        Value hi = vector::LoadOp::create(
-            b, loc, pairT, smem, ValueRange{key, add(col0, kk * 16 + 8)}, false,
-            llvm::MaybeAlign(4));
-        bFrag = fromRows(bT, {lo, hi});
-      } else {
-        // V stored [key][d]: B(k = key, n = d) takes 2 keys of one column.
-        Value d = add(g, nt * 8);
-        SmallVector<Value> e;
-        for (int64_t k : {0, 1, 8, 9})
-          e.push_back(memref::LoadOp::create(
-              b, loc, smem, ValueRange{add(col0, kk * 16 + k), d}));
-        bFrag = vector::FromElementsOp::create(b, loc, bT, e);
+  auto bT = VectorType::get({2, 2}, elt);
+  auto x4T = VectorType::get({4, 2}, elt);
+  SmallVector<Value> c;
+  if (op.getAcc())
+    c = frags[op.getAcc()].regs;
+  else
+    c.assign(n8, arith::ConstantOp::create(b, loc,
+                                           DenseElementsAttr::get(cT, 0.0f)));
+  // Each ldmatrix.x4 covers two k16 steps (QKᵀ) or two n8 tiles (P·V).
+  if (op.getTransposeB() ? k16 % 2 : n8 % 2)
+    return op.emitError("mma.sync dot needs a head dim that is a multiple "
+                        "of 32");
+  // One ldmatrix.x4 gives four 8x8 matrices: two B fragments.
+  auto bPair = [&](Value ld, int64_t which) {
+    return fromRows(bT, {row2(ld, 2 * which), row2(ld, 2 * which + 1)});
+  };
+  if (op.getTransposeB()) {
+    // K stored [key][d] is B(k = d, n = key) in column order: plain
+    // ldmatrix; matrices (k16 chunk kk, +8 cols), (kk + 1, +8 cols).
+    for (int64_t nt = 0; nt < n8; ++nt)
+      for (int64_t kk = 0; kk < k16; kk += 2) {
+        Value r = add(ldRow, nt * 8);
+        Value col = add(arith::MulIOp::create(b, loc, add(ldHigh, kk), idx(16)),
+                        arith::MulIOp::create(b, loc, ldLow, idx(8)));
+        Value ld = nvgpu::LdMatrixOp::create(b, loc, x4T, smem,
+                                             ValueRange{r, col}, false, 4);
+        c[nt] = mma16816(a.regs[kk], bPair(ld, 0), c[nt]);
+        c[nt] = mma16816(a.regs[kk + 1], bPair(ld, 1), c[nt]);
       }
-      c = mma16816(aFrag, bFrag, c);
-    }
-    out.regs.push_back(c);
+  } else {
+    // V stored [key][d] is B(k = key, n = d) in row order: ldmatrix.trans;
+    // matrices (keys +0 / +8) x (n8 tiles dn / dn + 1).
+    for (int64_t kk = 0; kk < k16; ++kk)
+      for (int64_t dn = 0; dn < n8; dn += 2) {
+        Value r = add(add(ldRow, kk * 16),
+                      arith::MulIOp::create(b, loc, ldLow, idx(8)));
+        Value col = arith::MulIOp::create(b, loc, add(ldHigh, dn), idx(8));
+        Value ld = nvgpu::LdMatrixOp::create(b, loc, x4T, smem,
+                                             ValueRange{r, col}, true, 4);
+        c[dn] = mma16816(a.regs[kk], bPair(ld, 0), c[dn]);
+        c[dn + 1] = mma16816(a.regs[kk], bPair(ld, 1), c[dn + 1]);
+      }
   }
-  frags[op.getResult()] = std::move(out);
+  frags[op.getResult()] = {Frags::C, std::move(c)};
   return success();
 }
 
@@ -377,9 +393,10 @@ LogicalResult MMAEmitter::emitSoftmaxUpdate(tile::SoftmaxUpdateOp op) {
         gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, m.regs[r], ref));
     newMax.regs.push_back(mx);
     alpha.regs.push_back(a);
+    // Row sums stay per-lane partial sums (alpha scales them alike) until
+    // tile.finalize reduces them over the quad: 4 shuffles less per tile.
     newSum.regs.push_back(arith::AddFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, a, l.regs[r]),
-        quadReduce(sum, false)));
+        b, loc, arith::MulFOp::create(b, loc, a, l.regs[r]), sum));
   }
   auto cT = VectorType::get({2, 2}, b.getF32Type());
   for (auto &e : p) // e = row 0: c0, c1; row 1: c0, c1
@@ -452,18 +469,19 @@ LogicalResult MMAEmitter::emitFinalize(tile::FinalizeOp op) {
   Frags lse{Frags::RowStat, {}};
   Value inv[2];
   for (int64_t r = 0; r < 2; ++r) {
-    Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                           l.regs[r], zero);
+    Value rowSum = quadReduce(l.regs[r], false); // the lanes' partial sums
+    Value positive =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, rowSum, zero);
     inv[r] = vector::BroadcastOp::create(
         b, loc, pairT,
         arith::SelectOp::create(
             b, loc, positive,
-            arith::DivFOp::create(b, loc, f32Const(b, loc, 1.f), l.regs[r]),
+            arith::DivFOp::create(b, loc, f32Const(b, loc, 1.f), rowSum),
             zero));
     Value v = arith::MulFOp::create(
         b, loc,
         arith::AddFOp::create(b, loc, m.regs[r],
-                              gpu_emit::log2(b, loc, l.regs[r])),
+                              gpu_emit::log2(b, loc, rowSum)),
         f32Const(b, loc, gpu_emit::kLn2));
     lse.regs.push_back(arith::SelectOp::create(
         b, loc, positive, v,

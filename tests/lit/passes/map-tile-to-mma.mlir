@@ -3,7 +3,9 @@
 // Two warps (64 threads) for 32 query rows; K and V staged in shared memory
 // with rows padded from 64 to 72 elements; QKᵀ as 2 n8 tiles x 4 k16 steps
 // and P·V as 8 n8 tiles x 2 k16 steps of mma.sync m16n8k16 with bf16
-// operands as i32 pairs; the row max and sum reduced over the quad (xor 1, 2).
+// operands as i32 pairs, B fragments from ldmatrix.x4 (transposed for V);
+// the row max reduced over the quad (xor 1, 2) every tile, the row sum once
+// at the end.
 // CHECK: gpu.module @kernels
 // CHECK: gpu.func @attention_fwd({{.*}}) workgroup(%[[K:.*]] : memref<32x72xbf16, #gpu.address_space<workgroup>>, %[[V:.*]] : memref<32x72xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>
 // CHECK: scf.for
@@ -12,12 +14,15 @@
 // CHECK: gpu.barrier
 // CHECK: vector.store {{.*}}, %[[V]]
 // CHECK: gpu.barrier
-// CHECK-COUNT-8: nvvm.mma.sync A[{{.*}}]  B[{{.*}}]  C[{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
-// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32, %c32_i32 : f32
-// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32, %{{.*}} : f32
+// CHECK: nvgpu.ldmatrix %[[K]][{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<32x72xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK-COUNT-2: nvvm.mma.sync A[{{.*}}]  B[{{.*}}]  C[{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32{{.*}} : f32
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32{{.*}} : f32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// CHECK-COUNT-16: nvvm.mma.sync
+// CHECK: nvgpu.ldmatrix %[[V]][{{.*}}] {numTiles = 4 : i32, transpose = true}
+// CHECK-COUNT-2: nvvm.mma.sync
 // CHECK: scf.yield
+// CHECK: gpu.shuffle xor
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // CHECK: gpu.return
 func.func @attention_fwd(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>)
