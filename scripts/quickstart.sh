@@ -7,8 +7,6 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 mkdir -p out
-# Only the graph level (attn IR) exists so far; the summary says so rather
-# than inventing PTX numbers. The lowering to PTX is the prefill issue.
 build/bin/attnc emit --op attention --heads 32 --kv-heads 8 --head-dim 128 \
-  --dtype bf16 --causal --arch sm_90a --emit attn \
-  -o out/llama31-8b-attention-fwd.attn.mlir --summary --seq-len 8192
+  --dtype bf16 --causal --arch sm_90a --emit ptx \
+  -o out/llama31-8b-attention-fwd.sm_90a.ptx --summary --seq-len 8192

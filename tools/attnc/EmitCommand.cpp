@@ -204,7 +204,8 @@ int runEmit(EmitOptions &o) {
   out->os() << text;
   out->keep();
   if (!o.output.empty())
-    fmt::print(stderr, "attnc: wrote {} IR to {}\n", o.stage, o.output);
+    fmt::print(stderr, "attnc: wrote {} to {}\n",
+               o.stage == "ptx" ? "PTX" : o.stage + " IR", o.output);
   if (o.summary) {
     std::string reason = "--emit " + o.stage + " produces no PTX";
     if (o.stage == "ptx" && o.output.empty())
