@@ -12,12 +12,14 @@ stage=.gpu
 rm -rf "$stage"
 mkdir -p "$stage/bin" "$stage/lib" "$stage/bundle"
 
-# Kernels: the GPU tests' cases and the benchmark grid (bench/specs.json).
+# Kernels: the GPU tests' cases, the benchmark grid (bench/specs.json) and
+# the Python binding's GPU tests (tests/python/gpu_specs.json).
 "$build/bin/attnc-gpu-attention" --write-specs "$stage/gpu-test-specs.json"
 "$build/bin/attnc" bundle --specs "$stage/gpu-test-specs.json" -o "$stage/bundle"
 "$build/bin/attnc" bundle --specs bench/specs.json -o "$stage/bundle"
+"$build/bin/attnc" bundle --specs tests/python/gpu_specs.json -o "$stage/bundle"
 
-for b in attnc-gpu-attention attnc_runtime_gpu_tests templates_gpu_test; do
+for b in attnc-gpu-attention attnc-bench attnc_runtime_gpu_tests templates_gpu_test; do
   cp "$build/bin/$b" "$stage/bin/"
 done
 cp "$build/lib/libattnc.so" "$stage/lib/"

@@ -2,6 +2,7 @@
 #ifndef ATTNC_TOOLS_ATTNC_COMMANDS_H
 #define ATTNC_TOOLS_ATTNC_COMMANDS_H
 
+#include "attnc/runtime/Spec.h"
 #include "compiler/Frontend/AttentionConfig.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -57,6 +58,20 @@ struct CacheOptions {
 };
 void addCacheCommand(CLI::App &app, CacheOptions &opts);
 int runCache(const CacheOptions &opts);
+
+struct BenchOptions {
+  KernelSpec spec = [] {
+    KernelSpec s;
+    s.heads = 32;
+    s.kvHeads = 8;
+    s.headDim = 128;
+    return s;
+  }();
+  int64_t batch = 1, seqLen = 4096, reps = 20;
+  std::string baseline, bundle;
+};
+void addBenchCommand(CLI::App &app, BenchOptions &opts);
+int runBench(const BenchOptions &opts, const char *argv0);
 
 } // namespace attnc::cli
 

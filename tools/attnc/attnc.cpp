@@ -3,6 +3,7 @@
 //   attnc emit     build or read attn IR and lower it to a chosen stage
 //   attnc bundle   precompile a list of specs into a cache directory
 //   attnc cache    list, clear or prune the kernel cache
+//   attnc bench    time the fused kernel, optionally beside the unfused one
 //
 //===----------------------------------------------------------------------===//
 #include "tools/attnc/Commands.h"
@@ -19,6 +20,8 @@ int main(int argc, char **argv) {
   attnc::cli::addBundleCommand(app, bundle);
   attnc::cli::CacheOptions cache;
   attnc::cli::addCacheCommand(app, cache);
+  attnc::cli::BenchOptions bench;
+  attnc::cli::addBenchCommand(app, bench);
 
   try {
     app.parse(argc, argv);
@@ -36,5 +39,7 @@ int main(int argc, char **argv) {
     return attnc::cli::runBundle(bundle);
   if (app.got_subcommand("cache"))
     return attnc::cli::runCache(cache);
+  if (app.got_subcommand("bench"))
+    return attnc::cli::runBench(bench, argv[0]);
   return 1;
 }

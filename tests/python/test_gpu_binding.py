@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""GPU tests of the Python binding (ctest label gpu).
+
+attnc.attention on real CUDA tensors against a float64 reference: BSHD and
+transposed-BHSD inputs, GQA, causal with Sq != Skv, window + softcap, LSE,
+fully masked rows; outputs checked for NaN/Inf; the error paths that need a
+GPU (a CPU tensor, a kernel that is not bundled). Fresh random inputs each
+run. Exits 77 with "skipped: no CUDA device" without torch or a GPU. Needs
+the kernels of gpu_specs.json in $ATTNC_CACHE_DIR (scripts/gpu-prepare.sh).
+"""
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+
+try:
+    import torch
+except ImportError:
+    print("skipped: no CUDA device (torch is not installed)")
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("skipped: no CUDA device")
+    sys.exit(77)
+
+import attnc  # noqa: E402
+
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""))
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+
+
+def reference(q, k, v, causal, window, softcap):
+    """float64 attention on BSHD tensors; returns (o, lse) with masked rows 0/-inf."""
+    qd, kd, vd = (t.double().transpose(1, 2) for t in (q, k, v))  # B H S D
+    hq, hk = qd.shape[1], kd.shape[1]
+    kd = kd.repeat_interleave(hq // hk, dim=1)
+    vd = vd.repeat_interleave(hq // hk, dim=1)
+    s = qd @ kd.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    sq, skv = q.shape[1], k.shape[1]
+    i = torch.arange(sq, device=q.device)[:, None]
+    j = torch.arange(skv, device=q.device)[None, :]
+    diag = i + skv - sq
+    keep = torch.ones(sq, skv, dtype=torch.bool, device=q.device)
+    left, right = window if window else (-1, -1)
+    if causal:
+        right = 0
+    if right >= 0:
+        keep &= j <= diag + right
+    if left >= 0:
+        keep &= j >= diag - left
+    s = s.masked_fill(~keep, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    o = (p @ vd).transpose(1, 2)
+    return o, lse
+
+
+def case(name, b, sq, skv, hq, hk, d, dtype, causal=False, window=None,
+         softcap=None, bhsd=False):
+    g = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
+    def make(s, h):
+        if bhsd:  # BHSD storage, passed as a BSHD view
+            return torch.randn(b, h, s, d, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
+        return torch.randn(b, s, h, d, device="cuda", dtype=dtype, generator=g)
+    q, k, v = make(sq, hq), make(skv, hk), make(skv, hk)
+    try:
+        o, lse = attnc.attention(q, k, v, causal=causal, window=window,
+                                 softcap=softcap, return_lse=True)
+        torch.cuda.synchronize()
+    except attnc.AttncError as e:
+        check(name, False, str(e))
+        return
+    ro, rlse = reference(q, k, v, causal, window, softcap)
+    finite = bool(torch.isfinite(o).all())
+    rel = float((o.double() - ro).norm() / ro.norm().clamp_min(1e-300))
+    masked = torch.isinf(rlse)
+    lse_ok = bool((lse[masked] == float("-inf")).all()) and bool(
+        (o.transpose(1, 2)[masked] == 0).all())
+    lse_err = float((lse[~masked].double() - rlse[~masked]).abs().max()) if (~masked).any() else 0.0
+    check(name, finite and rel <= 1e-2 and lse_ok and lse_err <= 1e-3,
+          f"rel L2 {rel:.2e}, LSE max err {lse_err:.2e}, masked rows {int(masked.sum())}")
+
+
+case("GQA 8/2 D128 bf16 BSHD causal Sq=Skv=777", 2, 777, 777, 8, 2, 128, torch.bfloat16, causal=True)
+case("MQA 4/1 D64 fp16 BHSD view, Sq=100 Skv=1000", 1, 100, 1000, 4, 1, 64, torch.float16, bhsd=True)
+case("causal Sq=300 > Skv=120: masked rows, D64", 1, 300, 120, 2, 2, 64, torch.bfloat16, causal=True)
+case("window (64, 0) + softcap 20, D128", 1, 513, 513, 4, 4, 128, torch.bfloat16, window=(64, 0), softcap=20.0)
+
+# Error paths that need a GPU.
+try:
+    attnc.attention(torch.randn(1, 8, 2, 64, dtype=torch.bfloat16),
+                    torch.randn(1, 8, 2, 64, dtype=torch.bfloat16),
+                    torch.randn(1, 8, 2, 64, dtype=torch.bfloat16))
+    check("CPU tensors are rejected", False, "no error")
+except attnc.AttncError as e:
+    check("CPU tensors are rejected", "cuda" in str(e).lower(), str(e))
+try:
+    x = torch.randn(1, 16, 3, 64, device="cuda", dtype=torch.bfloat16)  # 3 heads: never bundled
+    attnc.attention(x, x, x)
+    check("a kernel that is not bundled is a clear error", False, "no error")
+except attnc.AttncError as e:
+    check("a kernel that is not bundled is a clear error", "attnc bundle" in str(e), str(e)[:200])
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
