@@ -20,7 +20,12 @@ Result<ResolvedKernel> resolveKernel(DiskCache &cache, const KernelSpec &spec,
   const std::string canonical = spec.canonical();
   const std::string key = cacheKey(buildId, canonical);
 
-  ATTNC_ASSIGN_OR_RETURN(CacheLookup found, cache.lookup(key));
+  Result<CacheLookup> lookup = cache.lookup(key);
+  if (!lookup.isOk() &&
+      !(options.compiler && lookup.status().code() == ErrorCode::IoError))
+    return lookup.status();
+  // An unreadable cache (IoError) with a compiler in hand is a miss.
+  CacheLookup found = lookup.isOk() ? std::move(lookup).value() : CacheLookup{};
   if (!found.problem.empty())
     warn(options, "attnc: cache entry " + key + " was damaged (" +
                       found.problem + "); removed it, rebuilding");
@@ -71,7 +76,22 @@ Result<ResolvedKernel> resolveKernel(DiskCache &cache, const KernelSpec &spec,
            "attnc: no cubin for " + key +
                ", the driver will JIT the PTX: " + cubin.status().message());
   }
-  ATTNC_ASSIGN_OR_RETURN(CacheEntry entry, cache.publish(key, kernel));
+  Result<CacheEntry> published = cache.publish(key, kernel);
+  if (published.isOk())
+    return ResolvedKernel{std::move(published).value(), true};
+  if (published.status().code() != ErrorCode::IoError)
+    return published.status(); // bad metadata or PTX: the compiler's fault
+  // The kernel is compiled and in hand: a cache that cannot keep it (full
+  // disk, a pruner racing every publish) costs the next process a rebuild,
+  // not this caller its kernel.
+  warn(options, "attnc: could not cache " + key + " (" +
+                    published.status().message() +
+                    "); using the kernel uncached");
+  CacheEntry entry;
+  entry.key = key;
+  entry.meta = std::move(kernel.meta);
+  entry.ptx = std::move(kernel.ptx);
+  entry.cubin = std::move(kernel.cubin);
   return ResolvedKernel{std::move(entry), true};
 }
 

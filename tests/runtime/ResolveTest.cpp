@@ -5,6 +5,7 @@
 #include "attnc/runtime/Resolve.h"
 
 #include <catch2/catch.hpp>
+#include <fstream>
 
 using namespace attnc;
 using namespace attnc::test;
@@ -139,4 +140,29 @@ TEST_CASE("compiler failures and inconsistent metadata are errors",
   Result<ResolvedKernel> badSpec = resolveKernel(cache, invalid, "b", options);
   REQUIRE_FALSE(badSpec.isOk());
   CHECK(badSpec.status().code() == ErrorCode::InvalidArgument);
+}
+
+TEST_CASE("a kernel that cannot be cached is still returned, with a warning",
+          "[resolve]") {
+  TempDir dir;
+  // A cache root that is a regular file: every publish fails.
+  std::string root = dir.path() + "/not-a-directory";
+  {
+    std::ofstream(root) << "x";
+  }
+  DiskCache cache(root);
+  FakeCompiler compiler;
+  std::vector<std::string> warnings;
+  ResolveOptions options;
+  options.compiler = &compiler;
+  options.log = [&](const std::string &m) { warnings.push_back(m); };
+  KernelSpec spec = sampleSpec();
+  Result<ResolvedKernel> r = resolveKernel(cache, spec, "test-build", options);
+  REQUIRE(r.isOk());
+  CHECK(r->compiled);
+  CHECK(r->entry.dir.empty());
+  CHECK_FALSE(r->entry.ptx.empty());
+  CHECK(r->entry.meta.spec == spec.canonical());
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("using the kernel uncached") != std::string::npos);
 }

@@ -30,7 +30,8 @@ inline constexpr const char *kMetaFileName = "meta.json";
 
 struct CacheEntry {
   std::string key;
-  std::string dir; // absolute or as given by the root
+  std::string dir; // absolute or as given by the root; empty when the
+                   // kernel was compiled but could not be cached
   KernelMetadata meta;
   std::string ptx;
   std::string cubin; // empty when the entry has none
