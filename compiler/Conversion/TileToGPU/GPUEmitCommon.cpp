@@ -4,7 +4,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -60,7 +62,7 @@ static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
 
 Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
                              const IRMapping &map, Value s, Value row,
-                             Value key) {
+                             Value key, bool masks) {
   auto window = op.getWindowAttr();
   int64_t left = window ? window.getLeft() : -1;
   int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
@@ -89,6 +91,10 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
   if (!op.getScoreMod().empty())
     x = inlineRegion(b, op.getScoreMod(), {x, batch, head, row, key});
 
+  if (!masks)
+    return plain ? x
+                 : Value(arith::MulFOp::create(b, loc, x,
+                                               f32Const(b, loc, kLog2e)));
   // Visible: key < seq_kv and within [diag - left, diag + right], where the
   // diagonal of row r is key r + seq_kv - seq_q (bottom-right aligned).
   Value visible =
@@ -117,7 +123,7 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
 
 void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
                          Value head, Value row, Value buf, int64_t rows,
-                         int64_t dim, Value tid, int64_t threads) {
+                         int64_t dim, Value tid, int64_t threads, bool async) {
   // Nobody may still read the previous tile from this buffer.
   gpu::BarrierOp::create(b, loc);
   Type elt = cast<MemRefType>(view.getType()).getElementType();
@@ -136,6 +142,20 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
         Value seqRow = arith::AddIOp::create(lb, l, row, r);
         Value inside = arith::CmpIOp::create(lb, l, arith::CmpIPredicate::slt,
                                              seqRow, seq);
+        if (async) {
+          // Past the end: read 0 of 8 elements (zero fill) from a valid
+          // address (the last row).
+          Value last = arith::SubIOp::create(lb, l, seq, indexConst(lb, l, 1));
+          Value srcRow = arith::MinSIOp::create(lb, l, seqRow, last);
+          Value n = arith::SelectOp::create(lb, l, inside, indexConst(lb, l, 8),
+                                            indexConst(lb, l, 0));
+          nvgpu::DeviceAsyncCopyOp::create(
+              lb, l, nvgpu::DeviceAsyncTokenType::get(lb.getContext()), buf,
+              ValueRange{r, col}, view, ValueRange{batch, head, srcRow, col},
+              lb.getIndexAttr(8), n, UnitAttr());
+          scf::YieldOp::create(lb, l);
+          return;
+        }
         auto ifOp = scf::IfOp::create(
             lb, l, inside,
             [&](OpBuilder &tb, Location tl) {
@@ -154,11 +174,49 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
                                 llvm::MaybeAlign(kVectorAlign));
         scf::YieldOp::create(lb, l);
       });
-  gpu::BarrierOp::create(b, loc);
+  if (async)
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  else
+    gpu::BarrierOp::create(b, loc);
 }
 
 bool gpu_emit::isRowOwnedLoad(tile::LoadOp load) {
   return llvm::all_of(load->getUses(), [](OpOperand &use) {
     return isa<tile::DotOp>(use.getOwner()) && use.getOperandNumber() == 0;
   });
+}
+
+Value gpu_emit::tileNeedsMasks(OpBuilder &b, Location loc, tile::ScoreOp op,
+                               const IRMapping &map, int64_t rows,
+                               int64_t cols) {
+  if (!op.getMaskMod().empty())
+    return arith::ConstantIntOp::create(b, loc, 1, 1);
+  auto window = op.getWindowAttr();
+  int64_t left = window ? window.getLeft() : -1;
+  int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
+  Value q0 = map.lookup(op.getQ0()), k0 = map.lookup(op.getK0());
+  Value seqKV = map.lookup(op.getSeqKv());
+  Value shift = arith::SubIOp::create(b, loc, seqKV, map.lookup(op.getSeqQ()));
+  Value lastKey =
+      arith::AddIOp::create(b, loc, k0, indexConst(b, loc, cols - 1));
+  auto gt = [&](Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, y);
+  };
+  Value needs =
+      gt(arith::AddIOp::create(b, loc, lastKey, indexConst(b, loc, 1)), seqKV);
+  if (right >= 0) // the first row sees the fewest keys on the right
+    needs = arith::OrIOp::create(
+        b, loc, needs,
+        gt(lastKey, arith::AddIOp::create(
+                        b, loc, arith::AddIOp::create(b, loc, q0, shift),
+                        indexConst(b, loc, right))));
+  if (left >= 0) { // the last row sees the fewest keys on the left
+    Value lastRow =
+        arith::AddIOp::create(b, loc, q0, indexConst(b, loc, rows - 1));
+    Value lowest = arith::SubIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, lastRow, shift),
+        indexConst(b, loc, left));
+    needs = arith::OrIOp::create(b, loc, needs, gt(lowest, k0));
+  }
+  return needs;
 }

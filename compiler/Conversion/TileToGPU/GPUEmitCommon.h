@@ -34,18 +34,31 @@ mlir::Value log2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// `key` (absolute indices): scaled, soft-capped, score_mod, then -inf where
 /// masked, in the log2 domain. `map` gives the per-thread values of the
 /// op's index operands.
+/// With `masks` false the masks are left out: for tiles known to be wholly
+/// visible (see tileNeedsMasks).
 mlir::Value scoreElement(mlir::OpBuilder &b, mlir::Location loc,
                          attnc::tile::ScoreOp op, const mlir::IRMapping &map,
-                         mlir::Value s, mlir::Value row, mlir::Value key);
+                         mlir::Value s, mlir::Value row, mlir::Value key,
+                         bool masks = true);
+
+/// Whether any score of the tile of query rows [q0, q0 + rows) and keys
+/// [k0, k0 + cols) may be masked (an i1, the same on every thread): a key
+/// past seq_kv, a causal/window bound crossing the tile, or a mask_mod.
+mlir::Value tileNeedsMasks(mlir::OpBuilder &b, mlir::Location loc,
+                           attnc::tile::ScoreOp op, const mlir::IRMapping &map,
+                           int64_t rows, int64_t cols);
 
 /// Copies rows [row, row + R) of the [B, H, S, D] view `view` at (batch,
 /// head) into the shared R x C buffer `buf` (C >= D: padded rows), zero past
 /// the sequence end, 8 elements (16 bytes) per access, the work spread over
-/// `threads` threads with index `tid`; barriers before and after.
+/// `threads` threads with index `tid`. A barrier first (earlier readers of
+/// `buf` are done). Synchronous: loads and stores through registers, then a
+/// barrier. Async: cp.async (16 bytes, zero-filled past the end) committed
+/// as one group; the caller waits for the group and then synchronises.
 void stageRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value view,
                mlir::Value batch, mlir::Value head, mlir::Value row,
                mlir::Value buf, int64_t rows, int64_t dim, mlir::Value tid,
-               int64_t threads);
+               int64_t threads, bool async = false);
 
 /// Whether a tile.load feeds only the left operand of tile.dots (its rows
 /// belong to the program's query rows) rather than being shared by all.

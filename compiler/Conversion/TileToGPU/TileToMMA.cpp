@@ -109,6 +109,19 @@ private:
   Value tid, g, t4, rowInTile; // rowInTile = 16·warp + g (and + 8)
   Value ldRow, ldLow, ldHigh;  // ldmatrix: row in matrix, matrix % 2, / 2
   unsigned nextStage = 0;
+  // cp.async groups committed in the current block of code, and the group
+  // of each staged buffer (wait_group N lets the N newest stay in flight).
+  int64_t committedGroups = 0;
+  DenseMap<Value, int64_t> groupOf;
+  void waitForStaged(Value buf) {
+    auto it = groupOf.find(buf);
+    if (it == groupOf.end())
+      return;
+    NVVM::CpAsyncWaitGroupOp::create(b, loc,
+                                     int32_t(committedGroups - it->second - 1));
+    gpu::BarrierOp::create(b, loc); // every thread's copies are visible
+    groupOf.erase(it);
+  }
 };
 
 Value MMAEmitter::fromRows(VectorType t, ArrayRef<Value> rows) {
@@ -277,10 +290,14 @@ LogicalResult MMAEmitter::emitStage(tile::LoadOp op) {
   if (nextStage >= gpuFunc.getNumWorkgroupAttributions())
     return op.emitError("more staged tiles than workgroup buffers");
   Value buf = gpuFunc.getWorkgroupAttributions()[nextStage++];
+  // cp.async, waited for at the first use: V's copy runs under QKᵀ and the
+  // softmax.
   gpu_emit::stageRows(b, loc, map.lookup(op.getSource()),
                       map.lookup(op.getBatch()), map.lookup(op.getHead()),
                       map.lookup(op.getRow()), buf, t.getDimSize(0),
-                      t.getDimSize(1), tid, 2 * launch.getBlockM());
+                      t.getDimSize(1), tid, 2 * launch.getBlockM(),
+                      /*async=*/true);
+  groupOf[buf] = committedGroups++;
   frags[op.getResult()] = {Frags::Staged, {buf}};
   return success();
 }
@@ -292,6 +309,7 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
     return op.emitError("mma.sync dot expects A fragments and a staged rhs");
   const Frags &a = lhsIt->second;
   Value smem = rhsIt->second.regs[0];
+  waitForStaged(smem);
   Type elt = cast<MemRefType>(smem.getType()).getElementType();
   auto rt = op.getResult().getType();
   int64_t n8 = rt.getDimSize(1) / 8, k16 = int64_t(a.regs.size());
@@ -349,17 +367,30 @@ LogicalResult MMAEmitter::emitScore(tile::ScoreOp op) {
   Value rows[2] = {add(q0, rowInTile), add(add(q0, rowInTile), 8)};
   Value col0 = add(k0, arith::MulIOp::create(b, loc, t4, idx(2)));
   auto cT = VectorType::get({2, 2}, b.getF32Type());
-  Frags out{Frags::C, {}};
-  for (auto [nt, reg] : llvm::enumerate(s.regs)) {
-    SmallVector<Value> e;
-    for (int64_t r = 0; r < 2; ++r)
-      for (int64_t c = 0; c < 2; ++c)
-        e.push_back(gpu_emit::scoreElement(b, loc, op, map, elem(reg, r, c),
-                                           rows[r],
-                                           add(col0, int64_t(nt) * 8 + c)));
-    out.regs.push_back(vector::FromElementsOp::create(b, loc, cT, e));
-  }
-  frags[op.getResult()] = std::move(out);
+  int64_t cols = int64_t(s.regs.size()) * 8;
+  // Most tiles are wholly visible: only boundary tiles pay for the masks.
+  Value needsMasks =
+      gpu_emit::tileNeedsMasks(b, loc, op, map, launch.getBlockM(), cols);
+  auto scores = [&](OpBuilder &nb, Location l, bool masks) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+    SmallVector<Value> out;
+    for (auto [nt, reg] : llvm::enumerate(s.regs)) {
+      SmallVector<Value> e;
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t c = 0; c < 2; ++c)
+          e.push_back(
+              gpu_emit::scoreElement(b, l, op, map, elem(reg, r, c), rows[r],
+                                     add(col0, int64_t(nt) * 8 + c), masks));
+      out.push_back(vector::FromElementsOp::create(b, l, cT, e));
+    }
+    scf::YieldOp::create(b, l, out);
+  };
+  auto ifOp = scf::IfOp::create(
+      b, loc, needsMasks,
+      [&](OpBuilder &tb, Location l) { scores(tb, l, true); },
+      [&](OpBuilder &eb, Location l) { scores(eb, l, false); });
+  frags[op.getResult()] = {Frags::C, SmallVector<Value>(ifOp.getResults())};
   return success();
 }
 

@@ -8,17 +8,30 @@
 // at the end.
 // CHECK: gpu.module @kernels
 // CHECK: gpu.func @attention_fwd({{.*}}) workgroup(%[[K:.*]] : memref<32x72xbf16, #gpu.address_space<workgroup>>, %[[V:.*]] : memref<32x72xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>
+// K and V arrive by cp.async (zero-filled past seq_kv), one group each; QKᵀ
+// waits for K's group only, so V's copy runs under QKᵀ and the softmax.
 // CHECK: scf.for
 // CHECK: gpu.barrier
-// CHECK: vector.store {{.*}}, %[[K]]
+// CHECK: nvgpu.device_async_copy {{.*}}, %[[K]][{{.*}}], 8, %{{.*}} :
+// CHECK: nvvm.cp.async.commit.group
 // CHECK: gpu.barrier
-// CHECK: vector.store {{.*}}, %[[V]]
-// CHECK: gpu.barrier
+// CHECK: nvgpu.device_async_copy {{.*}}, %[[V]][{{.*}}], 8, %{{.*}} :
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: gpu.barrier
 // CHECK: nvgpu.ldmatrix %[[K]][{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<32x72xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK-COUNT-2: nvvm.mma.sync A[{{.*}}]  B[{{.*}}]  C[{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// Only tiles that a bound crosses pay for the masks.
+// CHECK: scf.if %{{.*}} -> (vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>)
+// CHECK: arith.cmpi sle
+// CHECK: } else {
+// CHECK-NOT: arith.cmpi
+// CHECK: scf.yield
 // CHECK: gpu.shuffle xor %{{.*}}, %c1_i32{{.*}} : f32
 // CHECK: gpu.shuffle xor %{{.*}}, %c2_i32{{.*}} : f32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: gpu.barrier
 // CHECK: nvgpu.ldmatrix %[[V]][{{.*}}] {numTiles = 4 : i32, transpose = true}
 // CHECK-COUNT-2: nvvm.mma.sync
 // CHECK: scf.yield
