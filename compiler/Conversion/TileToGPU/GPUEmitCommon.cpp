@@ -152,7 +152,7 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
           nvgpu::DeviceAsyncCopyOp::create(
               lb, l, nvgpu::DeviceAsyncTokenType::get(lb.getContext()), buf,
               ValueRange{r, col}, view, ValueRange{batch, head, srcRow, col},
-              lb.getIndexAttr(8), n, UnitAttr());
+              lb.getIndexAttr(8), n, lb.getUnitAttr()); // .cg: L2 only
           scf::YieldOp::create(lb, l);
           return;
         }
