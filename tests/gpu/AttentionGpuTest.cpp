@@ -25,6 +25,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace attnc;
@@ -37,6 +38,7 @@ struct Case {
   int batch, seqQ, seqKV;
   bool bshd;
   float qScale = 1.f;
+  const char *tiles = "";
 };
 
 KernelSpec spec(int hq, int hkv, int d, const char *dtype) {
@@ -86,23 +88,40 @@ std::vector<Case> correctnessCases() {
   cs.push_back(c);
   cs.push_back(
       {"D192 fp16, S=129", spec(2, 2, 192, "fp16"), 1, 129, 129, true});
+  c = {"tuned 128x32 tiles, D128 causal, S=999",
+       spec(4, 2, 128, "bf16"),
+       1,
+       999,
+       999,
+       true};
+  c.spec.causal = true;
+  c.spec.tuning.blockM = 128;
+  c.spec.tuning.blockN = 32;
+  cs.push_back(c);
   return cs;
 }
 
 std::vector<Case> benchCases() {
-  // PEERS.md cells at D = 128: B*S = 16k tokens, H = 2048 / D = 16.
+  // PEERS.md cells at D = 128: B*S = 16k tokens, H = 2048 / D = 16; the
+  // default tiles (64 x 64) and two tuned shapes, compared in one run.
   std::vector<Case> cs;
-  for (bool causal : {false, true}) {
-    Case c{causal ? "D128 S4k causal" : "D128 S4k",
-           spec(16, 16, 128, "bf16"),
-           4,
-           4096,
-           4096,
-           true};
-    c.spec.causal = causal;
-    c.spec.hasLse = false;
-    cs.push_back(c);
-  }
+  const std::tuple<int, int, const char *> tiles[] = {
+      {0, 0, "64x64"}, {128, 64, "128x64"}, {128, 32, "128x32"}};
+  for (auto [bm, bn, name] : tiles)
+    for (bool causal : {false, true}) {
+      Case c{causal ? "D128 S4k causal" : "D128 S4k",
+             spec(16, 16, 128, "bf16"),
+             4,
+             4096,
+             4096,
+             true};
+      c.spec.causal = causal;
+      c.spec.hasLse = false;
+      c.spec.tuning.blockM = bm;
+      c.spec.tuning.blockN = bn;
+      c.tiles = name;
+      cs.push_back(c);
+    }
   return cs;
 }
 
@@ -341,8 +360,9 @@ int main(int argc, char **argv) {
       double ms = timeCase(**ctx, c, 10);
       double flops = 4.0 * c.batch * c.spec.heads * double(c.seqQ) * c.seqKV *
                      c.spec.headDim * (c.spec.causal ? 0.5 : 1.0);
-      std::printf("bench %-18s B=%d H=%lld S=%d: %.3f ms, %.1f TFLOP/s\n",
-                  c.name, c.batch, (long long)c.spec.heads, c.seqQ, ms,
+      std::printf("bench %-18s tiles %-7s B=%d H=%lld S=%d: %.3f ms, %.1f "
+                  "TFLOP/s\n",
+                  c.name, c.tiles, c.batch, (long long)c.spec.heads, c.seqQ, ms,
                   flops / (ms * 1e-3) / 1e12);
     }
     return 0;
