@@ -220,3 +220,48 @@ Value gpu_emit::tileNeedsMasks(OpBuilder &b, Location loc, tile::ScoreOp op,
   }
   return needs;
 }
+
+LogicalResult gpu_emit::mapKernelsToGPU(
+    ModuleOp module, int64_t rowPad,
+    function_ref<int64_t(tile::LaunchAttr)> threads,
+    function_ref<LogicalResult(func::FuncOp, gpu::GPUFuncOp, tile::LaunchAttr)>
+        emit) {
+  MLIRContext *ctx = module.getContext();
+  SmallVector<func::FuncOp> kernels;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr("tile.launch"))
+      kernels.push_back(fn);
+  if (kernels.empty())
+    return success();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kernels");
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  for (func::FuncOp kernel : kernels) {
+    auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
+    SmallVector<Type> buffers; // staged tiles, in kernel order
+    kernel.walk([&](tile::LoadOp load) {
+      if (isRowOwnedLoad(load))
+        return;
+      auto t = load.getResult().getType();
+      buffers.push_back(
+          MemRefType::get({t.getDimSize(0), t.getDimSize(1) + rowPad},
+                          t.getElementType(), nullptr, wg));
+    });
+    b.setInsertionPointToEnd(gpuModule.getBody());
+    auto gpuFunc = gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
+                                          kernel.getFunctionType(), buffers);
+    gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    gpuFunc.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({int32_t(threads(launch)), 1, 1}));
+    gpuFunc->setAttr("tile.launch", launch);
+    if (auto args = kernel.getArgAttrs())
+      gpuFunc.setAllArgAttrs(*args);
+    if (failed(emit(kernel, gpuFunc, launch)))
+      return failure();
+    kernel.erase();
+  }
+  return success();
+}

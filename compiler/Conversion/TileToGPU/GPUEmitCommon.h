@@ -11,7 +11,10 @@
 #define ATTNC_COMPILER_CONVERSION_TILETOGPU_GPUEMITCOMMON_H
 
 #include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 
 namespace attnc::gpu_emit {
@@ -63,6 +66,18 @@ void stageRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value view,
 /// Whether a tile.load feeds only the left operand of tile.dots (its rows
 /// belong to the program's query rows) rather than being shared by all.
 bool isRowOwnedLoad(attnc::tile::LoadOp load);
+
+/// The frame every GPU mapping shares: moves each tile kernel of `module`
+/// (a func.func with `tile.launch`) into `gpu.module @kernels` as a kernel
+/// gpu.func with the same arguments, one workgroup buffer per staged K/V
+/// tile (rows padded by `rowPad` elements) and `threads(launch)` threads;
+/// `emit` writes its body; the func.func is erased.
+mlir::LogicalResult mapKernelsToGPU(
+    mlir::ModuleOp module, int64_t rowPad,
+    llvm::function_ref<int64_t(attnc::tile::LaunchAttr)> threads,
+    llvm::function_ref<mlir::LogicalResult(
+        mlir::func::FuncOp, mlir::gpu::GPUFuncOp, attnc::tile::LaunchAttr)>
+        emit);
 
 } // namespace attnc::gpu_emit
 

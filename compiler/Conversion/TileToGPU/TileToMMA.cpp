@@ -613,52 +613,24 @@ public:
 };
 
 void MapTileToMMAPass::runOnOperation() {
-  ModuleOp module = getOperation();
-  MLIRContext *ctx = &getContext();
-  SmallVector<func::FuncOp> kernels;
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr("tile.launch"))
-      kernels.push_back(fn);
-  if (kernels.empty())
-    return;
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(module.getBody());
-  auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kernels");
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
-  for (func::FuncOp kernel : kernels) {
-    auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
-    // One padded shared buffer per staged (K or V) tile, in kernel order.
-    SmallVector<Type> buffers;
-    auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    bool ok = true;
-    kernel.walk([&](tile::LoadOp load) {
-      auto t = load.getResult().getType();
-      if (t.getDimSize(0) % 16 || t.getDimSize(1) % 16)
-        ok = false;
-      if (!gpu_emit::isRowOwnedLoad(load))
-        buffers.push_back(
-            MemRefType::get({t.getDimSize(0), t.getDimSize(1) + kRowPad},
-                            t.getElementType(), nullptr, wg));
-    });
-    if (!ok || launch.getBlockM() % 16) {
-      kernel.emitError() << "the mma.sync mapping needs tile sizes and head "
-                            "dims that are multiples of 16";
-      return signalPassFailure();
-    }
-    b.setInsertionPointToEnd(gpuModule.getBody());
-    auto gpuFunc = gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
-                                          kernel.getFunctionType(), buffers);
-    gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    int32_t threads = int32_t(2 * launch.getBlockM()); // 32 per 16 rows
-    gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
-    gpuFunc->setAttr("tile.launch", launch);
-    if (auto args = kernel.getArgAttrs())
-      gpuFunc.setAllArgAttrs(*args);
-    if (failed(MMAEmitter(kernel, gpuFunc, launch).emit()))
-      return signalPassFailure();
-    kernel.erase();
-  }
+  if (failed(gpu_emit::mapKernelsToGPU(
+          getOperation(), kRowPad,
+          // One warp per 16 query rows.
+          [](tile::LaunchAttr launch) { return 2 * launch.getBlockM(); },
+          [](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
+             tile::LaunchAttr launch) -> LogicalResult {
+            bool aligned = launch.getBlockM() % 16 == 0;
+            kernel.walk([&](tile::LoadOp load) {
+              auto t = load.getResult().getType();
+              aligned &= t.getDimSize(0) % 16 == 0 && t.getDimSize(1) % 16 == 0;
+            });
+            if (!aligned)
+              return kernel.emitError()
+                     << "the mma.sync mapping needs tile sizes and head dims "
+                        "that are multiples of 16";
+            return MMAEmitter(kernel, gpuFunc, launch).emit();
+          })))
+    signalPassFailure();
 }
 
 } // namespace

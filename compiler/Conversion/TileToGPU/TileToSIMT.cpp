@@ -379,45 +379,16 @@ public:
 };
 
 void MapTileToSIMTPass::runOnOperation() {
-  ModuleOp module = getOperation();
-  MLIRContext *ctx = &getContext();
-  SmallVector<func::FuncOp> kernels;
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr("tile.launch"))
-      kernels.push_back(fn);
-  if (kernels.empty())
-    return;
-
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(module.getBody());
-  auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kernels");
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
-  for (func::FuncOp kernel : kernels) {
-    auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
-    // One workgroup buffer per staged tile (K and V), in kernel order.
-    SmallVector<Type> buffers;
-    auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    kernel.walk([&](tile::LoadOp load) {
-      if (!gpu_emit::isRowOwnedLoad(load)) {
-        auto t = load.getResult().getType();
-        buffers.push_back(
-            MemRefType::get(t.getShape(), t.getElementType(), nullptr, wg));
-      }
-    });
-    b.setInsertionPointToEnd(gpuModule.getBody());
-    auto gpuFunc = gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
-                                          kernel.getFunctionType(), buffers);
-    gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    gpuFunc.setKnownBlockSizeAttr(
-        b.getDenseI32ArrayAttr({int32_t(launch.getBlockM()), 1, 1}));
-    gpuFunc->setAttr("tile.launch", launch);
-    if (auto args = kernel.getArgAttrs())
-      gpuFunc.setAllArgAttrs(*args);
-    if (failed(SIMTEmitter(kernel, gpuFunc, launch).emit()))
-      return signalPassFailure();
-    kernel.erase();
-  }
+  // One thread per query row; staged rows unpadded (each thread reads whole
+  // rows, so there are no bank conflicts to avoid).
+  if (failed(gpu_emit::mapKernelsToGPU(
+          getOperation(), /*rowPad=*/0,
+          [](tile::LaunchAttr launch) { return launch.getBlockM(); },
+          [](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
+             tile::LaunchAttr launch) {
+            return SIMTEmitter(kernel, gpuFunc, launch).emit();
+          })))
+    signalPassFailure();
 }
 
 } // namespace
