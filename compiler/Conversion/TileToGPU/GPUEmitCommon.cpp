@@ -123,9 +123,11 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
 
 void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
                          Value head, Value row, Value buf, int64_t rows,
-                         int64_t dim, Value tid, int64_t threads, bool async) {
+                         int64_t dim, Value tid, int64_t threads, bool async,
+                         bool barrier, bool commit) {
   // Nobody may still read the previous tile from this buffer.
-  gpu::BarrierOp::create(b, loc);
+  if (barrier)
+    gpu::BarrierOp::create(b, loc);
   Type elt = cast<MemRefType>(view.getType()).getElementType();
   auto chunkT = VectorType::get({8}, elt);
   int64_t chunksPerRow = dim / 8;
@@ -174,9 +176,9 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
                                 llvm::MaybeAlign(kVectorAlign));
         scf::YieldOp::create(lb, l);
       });
-  if (async)
+  if (async && commit)
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
-  else
+  else if (!async)
     gpu::BarrierOp::create(b, loc);
 }
 

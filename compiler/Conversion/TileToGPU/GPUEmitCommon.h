@@ -57,11 +57,14 @@ mlir::Value tileNeedsMasks(mlir::OpBuilder &b, mlir::Location loc,
 /// `threads` threads with index `tid`. A barrier first (earlier readers of
 /// `buf` are done). Synchronous: loads and stores through registers, then a
 /// barrier. Async: cp.async (16 bytes, zero-filled past the end) committed
-/// as one group; the caller waits for the group and then synchronises.
+/// as one group (unless `commit` is false: the caller commits); the caller
+/// waits for the group and then synchronises. `barrier` false leaves out the
+/// leading barrier when the caller has placed one.
 void stageRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value view,
                mlir::Value batch, mlir::Value head, mlir::Value row,
                mlir::Value buf, int64_t rows, int64_t dim, mlir::Value tid,
-               int64_t threads, bool async = false);
+               int64_t threads, bool async = false, bool barrier = true,
+               bool commit = true);
 
 /// Whether a tile.load feeds only the left operand of tile.dots (its rows
 /// belong to the program's query rows) rather than being shared by all.

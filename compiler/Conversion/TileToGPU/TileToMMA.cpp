@@ -34,6 +34,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <limits>
+#include <optional>
 
 namespace attnc {
 #define GEN_PASS_DEF_MAPTILETOMMA
@@ -113,6 +114,15 @@ private:
   // of each staged buffer (wait_group N lets the N newest stay in flight).
   int64_t committedGroups = 0;
   DenseMap<Value, int64_t> groupOf;
+  // A staged load of the KV loop issued one iteration ahead (K): its buffer
+  // and, once its consumer is emitted, where to issue the next tile.
+  struct Prefetch {
+    tile::LoadOp load;
+    Value buf;
+    scf::ForOp loop; // the emitted loop (induction variable, step, bound)
+  };
+  std::optional<Prefetch> prefetch;
+  void issueStage(tile::LoadOp op, Value buf, Value row, bool barrier);
   void waitForStaged(Value buf) {
     auto it = groupOf.find(buf);
     if (it == groupOf.end())
@@ -285,19 +295,30 @@ LogicalResult MMAEmitter::emitLoadA(tile::LoadOp op) {
   return success();
 }
 
-LogicalResult MMAEmitter::emitStage(tile::LoadOp op) {
+/// Issues the cp.async copies of tile `row` of a staged load into `buf`
+/// (nothing when `row` is past the loop's end) and commits them as a group.
+void MMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
+                            bool barrier) {
   auto t = op.getResult().getType();
+  gpu_emit::stageRows(b, loc, map.lookup(op.getSource()),
+                      map.lookup(op.getBatch()), map.lookup(op.getHead()), row,
+                      buf, t.getDimSize(0), t.getDimSize(1), tid,
+                      2 * launch.getBlockM(), /*async=*/true, barrier,
+                      /*commit=*/true);
+  groupOf[buf] = committedGroups++;
+}
+
+LogicalResult MMAEmitter::emitStage(tile::LoadOp op) {
+  if (prefetch && prefetch->load == op) { // issued an iteration ahead
+    frags[op.getResult()] = {Frags::Staged, {prefetch->buf}};
+    return success();
+  }
   if (nextStage >= gpuFunc.getNumWorkgroupAttributions())
     return op.emitError("more staged tiles than workgroup buffers");
   Value buf = gpuFunc.getWorkgroupAttributions()[nextStage++];
   // cp.async, waited for at the first use: V's copy runs under QKᵀ and the
   // softmax.
-  gpu_emit::stageRows(b, loc, map.lookup(op.getSource()),
-                      map.lookup(op.getBatch()), map.lookup(op.getHead()),
-                      map.lookup(op.getRow()), buf, t.getDimSize(0),
-                      t.getDimSize(1), tid, 2 * launch.getBlockM(),
-                      /*async=*/true);
-  groupOf[buf] = committedGroups++;
+  issueStage(op, buf, map.lookup(op.getRow()), /*barrier=*/true);
   frags[op.getResult()] = {Frags::Staged, {buf}};
   return success();
 }
@@ -358,6 +379,20 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
       }
   }
   frags[op.getResult()] = {Frags::C, std::move(c)};
+  if (prefetch && op.getRhs() == prefetch->load.getResult()) {
+    // Every warp is done with this K tile: copy the next one under P·V.
+    gpu::BarrierOp::create(b, loc);
+    scf::ForOp loop = prefetch->loop;
+    Value next =
+        arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
+    Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next,
+                                       loop.getUpperBound());
+    Value row =
+        arith::SelectOp::create(b, loc, more, next, loop.getInductionVar());
+    // Past the end the copy is repeated from the current row (harmless, never
+    // read) so that the group count stays the same on every path.
+    issueStage(prefetch->load, prefetch->buf, row, /*barrier=*/false);
+  }
   return success();
 }
 
@@ -568,7 +603,33 @@ LogicalResult MMAEmitter::emitStore(tile::StoreOp op) {
   return success();
 }
 
+/// The first staged load of a KV loop when it can be issued an iteration
+/// ahead: its row is the induction variable and another staged load follows
+/// (V, whose copy already overlaps QKᵀ).
+static tile::LoadOp prefetchable(scf::ForOp op) {
+  SmallVector<tile::LoadOp> staged;
+  for (auto load : op.getBody()->getOps<tile::LoadOp>())
+    if (!gpu_emit::isRowOwnedLoad(load))
+      staged.push_back(load);
+  if (staged.size() < 2 || staged[0].getRow() != op.getInductionVar())
+    return {};
+  tile::LoadOp k = staged[0];
+  for (Value v : SmallVector<Value>{k.getSource(), k.getBatch(), k.getHead()})
+    if (!op.isDefinedOutsideOfLoop(v))
+      return {};
+  return staged[0];
+}
+
 LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
+  tile::LoadOp ahead = prefetchable(op);
+  if (ahead && !prefetch) {
+    // Prologue: the first tile's copy, before the loop.
+    if (nextStage >= gpuFunc.getNumWorkgroupAttributions())
+      return ahead.emitError("more staged tiles than workgroup buffers");
+    Value buf = gpuFunc.getWorkgroupAttributions()[nextStage++];
+    issueStage(ahead, buf, map.lookup(op.getLowerBound()), /*barrier=*/false);
+    prefetch = Prefetch{ahead, buf, {}};
+  }
   // Loop-carried fragments travel as a flat list of registers.
   SmallVector<Value> inits;
   SmallVector<std::pair<Frags::Kind, size_t>> shapes;
@@ -581,6 +642,8 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
                                  map.lookup(op.getUpperBound()),
                                  map.lookup(op.getStep()), inits);
   map.map(op.getInductionVar(), loop.getInductionVar());
+  if (prefetch && prefetch->load->getParentOp() == op)
+    prefetch->loop = loop;
   auto unflatten = [&](ValueRange flat, ValueRange tileValues) {
     size_t at = 0;
     for (auto [i, v] : llvm::enumerate(tileValues)) {
@@ -602,6 +665,12 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
     scf::YieldOp::create(b, loc, yields);
   }
   unflatten(loop.getResults(), op.getResults());
+  if (prefetch && prefetch->loop == loop) {
+    // The last iteration's look-ahead copy: drain it before leaving.
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    groupOf.erase(prefetch->buf);
+    prefetch.reset();
+  }
   return success();
 }
 

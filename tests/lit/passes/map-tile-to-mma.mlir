@@ -8,12 +8,13 @@
 // at the end.
 // CHECK: gpu.module @kernels
 // CHECK: gpu.func @attention_fwd({{.*}}) workgroup(%[[K:.*]] : memref<32x72xbf16, #gpu.address_space<workgroup>>, %[[V:.*]] : memref<32x72xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>
-// K and V arrive by cp.async (zero-filled past seq_kv), one group each; QKᵀ
-// waits for K's group only, so V's copy runs under QKᵀ and the softmax.
-// CHECK: scf.for
-// CHECK: gpu.barrier
+// K and V arrive by cp.async (zero-filled past seq_kv), one group each. K is
+// copied an iteration ahead: the first tile before the loop, the next one as
+// soon as every warp is done with QKᵀ, under the softmax and P·V; V's copy
+// runs under QKᵀ and the softmax.
 // CHECK: nvgpu.device_async_copy {{.*}}, %[[K]][{{.*}}], 8, %{{.*}} :
 // CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.for
 // CHECK: gpu.barrier
 // CHECK: nvgpu.device_async_copy {{.*}}, %[[V]][{{.*}}], 8, %{{.*}} :
 // CHECK: nvvm.cp.async.commit.group
@@ -22,6 +23,9 @@
 // CHECK: nvgpu.ldmatrix %[[K]][{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<32x72xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK-COUNT-2: nvvm.mma.sync A[{{.*}}]  B[{{.*}}]  C[{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // Only tiles that a bound crosses pay for the masks.
+// CHECK: gpu.barrier
+// CHECK: nvgpu.device_async_copy {{.*}}, %[[K]][{{.*}}], 8, %{{.*}} :
+// CHECK: nvvm.cp.async.commit.group
 // CHECK: scf.if %{{.*}} -> (vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>)
 // CHECK: arith.cmpi sle
 // CHECK: } else {
@@ -30,11 +34,12 @@
 // CHECK: gpu.shuffle xor %{{.*}}, %c1_i32{{.*}} : f32
 // CHECK: gpu.shuffle xor %{{.*}}, %c2_i32{{.*}} : f32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: nvvm.cp.async.wait.group 1
 // CHECK-NEXT: gpu.barrier
 // CHECK: nvgpu.ldmatrix %[[V]][{{.*}}] {numTiles = 4 : i32, transpose = true}
 // CHECK-COUNT-2: nvvm.mma.sync
 // CHECK: scf.yield
+// CHECK: nvvm.cp.async.wait.group 0
 // CHECK: gpu.shuffle xor
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // CHECK: gpu.return
