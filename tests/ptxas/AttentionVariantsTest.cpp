@@ -1,0 +1,76 @@
+//===- AttentionVariantsTest.cpp - every attention variant assembles ------===//
+//
+// Compiles attention variants through the runtime's compiler hook (attn ->
+// tile -> mma.sync mapping -> PTX), assembles each with ptxas for sm_80 and
+// sm_90a, and reports registers, shared memory and spills. The default tile
+// configurations of head dims up to 128 must not spill. Known gaps, reported
+// but not yet required: D = 256 (Q's fragments need to move to shared
+// memory, which needs dynamic shared memory past 48 KiB) and sm_80's ptxas
+// spilling ~20 B at 168 registers for D = 96 with window + softcap.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Driver/SpecCompiler.h"
+#include "compiler/Target/NVPTX/Ptxas.h"
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+
+using namespace attnc;
+
+namespace {
+KernelSpec variant(int64_t d, const char *dtype, const char *arch) {
+  KernelSpec s;
+  s.heads = 8;
+  s.kvHeads = 2;
+  s.headDim = d;
+  s.dtype = dtype;
+  s.arch = arch;
+  s.hasLse = true;
+  return s;
+}
+
+void assembles(const KernelSpec &spec, bool mustNotSpill) {
+  INFO("spec " << spec.canonical());
+  SpecCompiler compiler;
+  Result<CompiledKernel> k = compiler.compile(spec);
+  if (!k.isOk())
+    FAIL(k.status().message());
+  CHECK(k->meta.block[0] == 2 * k->meta.blockM);
+  PtxasResult r = runPtxas(k->ptx, spec.arch, ATTNC_PTXAS_PATH);
+  INFO(r.log);
+  REQUIRE(r.ok);
+  REQUIRE(r.kernels.size() == 1);
+  const KernelResources &res = r.kernels[0];
+  std::printf("%-6s %-4s D=%-3lld %-22s %3lld registers %6lld B smem, "
+              "spills %lld/%lld B\n",
+              spec.arch.c_str(), spec.dtype.c_str(), (long long)spec.headDim,
+              spec.causal            ? "causal"
+              : spec.windowLeft >= 0 ? "window+softcap"
+                                     : "no mask",
+              (long long)res.registers, (long long)res.sharedBytes,
+              (long long)res.spillStoreBytes, (long long)res.spillLoadBytes);
+  CHECK(res.registers > 0);
+  if (mustNotSpill)
+    CHECK_FALSE(res.spills());
+}
+} // namespace
+
+TEST_CASE("attention variants assemble for sm_80 and sm_90a without spills",
+          "[ptxas][attention]") {
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    for (int64_t d : {64, 128, 256}) {
+      KernelSpec plain = variant(d, "bf16", arch);
+      assembles(plain, d <= 128);
+      KernelSpec causal = plain;
+      causal.causal = true;
+      assembles(causal, d <= 128);
+    }
+    for (int64_t d : {96, 192}) {
+      KernelSpec w = variant(d, "fp16", arch);
+      w.windowLeft = 128;
+      w.windowRight = 0;
+      w.softcap = 30.0;
+      assembles(w, /*mustNotSpill=*/false);
+    }
+  }
+}
