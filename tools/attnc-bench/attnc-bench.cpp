@@ -2,7 +2,7 @@
 //
 //   attnc-bench [--bundle DIR] [--heads 32 --kv-heads 8 --head-dim 128
 //               --dtype bf16 --causal --batch 1 --seq-len 4096 --arch sm_90a]
-//               [--baseline unfused] [--reps 20]
+//               [--block-m M --block-n N] [--baseline unfused] [--reps 20]
 //
 // Loads attnc's fused attention for the spec from the cache (or a bundle),
 // times it with CUDA events (median after warm-up), and with `--baseline
@@ -96,6 +96,10 @@ Options parse(int argc, char **argv) {
       o.seqLen = integer();
     else if (a == "--reps")
       o.reps = int(integer());
+    else if (a == "--block-m")
+      o.spec.tuning.blockM = integer();
+    else if (a == "--block-n")
+      o.spec.tuning.blockN = integer();
     else
       die("unknown argument '" + a + "' (see the header of attnc-bench.cpp)");
   }
