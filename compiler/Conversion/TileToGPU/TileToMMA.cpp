@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+#include "compiler/Conversion/TileToGPU/TileEmitter.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "dialects/Tile/IR/TileOps.h"
@@ -62,28 +63,25 @@ struct Frags {
   SmallVector<Value> regs;
 };
 
-class MMAEmitter {
+class MMAEmitter : public gpu_emit::TileEmitter<MMAEmitter> {
 public:
-  MMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
-             tile::LaunchAttr launch)
-      : kernel(kernel), gpuFunc(gpuFunc), launch(launch),
-        b(gpuFunc.getContext()) {}
-  LogicalResult emit();
+  using TileEmitter::TileEmitter;
 
-private:
-  LogicalResult emitOp(Operation &op);
-  LogicalResult emitLoadA(tile::LoadOp op);
+  // The mapping's part of the walk (see TileEmitter.h).
+  void setUp();
+  LogicalResult emitRowLoad(tile::LoadOp op);
   LogicalResult emitStage(tile::LoadOp op);
   LogicalResult emitDot(tile::DotOp op);
   LogicalResult emitScore(tile::ScoreOp op);
   LogicalResult emitSoftmaxUpdate(tile::SoftmaxUpdateOp op);
   LogicalResult emitRescale(tile::RescaleOp op);
-  LogicalResult emitTruncToA(arith::TruncFOp op);
+  LogicalResult emitTrunc(arith::TruncFOp op);
   LogicalResult emitFinalize(tile::FinalizeOp op);
   LogicalResult emitStore(tile::StoreOp op);
   LogicalResult emitFor(scf::ForOp op);
   LogicalResult emitConstant(arith::ConstantOp op);
 
+private:
   Value idx(int64_t v) { return gpu_emit::indexConst(b, loc, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
@@ -100,12 +98,6 @@ private:
   Value quadReduce(Value x, bool max);
   Value mma16816(Value a, Value bFrag, Value c);
 
-  func::FuncOp kernel;
-  gpu::GPUFuncOp gpuFunc;
-  tile::LaunchAttr launch;
-  OpBuilder b;
-  Location loc = UnknownLoc::get(b.getContext());
-  IRMapping map; // scalar values: tile level -> per thread
   DenseMap<Value, Frags> frags;
   Value tid, g, t4, rowInTile; // rowInTile = 16·warp + g (and + 8)
   Value ldRow, ldLow, ldHigh;  // ldmatrix: row in matrix, matrix % 2, / 2
@@ -212,11 +204,7 @@ Value MMAEmitter::quadReduce(Value x, bool max) {
   return x;
 }
 
-LogicalResult MMAEmitter::emit() {
-  Block *entry = &gpuFunc.getBody().front();
-  b.setInsertionPointToStart(entry);
-  map.map(kernel.getArguments(),
-          entry->getArguments().take_front(kernel.getNumArguments()));
+void MMAEmitter::setUp() {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
   Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
@@ -228,54 +216,9 @@ LogicalResult MMAEmitter::emit() {
   ldRow = arith::RemUIOp::create(b, loc, lane, idx(8));
   ldLow = arith::RemUIOp::create(b, loc, ldMatrix, idx(2));
   ldHigh = arith::DivUIOp::create(b, loc, ldMatrix, idx(2));
-  for (Operation &op : kernel.getBody().front())
-    if (failed(emitOp(op)))
-      return failure();
-  return success();
 }
 
-LogicalResult MMAEmitter::emitOp(Operation &op) {
-  loc = op.getLoc();
-  if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
-    gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
-                             gpu::Dimension::z};
-    map.map(pid.getResult(),
-            gpu::BlockIdOp::create(b, loc, dims[pid.getDim()]));
-    return success();
-  }
-  if (auto load = dyn_cast<tile::LoadOp>(op))
-    return gpu_emit::isRowOwnedLoad(load) ? emitLoadA(load) : emitStage(load);
-  if (auto dot = dyn_cast<tile::DotOp>(op))
-    return emitDot(dot);
-  if (auto score = dyn_cast<tile::ScoreOp>(op))
-    return emitScore(score);
-  if (auto upd = dyn_cast<tile::SoftmaxUpdateOp>(op))
-    return emitSoftmaxUpdate(upd);
-  if (auto rescale = dyn_cast<tile::RescaleOp>(op))
-    return emitRescale(rescale);
-  if (auto trunc = dyn_cast<arith::TruncFOp>(op);
-      trunc && isa<RankedTensorType>(trunc.getType()))
-    return emitTruncToA(trunc);
-  if (auto cst = dyn_cast<arith::ConstantOp>(op);
-      cst && isa<RankedTensorType>(cst.getType()))
-    return emitConstant(cst);
-  if (auto fin = dyn_cast<tile::FinalizeOp>(op))
-    return emitFinalize(fin);
-  if (auto store = dyn_cast<tile::StoreOp>(op))
-    return emitStore(store);
-  if (auto loop = dyn_cast<scf::ForOp>(op))
-    return emitFor(loop);
-  if (isa<func::ReturnOp>(op)) {
-    gpu::ReturnOp::create(b, loc);
-    return success();
-  }
-  if (llvm::any_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>))
-    return op.emitError("no mma.sync mapping for this tile op");
-  b.clone(op, map);
-  return success();
-}
-
-LogicalResult MMAEmitter::emitLoadA(tile::LoadOp op) {
+LogicalResult MMAEmitter::emitRowLoad(tile::LoadOp op) {
   auto t = op.getResult().getType();
   Type elt = t.getElementType();
   Value view = map.lookup(op.getSource());
@@ -489,7 +432,7 @@ LogicalResult MMAEmitter::emitRescale(tile::RescaleOp op) {
   return success();
 }
 
-LogicalResult MMAEmitter::emitTruncToA(arith::TruncFOp op) {
+LogicalResult MMAEmitter::emitTrunc(arith::TruncFOp op) {
   // P in the C layout of n8 tiles (2j, 2j+1) is the A fragment of k16 chunk
   // j: registers (tile 2j row g, tile 2j row g+8, tile 2j+1 row g, ...).
   const Frags &p = frags[op.getIn()];

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+#include "compiler/Conversion/TileToGPU/TileEmitter.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "dialects/Tile/IR/TileOps.h"
@@ -37,28 +38,26 @@ namespace {
 using gpu_emit::kLn2;
 using gpu_emit::kVectorAlign;
 
-/// Emits the per-thread code of one kernel.
-class SIMTEmitter {
+/// Emits the per-thread code of one kernel: one query row per thread.
+class SIMTEmitter : public gpu_emit::TileEmitter<SIMTEmitter> {
 public:
-  SIMTEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
-              tile::LaunchAttr launch)
-      : kernel(kernel), gpuFunc(gpuFunc), launch(launch),
-        b(gpuFunc.getContext()) {}
+  using TileEmitter::TileEmitter;
 
-  LogicalResult emit();
-
-private:
-  LogicalResult emitBlock(Block &from);
-  LogicalResult emitOp(Operation &op);
-  LogicalResult emitLoad(tile::LoadOp op);
+  // The mapping's part of the walk (see TileEmitter.h).
+  void setUp() { row = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x); }
+  LogicalResult emitRowLoad(tile::LoadOp op);
   LogicalResult emitStage(tile::LoadOp op);
   LogicalResult emitDot(tile::DotOp op);
   LogicalResult emitScore(tile::ScoreOp op);
   LogicalResult emitSoftmaxUpdate(tile::SoftmaxUpdateOp op);
+  LogicalResult emitRescale(tile::RescaleOp op);
+  LogicalResult emitTrunc(arith::TruncFOp op);
+  LogicalResult emitConstant(arith::ConstantOp op);
   LogicalResult emitFinalize(tile::FinalizeOp op);
   LogicalResult emitStore(tile::StoreOp op);
   LogicalResult emitFor(scf::ForOp op);
 
+private:
   /// The type a tile value has once split by rows: tensor<M x N x T> becomes
   /// vector<N x T>, tensor<M x T> becomes T.
   Type rowType(Type t) {
@@ -76,96 +75,37 @@ private:
   }
   Value exp2(Value x) { return gpu_emit::exp2(b, loc, x); }
 
-  func::FuncOp kernel;
-  gpu::GPUFuncOp gpuFunc;
-  tile::LaunchAttr launch;
-  OpBuilder b;
-  Location loc = UnknownLoc::get(b.getContext());
-  IRMapping map;          // tile-level values -> per-thread values
   Value row;              // this thread's row in the query tile
   unsigned nextStage = 0; // next workgroup buffer for a staged tile
 };
 
-LogicalResult SIMTEmitter::emit() {
-  Block *entry = &gpuFunc.getBody().front();
-  b.setInsertionPointToStart(entry);
-  map.map(kernel.getArguments(),
-          entry->getArguments().take_front(kernel.getNumArguments()));
-  row = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  return emitBlock(kernel.getBody().front());
-}
-
-LogicalResult SIMTEmitter::emitBlock(Block &from) {
-  for (Operation &op : from)
-    if (failed(emitOp(op)))
-      return failure();
+LogicalResult SIMTEmitter::emitRescale(tile::RescaleOp op) {
+  Value acc = map.lookup(op.getAcc());
+  auto vt = cast<VectorType>(acc.getType());
+  map.map(
+      op.getResult(),
+      arith::MulFOp::create(b, loc, acc, splat(vt, map.lookup(op.getAlpha()))));
   return success();
 }
 
-LogicalResult SIMTEmitter::emitOp(Operation &op) {
-  loc = op.getLoc();
-  if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
-    gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
-                             gpu::Dimension::z};
-    map.map(pid.getResult(),
-            gpu::BlockIdOp::create(b, loc, dims[pid.getDim()]));
-    return success();
-  }
-  if (auto load = dyn_cast<tile::LoadOp>(op)) {
-    // A tile read as the left operand of a dot is split by rows; one read
-    // as the right operand is shared by all rows and staged.
-    return gpu_emit::isRowOwnedLoad(load) ? emitLoad(load) : emitStage(load);
-  }
-  if (auto dot = dyn_cast<tile::DotOp>(op))
-    return emitDot(dot);
-  if (auto score = dyn_cast<tile::ScoreOp>(op))
-    return emitScore(score);
-  if (auto upd = dyn_cast<tile::SoftmaxUpdateOp>(op))
-    return emitSoftmaxUpdate(upd);
-  if (auto rescale = dyn_cast<tile::RescaleOp>(op)) {
-    Value acc = map.lookup(rescale.getAcc());
-    auto vt = cast<VectorType>(acc.getType());
-    map.map(rescale.getResult(),
-            arith::MulFOp::create(b, loc, acc,
-                                  splat(vt, map.lookup(rescale.getAlpha()))));
-    return success();
-  }
-  if (auto trunc = dyn_cast<arith::TruncFOp>(op);
-      trunc && isa<RankedTensorType>(trunc.getType())) {
-    map.map(trunc.getResult(),
-            arith::TruncFOp::create(b, loc, rowType(trunc.getType()),
-                                    map.lookup(trunc.getIn())));
-    return success();
-  }
-  if (auto cst = dyn_cast<arith::ConstantOp>(op);
-      cst && isa<RankedTensorType>(cst.getType())) {
-    auto dense = dyn_cast<SplatElementsAttr>(cst.getValue());
-    if (!dense)
-      return op.emitError("only splat tile constants can be split by rows");
-    Type t = rowType(cst.getType());
-    Attribute value =
-        isa<VectorType>(t)
-            ? Attribute(SplatElementsAttr::get(
-                  cast<ShapedType>(t), dense.getSplatValue<Attribute>()))
-            : dense.getSplatValue<Attribute>();
-    map.map(cst.getResult(),
-            arith::ConstantOp::create(b, loc, cast<TypedAttr>(value)));
-    return success();
-  }
-  if (auto fin = dyn_cast<tile::FinalizeOp>(op))
-    return emitFinalize(fin);
-  if (auto store = dyn_cast<tile::StoreOp>(op))
-    return emitStore(store);
-  if (auto loop = dyn_cast<scf::ForOp>(op))
-    return emitFor(loop);
-  if (isa<func::ReturnOp>(op)) {
-    gpu::ReturnOp::create(b, loc);
-    return success();
-  }
-  // Scalar index arithmetic, casts and views: the same on every thread.
-  if (llvm::any_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>))
-    return op.emitError("no SIMT mapping for this tile op");
-  b.clone(op, map);
+LogicalResult SIMTEmitter::emitTrunc(arith::TruncFOp op) {
+  map.map(op.getResult(), arith::TruncFOp::create(b, loc, rowType(op.getType()),
+                                                  map.lookup(op.getIn())));
+  return success();
+}
+
+LogicalResult SIMTEmitter::emitConstant(arith::ConstantOp op) {
+  auto dense = dyn_cast<SplatElementsAttr>(op.getValue());
+  if (!dense)
+    return op.emitError("only splat tile constants can be split by rows");
+  Type t = rowType(op.getType());
+  Attribute value =
+      isa<VectorType>(t)
+          ? Attribute(SplatElementsAttr::get(cast<ShapedType>(t),
+                                             dense.getSplatValue<Attribute>()))
+          : dense.getSplatValue<Attribute>();
+  map.map(op.getResult(),
+          arith::ConstantOp::create(b, loc, cast<TypedAttr>(value)));
   return success();
 }
 
@@ -193,7 +133,7 @@ static Value loadRow(OpBuilder &b, Location loc, Value view, Value batch,
   return ifOp.getResult(0);
 }
 
-LogicalResult SIMTEmitter::emitLoad(tile::LoadOp op) {
+LogicalResult SIMTEmitter::emitRowLoad(tile::LoadOp op) {
   auto t = op.getResult().getType();
   auto vt = VectorType::get({t.getDimSize(1)}, t.getElementType());
   Value seqRow = arith::AddIOp::create(b, loc, map.lookup(op.getRow()), row);

@@ -1,0 +1,109 @@
+//===- TileEmitter.h - the walk every GPU mapping of tile ops shares -*- C++
+//-*-===//
+//
+// A GPU mapping writes the per-thread code of one tile kernel into a
+// gpu.func. The walk is the same for all of them: bind the arguments, map
+// program ids to block ids, copy scalar ops (the same on every thread), turn
+// func.return into gpu.return, and hand each tile op to the mapping, which
+// decides which thread owns which element. A mapping derives from
+// TileEmitter<Mapping> (CRTP) and provides:
+//   setUp()                       per-thread ids, before the first op
+//   emitRowLoad(tile::LoadOp)     a tile of the program's query rows
+//   emitStage(tile::LoadOp)       a tile every row reads (K, V)
+//   emitDot, emitScore, emitSoftmaxUpdate, emitRescale, emitFinalize,
+//   emitStore, emitConstant(arith::ConstantOp on tiles),
+//   emitTrunc(arith::TruncFOp on tiles), emitFor(scf::ForOp)
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_COMPILER_CONVERSION_TILETOGPU_TILEEMITTER_H
+#define ATTNC_COMPILER_CONVERSION_TILETOGPU_TILEEMITTER_H
+
+#include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace attnc::gpu_emit {
+
+template <typename Mapping> class TileEmitter {
+public:
+  TileEmitter(mlir::func::FuncOp kernel, mlir::gpu::GPUFuncOp gpuFunc,
+              tile::LaunchAttr launch)
+      : kernel(kernel), gpuFunc(gpuFunc), launch(launch),
+        b(gpuFunc.getContext()) {}
+
+  mlir::LogicalResult emit() {
+    mlir::Block *entry = &gpuFunc.getBody().front();
+    b.setInsertionPointToStart(entry);
+    map.map(kernel.getArguments(),
+            entry->getArguments().take_front(kernel.getNumArguments()));
+    self().setUp();
+    for (mlir::Operation &op : kernel.getBody().front())
+      if (mlir::failed(emitOp(op)))
+        return mlir::failure();
+    return mlir::success();
+  }
+
+protected:
+  mlir::LogicalResult emitOp(mlir::Operation &op) {
+    using namespace mlir;
+    loc = op.getLoc();
+    Mapping &m = self();
+    if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
+      gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
+                               gpu::Dimension::z};
+      map.map(pid.getResult(),
+              gpu::BlockIdOp::create(b, loc, dims[pid.getDim()]));
+      return success();
+    }
+    if (auto load = dyn_cast<tile::LoadOp>(op))
+      return isRowOwnedLoad(load) ? m.emitRowLoad(load) : m.emitStage(load);
+    if (auto dot = dyn_cast<tile::DotOp>(op))
+      return m.emitDot(dot);
+    if (auto score = dyn_cast<tile::ScoreOp>(op))
+      return m.emitScore(score);
+    if (auto upd = dyn_cast<tile::SoftmaxUpdateOp>(op))
+      return m.emitSoftmaxUpdate(upd);
+    if (auto rescale = dyn_cast<tile::RescaleOp>(op))
+      return m.emitRescale(rescale);
+    if (auto trunc = dyn_cast<arith::TruncFOp>(op);
+        trunc && isa<RankedTensorType>(trunc.getType()))
+      return m.emitTrunc(trunc);
+    if (auto cst = dyn_cast<arith::ConstantOp>(op);
+        cst && isa<RankedTensorType>(cst.getType()))
+      return m.emitConstant(cst);
+    if (auto fin = dyn_cast<tile::FinalizeOp>(op))
+      return m.emitFinalize(fin);
+    if (auto store = dyn_cast<tile::StoreOp>(op))
+      return m.emitStore(store);
+    if (auto loop = dyn_cast<scf::ForOp>(op))
+      return m.emitFor(loop);
+    if (isa<func::ReturnOp>(op)) {
+      gpu::ReturnOp::create(b, loc);
+      return success();
+    }
+    // Scalar index arithmetic, casts and views: the same on every thread.
+    if (llvm::any_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>))
+      return op.emitError("no GPU mapping for this tile op");
+    b.clone(op, map);
+    return success();
+  }
+
+  Mapping &self() { return static_cast<Mapping &>(*this); }
+
+  mlir::func::FuncOp kernel;
+  mlir::gpu::GPUFuncOp gpuFunc;
+  tile::LaunchAttr launch;
+  mlir::OpBuilder b;
+  mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
+  mlir::IRMapping map; // scalar values: tile level -> per thread
+};
+
+} // namespace attnc::gpu_emit
+
+#endif
