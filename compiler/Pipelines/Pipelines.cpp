@@ -1,6 +1,8 @@
 //===- Pipelines.cpp - attnc's pass pipelines, one per target -------------===//
 #include "compiler/Pipelines/Pipelines.h"
 
+#include "attnc/runtime/TuningDb.h"
+
 #include "compiler/Transforms/Passes.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -19,8 +21,16 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
                                              int64_t headDim, int64_t blockM,
                                              int64_t blockN) {
   TileOptions t;
-  t.blockM = 64;
-  t.blockN = mapping == GPUMapping::SIMT ? 32 : (headDim <= 128 ? 64 : 32);
+  if (mapping == GPUMapping::SIMT) {
+    t.blockM = 64;
+    t.blockN = 32;
+  } else { // the runtime's heuristic, so that both sides agree
+    KernelSpec spec;
+    spec.headDim = headDim;
+    TuningConfig h = heuristicTuning(spec);
+    t.blockM = h.blockM;
+    t.blockN = h.blockN;
+  }
   if (blockM > 0)
     t.blockM = blockM;
   if (blockN > 0)

@@ -17,9 +17,8 @@ struct TileOptions {
 enum class GPUMapping { MMA, SIMT };
 
 /// Tile sizes for a mapping and head dim, with any nonzero request kept.
-/// mma.sync: 64 query rows (4 warps); 64-key tiles up to D = 128, 32 above,
-/// so that the padded K and V tiles fit the 48 KiB of static shared memory.
-/// SIMT: 64 rows (threads) and 32 keys, to bound the per-thread registers.
+/// mma.sync: the runtime's heuristicTuning (TuningDb.h). SIMT: 64 rows
+/// (threads) and 32 keys, to bound the per-thread registers.
 TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim,
                                int64_t blockM = 0, int64_t blockN = 0);
 

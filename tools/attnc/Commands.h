@@ -3,6 +3,7 @@
 #define ATTNC_TOOLS_ATTNC_COMMANDS_H
 
 #include "attnc/runtime/Spec.h"
+#include "attnc/runtime/TuningDb.h"
 #include "compiler/Frontend/AttentionConfig.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -10,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace attnc::cli {
 
@@ -72,6 +74,21 @@ struct BenchOptions {
 };
 void addBenchCommand(CLI::App &app, BenchOptions &opts);
 int runBench(const BenchOptions &opts, const char *argv0);
+
+struct TuneOptions {
+  std::vector<std::string> inputs;
+  std::string output, db, gpu = "NVIDIA H200";
+  KernelSpec spec = [] {
+    KernelSpec s;
+    s.heads = 32;
+    s.kvHeads = 8;
+    s.headDim = 128;
+    return s;
+  }();
+  ProblemSize size{1, 4096, 4096};
+};
+void addTuneCommand(CLI::App &app, TuneOptions &opts);
+int runTune(CLI::App &app, const TuneOptions &opts);
 
 } // namespace attnc::cli
 

@@ -4,6 +4,7 @@
 //   attnc bundle   precompile a list of specs into a cache directory
 //   attnc cache    list, clear or prune the kernel cache
 //   attnc bench    time the fused kernel, optionally beside the unfused one
+//   attnc tune     tuning database: merge, choose
 //
 //===----------------------------------------------------------------------===//
 #include "tools/attnc/Commands.h"
@@ -22,6 +23,8 @@ int main(int argc, char **argv) {
   attnc::cli::addCacheCommand(app, cache);
   attnc::cli::BenchOptions bench;
   attnc::cli::addBenchCommand(app, bench);
+  attnc::cli::TuneOptions tune;
+  attnc::cli::addTuneCommand(app, tune);
 
   try {
     app.parse(argc, argv);
@@ -41,5 +44,7 @@ int main(int argc, char **argv) {
     return attnc::cli::runCache(cache);
   if (app.got_subcommand("bench"))
     return attnc::cli::runBench(bench, argv[0]);
+  if (app.got_subcommand("tune"))
+    return attnc::cli::runTune(app, tune);
   return 1;
 }

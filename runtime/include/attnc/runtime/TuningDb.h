@@ -1,0 +1,96 @@
+//===- TuningDb.h - tuned kernel configurations per device and problem -*- C++
+//-*-===//
+//
+// `attnc tune` sweeps tile sizes on a GPU and records the fastest correct
+// configuration per (GPU name, arch, spec, problem-size bucket) in a JSON
+// database; the runtime consults it when it picks a configuration, and falls
+// back to a heuristic where it has no entry. The chosen configuration is the
+// spec's `tuning`, so it is part of the kernel's cache key.
+//
+// File format:
+//   {"version": 1, "records": [{"gpu": "NVIDIA H200", "arch": "sm_90a",
+//     "spec": "<canonical spec, tuning zeroed>", "bucket": "prefill kv<=4096",
+//     "tuning": {"block_m": 64, "block_n": 64, "stages": 0, "warps": 0},
+//     "ms": 2.13, "tflops": 258.1}, ...]}
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_TUNINGDB_H
+#define ATTNC_RUNTIME_TUNINGDB_H
+
+#include "attnc/runtime/Spec.h"
+#include "attnc/runtime/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace attnc {
+
+struct ProblemSize {
+  int64_t batch = 1;
+  int64_t seqQ = 1;
+  int64_t seqKV = 1;
+};
+
+/// Sizes that behave alike share a bucket: decode (seq_q <= 16) or prefill,
+/// and seq_kv rounded up to a power of two from 1024 to 131072 (or above).
+std::string problemBucket(const ProblemSize &size);
+
+struct TuningRecord {
+  std::string gpu;    // the device name, e.g. "NVIDIA H200"
+  std::string arch;   // "sm_80", "sm_90a"
+  std::string spec;   // canonical spec string with the tuning zeroed
+  std::string bucket; // problemBucket()
+  TuningConfig tuning;
+  double ms = 0;     // median time of the sweep's problem
+  double tflops = 0; // for the reader; not used to rank
+};
+
+/// The canonical string a record keys on: the spec without its tuning.
+std::string untunedSpecKey(const KernelSpec &spec);
+
+class TuningDb {
+public:
+  static Result<TuningDb> parse(std::string_view json,
+                                const std::string &where = "tuning database");
+  std::string serialize() const;
+  static Result<TuningDb> load(const std::string &path);
+  /// Writes a temporary file beside `path` and renames it into place.
+  Status save(const std::string &path) const;
+
+  /// Keeps the faster of `record` and the entry it replaces.
+  void record(const TuningRecord &record);
+  const TuningRecord *find(const std::string &gpu, const std::string &arch,
+                           const std::string &spec,
+                           const std::string &bucket) const;
+  /// Adds every record of `other`; per key, the faster wins.
+  void merge(const TuningDb &other);
+  size_t size() const { return records_.size(); }
+  const std::map<std::string, TuningRecord> &records() const {
+    return records_;
+  }
+
+private:
+  std::map<std::string, TuningRecord> records_; // gpu|arch|spec|bucket
+};
+
+/// The default tile configuration of the mma.sync mapping: 64 query rows
+/// (4 warps), 64-key tiles up to head dim 128 and 32 above (the padded K
+/// and V tiles must fit 48 KiB of static shared memory).
+TuningConfig heuristicTuning(const KernelSpec &spec);
+
+struct TuningChoice {
+  TuningConfig tuning;
+  bool fromDatabase = false;
+  std::string why; // one line for logs and `attnc tune choose`
+};
+
+/// The spec's own tuning when it has one; else the database's entry for
+/// (gpu, arch, spec, bucket of `size`); else the heuristic.
+TuningChoice chooseTuning(const TuningDb *db, const std::string &gpu,
+                          const KernelSpec &spec, const ProblemSize &size);
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_TUNINGDB_H

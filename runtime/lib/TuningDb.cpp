@@ -1,0 +1,176 @@
+//===- TuningDb.cpp - tuned kernel configurations per device and problem --===//
+#include "attnc/runtime/TuningDb.h"
+
+#include "attnc/runtime/Json.h"
+#include "attnc/runtime/JsonReader.h"
+
+#include "FileSystem.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace attnc {
+
+std::string problemBucket(const ProblemSize &size) {
+  std::string kind = size.seqQ <= 16 ? "decode" : "prefill";
+  if (size.seqKV > 131072)
+    return kind + " kv>131072";
+  int64_t bound = 1024;
+  while (bound < size.seqKV)
+    bound *= 2;
+  return kind + " kv<=" + std::to_string(bound);
+}
+
+std::string untunedSpecKey(const KernelSpec &spec) {
+  KernelSpec untuned = spec;
+  untuned.tuning = TuningConfig{};
+  return untuned.canonical();
+}
+
+static std::string recordKey(const std::string &gpu, const std::string &arch,
+                             const std::string &spec,
+                             const std::string &bucket) {
+  return gpu + "|" + arch + "|" + spec + "|" + bucket;
+}
+
+void TuningDb::record(const TuningRecord &r) {
+  std::string key = recordKey(r.gpu, r.arch, r.spec, r.bucket);
+  auto it = records_.find(key);
+  if (it == records_.end() || r.ms < it->second.ms)
+    records_[key] = r;
+}
+
+const TuningRecord *TuningDb::find(const std::string &gpu,
+                                   const std::string &arch,
+                                   const std::string &spec,
+                                   const std::string &bucket) const {
+  auto it = records_.find(recordKey(gpu, arch, spec, bucket));
+  return it == records_.end() ? nullptr : &it->second;
+}
+
+void TuningDb::merge(const TuningDb &other) {
+  for (const auto &[key, r] : other.records_)
+    record(r);
+}
+
+std::string TuningDb::serialize() const {
+  Json records = Json::array();
+  for (const auto &[key, r] : records_) {
+    Json tuning = Json::object();
+    tuning.set("block_m", r.tuning.blockM);
+    tuning.set("block_n", r.tuning.blockN);
+    tuning.set("stages", r.tuning.stages);
+    tuning.set("warps", r.tuning.warps);
+    Json item = Json::object();
+    item.set("gpu", r.gpu);
+    item.set("arch", r.arch);
+    item.set("spec", r.spec);
+    item.set("bucket", r.bucket);
+    item.set("tuning", std::move(tuning));
+    item.set("ms", r.ms);
+    item.set("tflops", r.tflops);
+    records.push(std::move(item));
+  }
+  Json doc = Json::object();
+  doc.set("version", 1);
+  doc.set("records", std::move(records));
+  return writeJson(doc) + "\n";
+}
+
+Result<TuningDb> TuningDb::parse(std::string_view json,
+                                 const std::string &where) {
+  ATTNC_ASSIGN_OR_RETURN(Json doc, parseJson(json));
+  JsonObjectReader reader(doc, where);
+  int64_t version = 0;
+  reader.getInt("version", version, true);
+  const Json *list = reader.getValue("records", Json::Kind::Array, true);
+  ATTNC_RETURN_IF_ERROR(reader.finish());
+  if (version != 1)
+    return Status(ErrorCode::ParseError, where + ": version " +
+                                             std::to_string(version) +
+                                             " is not supported (expected 1)");
+  TuningDb db;
+  const Json::Array &items = list->asArray();
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string at = where + ".records[" + std::to_string(i) + "]";
+    JsonObjectReader item(items[i], at);
+    TuningRecord r;
+    item.getString("gpu", r.gpu, true);
+    item.getString("arch", r.arch, true);
+    item.getString("spec", r.spec, true);
+    item.getString("bucket", r.bucket, true);
+    item.getNumber("ms", r.ms, true);
+    item.getNumber("tflops", r.tflops, false);
+    const Json *tuning = item.getValue("tuning", Json::Kind::Object, true);
+    ATTNC_RETURN_IF_ERROR(item.finish());
+    JsonObjectReader t(*tuning, at + ".tuning");
+    t.getInt("block_m", r.tuning.blockM, false);
+    t.getInt("block_n", r.tuning.blockN, false);
+    t.getInt("stages", r.tuning.stages, false);
+    t.getInt("warps", r.tuning.warps, false);
+    ATTNC_RETURN_IF_ERROR(t.finish());
+    if (!(r.ms > 0))
+      return Status(ErrorCode::ParseError,
+                    at + ".ms: expected a positive time in milliseconds");
+    db.record(r);
+  }
+  return db;
+}
+
+Result<TuningDb> TuningDb::load(const std::string &path) {
+  ATTNC_ASSIGN_OR_RETURN(std::string text, fs::readFile(path, 64u << 20));
+  return parse(text, path);
+}
+
+Status TuningDb::save(const std::string &path) const {
+  std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << serialize();
+    out.flush();
+    if (!out)
+      return Status(ErrorCode::IoError, "cannot write " + temp);
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    return Status(ErrorCode::IoError, "cannot rename " + temp + " to " + path);
+  }
+  return Status::ok();
+}
+
+TuningConfig heuristicTuning(const KernelSpec &spec) {
+  TuningConfig t;
+  t.blockM = 64;
+  t.blockN = spec.headDim <= 128 ? 64 : 32;
+  return t;
+}
+
+TuningChoice chooseTuning(const TuningDb *db, const std::string &gpu,
+                          const KernelSpec &spec, const ProblemSize &size) {
+  TuningChoice choice;
+  if (spec.tuning.blockM > 0 || spec.tuning.blockN > 0) {
+    choice.tuning = spec.tuning;
+    choice.why = "the spec names its tuning";
+    return choice;
+  }
+  std::string bucket = problemBucket(size);
+  if (db) {
+    if (const TuningRecord *r =
+            db->find(gpu, spec.arch, untunedSpecKey(spec), bucket)) {
+      choice.tuning = r->tuning;
+      choice.fromDatabase = true;
+      choice.why = "tuning database: fastest on " + gpu + " for " + bucket;
+      return choice;
+    }
+  }
+  choice.tuning = heuristicTuning(spec);
+  choice.why =
+      std::string(db ? "no database entry for " + gpu + ", " + bucket + "; "
+                     : "no tuning database; ") +
+      "heuristic for head dim " + std::to_string(spec.headDim);
+  return choice;
+}
+
+} // namespace attnc

@@ -1,0 +1,140 @@
+//===- TuningDbTest.cpp - the tuning database and the config choice -------===//
+#include "TestSupport.h"
+
+#include "attnc/runtime/TuningDb.h"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+using namespace attnc;
+using attnc::test::TempDir;
+
+namespace {
+KernelSpec spec128() {
+  KernelSpec s;
+  s.heads = 16;
+  s.kvHeads = 16;
+  s.headDim = 128;
+  s.arch = "sm_90a";
+  return s;
+}
+
+TuningRecord rec(const KernelSpec &s, const std::string &bucket, int64_t blockN,
+                 double ms) {
+  TuningRecord r;
+  r.gpu = "NVIDIA H200";
+  r.arch = s.arch;
+  r.spec = untunedSpecKey(s);
+  r.bucket = bucket;
+  r.tuning.blockM = 64;
+  r.tuning.blockN = blockN;
+  r.ms = ms;
+  r.tflops = 100.0 / ms;
+  return r;
+}
+} // namespace
+
+TEST_CASE("problem sizes fall into power-of-two buckets", "[tuning]") {
+  CHECK(problemBucket({1, 1, 100}) == "decode kv<=1024");
+  CHECK(problemBucket({1, 16, 1024}) == "decode kv<=1024");
+  CHECK(problemBucket({1, 17, 1025}) == "prefill kv<=2048");
+  CHECK(problemBucket({4, 4096, 4096}) == "prefill kv<=4096");
+  CHECK(problemBucket({1, 4096, 131072}) == "prefill kv<=131072");
+  CHECK(problemBucket({1, 1, 131073}) == "decode kv>131072");
+}
+
+TEST_CASE("the tuning is not part of the record key", "[tuning]") {
+  KernelSpec a = spec128(), b = spec128();
+  b.tuning.blockN = 32;
+  CHECK(untunedSpecKey(a) == untunedSpecKey(b));
+  b.causal = true;
+  CHECK(untunedSpecKey(a) != untunedSpecKey(b));
+}
+
+TEST_CASE("records keep the faster entry; merge takes the faster per key",
+          "[tuning]") {
+  KernelSpec s = spec128();
+  TuningDb db;
+  db.record(rec(s, "prefill kv<=4096", 64, 2.0));
+  db.record(rec(s, "prefill kv<=4096", 32, 3.0)); // slower: ignored
+  REQUIRE(db.size() == 1);
+  CHECK(db.find("NVIDIA H200", "sm_90a", untunedSpecKey(s), "prefill kv<=4096")
+            ->tuning.blockN == 64);
+
+  TuningDb other;
+  other.record(rec(s, "prefill kv<=4096", 128, 1.5)); // faster: wins
+  other.record(rec(s, "prefill kv<=16384", 32, 9.0)); // new bucket
+  db.merge(other);
+  CHECK(db.size() == 2);
+  CHECK(db.find("NVIDIA H200", "sm_90a", untunedSpecKey(s), "prefill kv<=4096")
+            ->tuning.blockN == 128);
+  CHECK(db.find("NVIDIA H100", "sm_90a", untunedSpecKey(s),
+                "prefill kv<=4096") == nullptr);
+}
+
+TEST_CASE("the database round-trips through its file", "[tuning]") {
+  KernelSpec s = spec128();
+  TuningDb db;
+  db.record(rec(s, "prefill kv<=4096", 64, 2.25));
+  db.record(rec(s, "decode kv<=1024", 32, 0.5));
+  TempDir dir;
+  std::string path = dir.path() + "/tuning.json";
+  REQUIRE(db.save(path).isOk());
+  Result<TuningDb> back = TuningDb::load(path);
+  REQUIRE(back.isOk());
+  CHECK(back->serialize() == db.serialize());
+  const TuningRecord *r =
+      back->find("NVIDIA H200", "sm_90a", untunedSpecKey(s), "decode kv<=1024");
+  REQUIRE(r);
+  CHECK(r->tuning.blockN == 32);
+  CHECK(r->ms == 0.5);
+}
+
+TEST_CASE("malformed databases are rejected with the place", "[tuning]") {
+  auto bad = [](const char *text) {
+    Result<TuningDb> r = TuningDb::parse(text, "db");
+    REQUIRE_FALSE(r.isOk());
+    return r.status().message();
+  };
+  CHECK_THAT(bad("{\"version\": 2, \"records\": []}"),
+             Catch::Contains("version 2 is not supported"));
+  CHECK_THAT(bad("{\"version\": 1}"), Catch::Contains("records"));
+  CHECK_THAT(bad("{\"version\": 1, \"records\": [{\"gpu\": \"x\", \"arch\": "
+                 "\"sm_90a\", \"spec\": \"s\", \"bucket\": \"b\", \"ms\": 1, "
+                 "\"tuning\": {\"block_q\": 64}}]}"),
+             Catch::Contains("db.records[0].tuning"));
+  CHECK_THAT(bad("{\"version\": 1, \"records\": [{\"gpu\": \"x\", \"arch\": "
+                 "\"sm_90a\", \"spec\": \"s\", \"bucket\": \"b\", \"ms\": 0, "
+                 "\"tuning\": {}}]}"),
+             Catch::Contains("positive time"));
+  CHECK_FALSE(TuningDb::load("/nonexistent/tuning.json").isOk());
+}
+
+TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
+          "[tuning]") {
+  KernelSpec s = spec128();
+  TuningDb db;
+  db.record(rec(s, "prefill kv<=4096", 32, 2.0));
+
+  TuningChoice hit = chooseTuning(&db, "NVIDIA H200", s, {4, 4096, 4096});
+  CHECK(hit.fromDatabase);
+  CHECK(hit.tuning.blockN == 32);
+  CHECK_THAT(hit.why, Catch::Contains("prefill kv<=4096"));
+
+  TuningChoice other = chooseTuning(&db, "NVIDIA H200", s, {1, 16384, 16384});
+  CHECK_FALSE(other.fromDatabase);
+  CHECK(other.tuning.blockM == 64);
+  CHECK(other.tuning.blockN == 64);
+  CHECK_THAT(other.why, Catch::Contains("no database entry"));
+
+  KernelSpec d256 = s;
+  d256.headDim = 256;
+  CHECK(chooseTuning(nullptr, "NVIDIA H200", d256, {1, 4096, 4096})
+            .tuning.blockN == 32);
+
+  KernelSpec pinned = s;
+  pinned.tuning.blockN = 16;
+  TuningChoice own = chooseTuning(&db, "NVIDIA H200", pinned, {4, 4096, 4096});
+  CHECK(own.tuning.blockN == 16);
+  CHECK(own.why == "the spec names its tuning");
+}
