@@ -134,12 +134,29 @@ int64_t elementSize(const KernelSpec &spec) {
   return 2;
 }
 
+Json tuningToJson(const TuningConfig &tuning) {
+  Json out = Json::object();
+  out.set("block_m", tuning.blockM);
+  out.set("block_n", tuning.blockN);
+  out.set("stages", tuning.stages);
+  out.set("warps", tuning.warps);
+  return out;
+}
+
+Result<TuningConfig> tuningFromJson(const Json &value,
+                                    const std::string &where) {
+  TuningConfig tuning;
+  JsonObjectReader reader(value, where);
+  reader.getInt("block_m", tuning.blockM, false);
+  reader.getInt("block_n", tuning.blockN, false);
+  reader.getInt("stages", tuning.stages, false);
+  reader.getInt("warps", tuning.warps, false);
+  ATTNC_RETURN_IF_ERROR(reader.finish());
+  return tuning;
+}
+
 Json specToJson(const KernelSpec &spec) {
-  Json tuning = Json::object();
-  tuning.set("block_m", spec.tuning.blockM);
-  tuning.set("block_n", spec.tuning.blockN);
-  tuning.set("stages", spec.tuning.stages);
-  tuning.set("warps", spec.tuning.warps);
+  Json tuning = tuningToJson(spec.tuning);
 
   Json out = Json::object();
   out.set("op", spec.op);
@@ -187,12 +204,8 @@ Result<KernelSpec> specFromJson(const Json &value, const std::string &where) {
   reader.getString("custom_ir", spec.customIr, false);
   if (const Json *tuning =
           reader.getValue("tuning", Json::Kind::Object, false)) {
-    JsonObjectReader tuningReader(*tuning, where + ".tuning");
-    tuningReader.getInt("block_m", spec.tuning.blockM, false);
-    tuningReader.getInt("block_n", spec.tuning.blockN, false);
-    tuningReader.getInt("stages", spec.tuning.stages, false);
-    tuningReader.getInt("warps", spec.tuning.warps, false);
-    ATTNC_RETURN_IF_ERROR(tuningReader.finish());
+    ATTNC_ASSIGN_OR_RETURN(spec.tuning,
+                           tuningFromJson(*tuning, where + ".tuning"));
   }
   ATTNC_RETURN_IF_ERROR(reader.finish());
   Status valid = validateSpec(spec);

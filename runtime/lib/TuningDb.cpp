@@ -58,17 +58,12 @@ void TuningDb::merge(const TuningDb &other) {
 std::string TuningDb::serialize() const {
   Json records = Json::array();
   for (const auto &[key, r] : records_) {
-    Json tuning = Json::object();
-    tuning.set("block_m", r.tuning.blockM);
-    tuning.set("block_n", r.tuning.blockN);
-    tuning.set("stages", r.tuning.stages);
-    tuning.set("warps", r.tuning.warps);
     Json item = Json::object();
     item.set("gpu", r.gpu);
     item.set("arch", r.arch);
     item.set("spec", r.spec);
     item.set("bucket", r.bucket);
-    item.set("tuning", std::move(tuning));
+    item.set("tuning", tuningToJson(r.tuning));
     item.set("ms", r.ms);
     item.set("tflops", r.tflops);
     records.push(std::move(item));
@@ -105,12 +100,7 @@ Result<TuningDb> TuningDb::parse(std::string_view json,
     item.getNumber("tflops", r.tflops, false);
     const Json *tuning = item.getValue("tuning", Json::Kind::Object, true);
     ATTNC_RETURN_IF_ERROR(item.finish());
-    JsonObjectReader t(*tuning, at + ".tuning");
-    t.getInt("block_m", r.tuning.blockM, false);
-    t.getInt("block_n", r.tuning.blockN, false);
-    t.getInt("stages", r.tuning.stages, false);
-    t.getInt("warps", r.tuning.warps, false);
-    ATTNC_RETURN_IF_ERROR(t.finish());
+    ATTNC_ASSIGN_OR_RETURN(r.tuning, tuningFromJson(*tuning, at + ".tuning"));
     if (!(r.ms > 0))
       return Status(ErrorCode::ParseError,
                     at + ".ms: expected a positive time in milliseconds");
