@@ -9,8 +9,8 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Target/Host/HostJIT.h"
-#include "templates/HostHalf.h"
 #include "templates/ReferenceAttention.h"
+#include "tests/common/AttentionCheck.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -43,35 +43,23 @@ uint64_t seedFromEnvOrClock() {
 
 struct Tensor {
   std::vector<uint16_t> data;
-  int64_t sb, sh, ss; // element strides of the logical [B, H, S, D] view
+  std::array<int64_t, 4> strides; // of the logical [B, H, S, D] view
+  int64_t sb() const { return strides[0]; }
+  int64_t sh() const { return strides[1]; }
+  int64_t ss() const { return strides[2]; }
 };
 
 /// A [B, H, S, D] tensor laid out as BSHD or BHSD.
 Tensor makeTensor(int b, int h, int s, int d, bool bshd) {
-  Tensor t;
-  t.data.resize(size_t(b) * h * s * d);
-  if (bshd) {
-    t.ss = int64_t(h) * d;
-    t.sh = d;
-    t.sb = int64_t(s) * h * d;
-  } else {
-    t.ss = d;
-    t.sh = int64_t(s) * d;
-    t.sb = int64_t(h) * s * d;
-  }
-  return t;
+  return {std::vector<uint16_t>(size_t(b) * h * s * d),
+          test::attentionStrides(h, s, d, bshd)};
 }
 
 void runCase(const Case &c, std::mt19937_64 &rng) {
   INFO("case: " << c.name);
   const AttentionConfig &cfg = c.config;
   bool bf16 = cfg.dtype == "bf16";
-  auto toBits = [&](float x) {
-    return bf16 ? templates::floatToBf16Bits(x) : templates::floatToHalfBits(x);
-  };
-  auto toFloat = [&](uint16_t x) {
-    return bf16 ? templates::bf16BitsToFloat(x) : templates::halfBitsToFloat(x);
-  };
+  auto toBits = [&](float x) { return test::toHalfBits(bf16, x); };
 
   // Compile: attn -> tile -> host.
   mlir::DialectRegistry registry;
@@ -104,10 +92,11 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   std::vector<float> lse(size_t(c.batch) * hq * c.seqQ,
                          std::numeric_limits<float>::quiet_NaN());
 
-  const int64_t scalars[17] = {
-      c.batch, c.seqQ, c.seqKV, q.sb, q.sh, q.ss, k.sb, k.sh,
-      k.ss,    v.sb,   v.sh,    v.ss, o.sb, o.sh, o.ss, int64_t(hq) * c.seqQ,
-      c.seqQ};
+  const int64_t scalars[17] = {c.batch, c.seqQ, c.seqKV, q.sb(),
+                               q.sh(),  q.ss(), k.sb(),  k.sh(),
+                               k.ss(),  v.sb(), v.sh(),  v.ss(),
+                               o.sb(),  o.sh(), o.ss(),  int64_t(hq) * c.seqQ,
+                               c.seqQ};
   (*kernel)->runAttentionFwd(q.data.data(), k.data.data(), v.data.data(),
                              o.data.data(), lse.data(), scalars);
 
@@ -125,44 +114,22 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   p.windowLeft = int(cfg.windowLeft.value_or(-1));
   p.windowRight = int(cfg.windowRight.value_or(-1));
   std::vector<double> refO(o.data.size()), refLse(lse.size());
-  auto toDouble = [&](uint16_t x) { return double(toFloat(x)); };
-  templates::referenceAttention(
-      p, q.data.data(), {q.sb, q.sh, q.ss}, k.data.data(), {k.sb, k.sh, k.ss},
-      v.data.data(), {v.sb, v.sh, v.ss}, toDouble, refO.data(), refLse.data());
+  auto toDouble = [&](uint16_t x) {
+    return double(test::fromHalfBits(bf16, x));
+  };
+  templates::referenceAttention(p, q.data.data(), {q.sb(), q.sh(), q.ss()},
+                                k.data.data(), {k.sb(), k.sh(), k.ss()},
+                                v.data.data(), {v.sb(), v.sh(), v.ss()},
+                                toDouble, refO.data(), refLse.data());
 
-  double errSq = 0, refSq = 0, lseErr = 0;
-  int masked = 0, nonFinite = 0;
-  for (int b = 0; b < c.batch; ++b)
-    for (int h = 0; h < hq; ++h)
-      for (int i = 0; i < c.seqQ; ++i) {
-        int64_t row = (int64_t(b) * hq + h) * c.seqQ + i;
-        float got = lse[row];
-        double want = refLse[row];
-        if (std::isinf(want)) {
-          ++masked;
-          CHECK(std::isinf(got));
-          CHECK(got < 0);
-        } else {
-          nonFinite += !std::isfinite(got);
-          lseErr = std::max(lseErr, std::abs(got - want) /
-                                        std::max(1.0, std::abs(want)));
-        }
-        for (int x = 0; x < d; ++x) {
-          float g = toFloat(o.data[b * o.sb + h * o.sh + i * o.ss + x]);
-          double r = refO[row * d + x];
-          nonFinite += !std::isfinite(g);
-          if (std::isinf(want))
-            CHECK(g == 0.0f); // fully masked row: O = 0 exactly
-          errSq += (g - r) * (g - r);
-          refSq += r * r;
-        }
-      }
-  double relL2 = std::sqrt(errSq / std::max(refSq, 1e-300));
-  std::cout << "  " << c.name << ": rel L2 " << relL2 << ", max LSE err "
-            << lseErr << ", fully masked rows " << masked << "\n";
-  CHECK(nonFinite == 0);
-  CHECK(relL2 <= 1e-2);
-  CHECK(lseErr <= 1e-3);
+  test::AttentionComparison cmp = test::compareAttention(
+      bf16, o.data, o.strides, lse, refO, refLse, c.batch, hq, c.seqQ, d);
+  std::cout << "  " << c.name << ": rel L2 " << cmp.relL2 << ", max LSE err "
+            << cmp.lseErr << ", fully masked rows " << cmp.maskedRows << "\n";
+  CHECK(cmp.maskedWrong == 0); // fully masked rows: O = 0, LSE = -inf
+  CHECK(cmp.nonFinite == 0);
+  CHECK(cmp.relL2 <= 1e-2);
+  CHECK(cmp.lseErr <= 1e-3);
 }
 
 AttentionConfig config(int hq, int hkv, int d, const char *dtype) {

@@ -13,8 +13,8 @@
 #include "attnc/runtime/Context.h"
 #include "attnc/runtime/Driver.h"
 #include "attnc/runtime/Spec.h"
-#include "templates/HostHalf.h"
 #include "templates/ReferenceAttention.h"
+#include "tests/common/AttentionCheck.h"
 
 #include <algorithm>
 #include <chrono>
@@ -144,19 +144,8 @@ struct DeviceBuffer {
   ~DeviceBuffer() { api->cuMemFree(ptr); }
 };
 
-/// Element strides of a logical [B, H, S, D] tensor laid out BSHD or BHSD.
-std::array<int64_t, 4> strides(int h, int s, int d, bool bshd) {
-  if (bshd)
-    return {int64_t(s) * h * d, d, int64_t(h) * d, 1};
-  return {int64_t(h) * s * d, int64_t(s) * d, d, 1};
-}
-
-struct Run {
-  double relL2 = 0, lseErr = 0;
-  int nonFinite = 0, maskedRows = 0, maskedWrong = 0;
-};
-
-Run runCase(Context &ctx, const Case &c, std::mt19937_64 &rng) {
+test::AttentionComparison runCase(Context &ctx, const Case &c,
+                                  std::mt19937_64 &rng) {
   const DriverApi *api = &ctx.driver();
   auto kernel = ctx.getKernel(c.spec);
   if (!kernel.isOk()) {
@@ -165,12 +154,7 @@ Run runCase(Context &ctx, const Case &c, std::mt19937_64 &rng) {
   }
   const KernelSpec &s = c.spec;
   bool bf16 = s.dtype == "bf16";
-  auto toBits = [&](float x) {
-    return bf16 ? templates::floatToBf16Bits(x) : templates::floatToHalfBits(x);
-  };
-  auto toFloat = [&](uint16_t x) {
-    return bf16 ? templates::bf16BitsToFloat(x) : templates::halfBitsToFloat(x);
-  };
+  auto toBits = [&](float x) { return test::toHalfBits(bf16, x); };
   int hq = s.heads, hkv = s.kvHeads, d = s.headDim;
   size_t nq = size_t(c.batch) * hq * c.seqQ * d;
   size_t nkv = size_t(c.batch) * hkv * c.seqKV * d;
@@ -193,8 +177,8 @@ Run runCase(Context &ctx, const Case &c, std::mt19937_64 &rng) {
   CHECK_CU(api->cuMemsetD8(dout.ptr, 0xFF, nq * 2));
   CHECK_CU(api->cuMemsetD8(dlse.ptr, 0xFF, lse.size() * 4));
 
-  auto qs = strides(hq, c.seqQ, d, c.bshd);
-  auto kvs = strides(hkv, c.seqKV, d, c.bshd);
+  auto qs = test::attentionStrides(hq, c.seqQ, d, c.bshd);
+  auto kvs = test::attentionStrides(hkv, c.seqKV, d, c.bshd);
   AttentionArgs args;
   args.q = {reinterpret_cast<void *>(dq.ptr), {c.batch, hq, c.seqQ, d}, qs};
   args.k = {reinterpret_cast<void *>(dk.ptr), {c.batch, hkv, c.seqKV, d}, kvs};
@@ -225,38 +209,14 @@ Run runCase(Context &ctx, const Case &c, std::mt19937_64 &rng) {
   p.windowLeft = int(s.windowLeft);
   p.windowRight = int(s.windowRight);
   std::vector<double> refO(nq), refLse(lse.size());
-  auto toDouble = [&](uint16_t x) { return double(toFloat(x)); };
+  auto toDouble = [&](uint16_t x) {
+    return double(test::fromHalfBits(bf16, x));
+  };
   templates::referenceAttention(
       p, q.data(), {qs[0], qs[1], qs[2]}, k.data(), {kvs[0], kvs[1], kvs[2]},
       v.data(), {kvs[0], kvs[1], kvs[2]}, toDouble, refO.data(), refLse.data());
-  Run r;
-  double errSq = 0, refSq = 0;
-  for (int b = 0; b < c.batch; ++b)
-    for (int h = 0; h < hq; ++h)
-      for (int i = 0; i < c.seqQ; ++i) {
-        int64_t row = (int64_t(b) * hq + h) * c.seqQ + i;
-        bool masked = std::isinf(refLse[row]);
-        r.maskedRows += masked;
-        if (masked)
-          r.maskedWrong += !(std::isinf(lse[row]) && lse[row] < 0);
-        else if (!std::isfinite(lse[row]))
-          ++r.nonFinite;
-        else
-          r.lseErr =
-              std::max(r.lseErr, std::abs(lse[row] - refLse[row]) /
-                                     std::max(1.0, std::abs(refLse[row])));
-        for (int x = 0; x < d; ++x) {
-          float g = toFloat(o[b * qs[0] + h * qs[1] + i * qs[2] + x]);
-          double ref = refO[row * d + x];
-          r.nonFinite += !std::isfinite(g);
-          if (masked)
-            r.maskedWrong += g != 0.0f;
-          errSq += (g - ref) * (g - ref);
-          refSq += ref * ref;
-        }
-      }
-  r.relL2 = std::sqrt(errSq / std::max(refSq, 1e-300));
-  return r;
+  return test::compareAttention(bf16, o, qs, lse, refO, refLse, c.batch, hq,
+                                c.seqQ, d);
 }
 
 double timeCase(Context &ctx, const Case &c, int reps) {
@@ -280,7 +240,7 @@ double timeCase(Context &ctx, const Case &c, int reps) {
   DeviceBuffer dq(api, n * 2), dk(api, n * 2), dv(api, n * 2), dout(api, n * 2);
   for (auto *buf : {&dq, &dk, &dv})
     CHECK_CU(api->cuMemcpyHtoD(buf->ptr, host.data(), n * 2));
-  auto st = strides(hq, c.seqQ, d, c.bshd);
+  auto st = test::attentionStrides(hq, c.seqQ, d, c.bshd);
   AttentionArgs args;
   args.q = {reinterpret_cast<void *>(dq.ptr), {c.batch, hq, c.seqQ, d}, st};
   args.k = {reinterpret_cast<void *>(dk.ptr), {c.batch, hq, c.seqKV, d}, st};
@@ -375,9 +335,8 @@ int main(int argc, char **argv) {
   std::mt19937_64 rng(seed);
   int passed = 0, failed = 0;
   for (const Case &c : correctnessCases()) {
-    Run r = runCase(**ctx, c, rng);
-    bool ok = r.relL2 <= 1e-2 && r.lseErr <= 1e-3 && r.nonFinite == 0 &&
-              r.maskedWrong == 0;
+    test::AttentionComparison r = runCase(**ctx, c, rng);
+    bool ok = r.ok(1e-2, 1e-3);
     std::printf("%s %-48s rel L2 %.2e  LSE err %.2e  masked rows %d  "
                 "non-finite %d  masked wrong %d\n",
                 ok ? "PASS" : "FAIL", c.name, r.relL2, r.lseErr, r.maskedRows,
