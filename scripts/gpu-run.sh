@@ -9,9 +9,14 @@ out=${OUT:-out/gpu}
 mkdir -p "$out"
 stage=.gpu
 status=0
+# ATTNC_GPU_STEPS="a b ..." runs only the named steps (default: all).
 step() { # name, command...
   local name=$1
   shift
+  if [ -n "${ATTNC_GPU_STEPS:-}" ] && [[ " $ATTNC_GPU_STEPS " != *" $name "* ]]; then
+    echo "=== $name: not selected"
+    return
+  fi
   echo "=== $name: $*"
   "$@" >"$out/$name.log" 2>&1
   local rc=$?

@@ -2,6 +2,7 @@
 #include "compiler/Driver/SpecCompiler.h"
 
 #include "attnc/runtime/Launch.h"
+#include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 #include "compiler/Frontend/BuildAttnIR.h"
 #include "compiler/LaunchABI.h"
 #include "compiler/Pipelines/Pipelines.h"
@@ -66,11 +67,12 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
 
   int64_t headDim = spec.headDim;
   module->walk([&](attn::AttentionOp op) { headDim = op.getHeadDim(); });
-  TileOptions tile = defaultTileOptions(GPUMapping::MMA, headDim,
-                                        spec.tuning.blockM, spec.tuning.blockN);
+  TileOptions tile =
+      defaultTileOptions(GPUMapping::MMA, headDim, spec.tuning.blockM,
+                         spec.tuning.blockN, spec.tuning.warps);
   PassManager pm(&ctx);
   buildTilePipeline(pm, tile);
-  buildMMAPipeline(pm);
+  buildMMAPipeline(pm, tile);
   if (failed(pm.run(*module)))
     return fail("lowering failed");
   FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
@@ -82,10 +84,14 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   KernelMetadata &meta = out.meta;
   meta.entry = "attention_fwd";
   meta.arch = spec.arch;
-  meta.block = {2 * tile.blockM, 1, 1}; // one warp per 16 query rows
+  std::optional<gpu_emit::KernelLaunchInfo> info =
+      gpu_emit::launchInfo(*module, meta.entry);
+  if (!info)
+    return fail("the mapping recorded no launch geometry");
+  meta.block = {info->threads, 1, 1};
   meta.gridRule = kAttentionFwdRule;
   meta.blockM = tile.blockM;
-  meta.dynamicSmem = 0; // K/V staging buffers are static shared memory
+  meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers
   meta.params = attentionFwdV1Params();
   return out;
 }

@@ -19,7 +19,7 @@ using namespace mlir;
 
 attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
                                              int64_t headDim, int64_t blockM,
-                                             int64_t blockN) {
+                                             int64_t blockN, int64_t warps) {
   TileOptions t;
   if (mapping == GPUMapping::SIMT) {
     t.blockM = 64;
@@ -30,11 +30,17 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
     TuningConfig h = heuristicTuning(spec);
     t.blockM = h.blockM;
     t.blockN = h.blockN;
+    if (!warps && !blockM && h.warps)
+      warps = h.warps;
   }
   if (blockM > 0)
     t.blockM = blockM;
   if (blockN > 0)
     t.blockN = blockN;
+  if (mapping == GPUMapping::MMA) {
+    t.rowsPerWarp = warps > 0 ? t.blockM / warps : 16;
+    t.qInSmem = headDim * (t.rowsPerWarp / 16) >= 256;
+  }
   return t;
 }
 
@@ -101,8 +107,11 @@ void attnc::buildSIMTPipeline(OpPassManager &pm) {
   addGPUToNVVM(pm);
 }
 
-void attnc::buildMMAPipeline(OpPassManager &pm) {
-  pm.addPass(createMapTileToMMA());
+void attnc::buildMMAPipeline(OpPassManager &pm, const TileOptions &options) {
+  MapTileToMMAOptions mma;
+  mma.rowsPerWarp = options.rowsPerWarp;
+  mma.qInSharedMemory = options.qInSmem;
+  pm.addPass(createMapTileToMMA(mma));
   addGPUToNVVM(pm);
 }
 

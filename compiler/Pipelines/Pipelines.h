@@ -11,16 +11,23 @@ namespace attnc {
 struct TileOptions {
   int64_t blockM = 64;
   int64_t blockN = 64;
+  // mma.sync mapping: query rows per warp (16 or 32) and whether Q is
+  // staged in shared memory rather than held in registers.
+  int64_t rowsPerWarp = 16;
+  bool qInSmem = false;
 };
 
 /// The GPU mapping a kernel is lowered with.
 enum class GPUMapping { MMA, SIMT };
 
-/// Tile sizes for a mapping and head dim, with any nonzero request kept.
-/// mma.sync: the runtime's heuristicTuning (TuningDb.h). SIMT: 64 rows
+/// Tile sizes for a mapping and head dim, with any nonzero request kept
+/// (`warps` sets rows per warp = block_m / warps). mma.sync: the runtime's
+/// heuristicTuning (TuningDb.h); Q goes to shared memory where registers
+/// would not hold it (head dim x m16 tiles per warp >= 256). SIMT: 64 rows
 /// (threads) and 32 keys, to bound the per-thread registers.
 TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim,
-                               int64_t blockM = 0, int64_t blockN = 0);
+                               int64_t blockM = 0, int64_t blockN = 0,
+                               int64_t warps = 0);
 
 /// attn (graph level) -> tile (kernel level).
 void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);
@@ -37,7 +44,8 @@ void buildSIMTPipeline(mlir::OpPassManager &pm);
 
 /// tile -> NVVM for sm_80+ through the mma.sync m16n8k16 mapping (tensor
 /// cores; FlashAttention-2's register layout).
-void buildMMAPipeline(mlir::OpPassManager &pm);
+void buildMMAPipeline(mlir::OpPassManager &pm,
+                      const TileOptions &options = {});
 
 /// Registers the pipelines as attnc-opt options (-attnc-host-pipeline, ...).
 void registerPipelines();

@@ -75,11 +75,21 @@ def MapTileToSIMT : Pass<"attnc-map-tile-to-simt", "mlir::ModuleOp"> {
 def MapTileToMMA : Pass<"attnc-map-tile-to-mma", "mlir::ModuleOp"> {
   let summary = "Map tile kernels onto warps with mma.sync m16n8k16 (sm_80+)";
   let description = [{
-    The tensor-core mapping: each warp owns 16 query rows; Q, S, P and the
-    accumulator live in registers in mma.sync's fragment layouts; P is
-    reused as the A operand of P·V without leaving registers; K and V tiles
-    are staged in padded shared memory. Block: 2 · block_m threads.
+    The tensor-core mapping: each warp owns 16 or 32 query rows (one or two
+    m16 tiles: with two, every K/V fragment read from shared memory feeds
+    two independent mma chains); S, P and the accumulator live in registers
+    in mma.sync's fragment layouts; P is reused as the A operand of P·V
+    without leaving registers; K and V tiles are staged in padded shared
+    memory, and Q too with q-in-smem (its fragments are then read with
+    ldmatrix at each use, which frees 4·head_dim/16 registers per m16 tile).
+    Block: 32 · block_m / rows-per-warp threads.
   }];
+  let options = [
+    Option<"rowsPerWarp", "rows-per-warp", "int64_t", /*default=*/"16",
+           "Query rows per warp: 16 or 32">,
+    Option<"qInSharedMemory", "q-in-smem", "bool", /*default=*/"false",
+           "Stage Q in shared memory instead of registers">,
+  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",

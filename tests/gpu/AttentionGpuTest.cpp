@@ -98,16 +98,50 @@ std::vector<Case> correctnessCases() {
   c.spec.tuning.blockM = 128;
   c.spec.tuning.blockN = 32;
   cs.push_back(c);
+  // 32 query rows per warp (two m16 tiles; Q staged in shared memory at
+  // D >= 128), with odd lengths, Sq != Skv and masked rows.
+  c = {"128x64 tiles, 4 warps (32 rows/warp, Q in smem), D128 causal, "
+       "Sq=1000 Skv=1037",
+       spec(8, 2, 128, "bf16"),
+       2,
+       1000,
+       1037,
+       true};
+  c.spec.causal = true;
+  c.spec.tuning = {128, 64, 0, 4};
+  cs.push_back(c);
+  c = {"128x64 tiles, 4 warps, D64 fp16 window (64,16), S=777",
+       spec(4, 4, 64, "fp16"),
+       2,
+       777,
+       777,
+       true};
+  c.spec.windowLeft = 64;
+  c.spec.windowRight = 16;
+  c.spec.tuning = {128, 64, 0, 4};
+  cs.push_back(c);
+  c = {"64x64 tiles, 2 warps, D128 causal, Sq=300 > Skv=200 (masked rows)",
+       spec(2, 2, 128, "bf16"),
+       1,
+       300,
+       200,
+       true};
+  c.spec.causal = true;
+  c.spec.tuning = {64, 64, 0, 2};
+  cs.push_back(c);
   return cs;
 }
 
 std::vector<Case> benchCases() {
   // PEERS.md cells at D = 128: B*S = 16k tokens, H = 2048 / D = 16; the
-  // default tiles (64 x 64) and two tuned shapes, compared in one run.
+  // default tiles and tuned shapes (16 or 32 query rows per warp),
+  // compared in one run.
   std::vector<Case> cs;
-  const std::tuple<int, int, const char *> tiles[] = {
-      {0, 0, "64x64"}, {128, 64, "128x64"}, {128, 32, "128x32"}};
-  for (auto [bm, bn, name] : tiles)
+  const std::tuple<int, int, int, const char *> tiles[] = {
+      {0, 0, 0, "default"},      {128, 64, 4, "128x64 w4"},
+      {128, 32, 4, "128x32 w4"}, {64, 64, 2, "64x64 w2"},
+      {128, 64, 8, "128x64 w8"}};
+  for (auto [bm, bn, warps, name] : tiles)
     for (bool causal : {false, true}) {
       Case c{causal ? "D128 S4k causal" : "D128 S4k",
              spec(16, 16, 128, "bf16"),
@@ -119,6 +153,7 @@ std::vector<Case> benchCases() {
       c.spec.hasLse = false;
       c.spec.tuning.blockM = bm;
       c.spec.tuning.blockN = bn;
+      c.spec.tuning.warps = warps;
       c.tiles = name;
       cs.push_back(c);
     }

@@ -2,7 +2,7 @@
 //
 //   attnc-bench [--bundle DIR] [--heads 32 --kv-heads 8 --head-dim 128
 //               --dtype bf16 --causal --batch 1 --seq-len 4096 --arch sm_90a]
-//               [--block-m M --block-n N] [--baseline unfused] [--reps 20]
+//               [--block-m M --block-n N --warps W] [--baseline unfused] [--reps 20]
 //
 // Loads attnc's fused attention for the spec from the cache (or a bundle),
 // times it with CUDA events (median after warm-up), and with `--baseline
@@ -100,6 +100,8 @@ Options parse(int argc, char **argv) {
       o.spec.tuning.blockM = integer();
     else if (a == "--block-n")
       o.spec.tuning.blockN = integer();
+    else if (a == "--warps")
+      o.spec.tuning.warps = integer();
     else
       die("unknown argument '" + a + "' (see the header of attnc-bench.cpp)");
   }

@@ -30,6 +30,7 @@ struct EmitOptions {
   std::string mapping = "mma";
   int64_t blockM = 0; // 0: the mapping's default for the head dim
   int64_t blockN = 0;
+  int64_t warps = 0; // 0: one warp per 16 query rows (mma)
 };
 
 void addEmitCommand(CLI::App &app, EmitOptions &opts);

@@ -76,6 +76,10 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
       ->check(CLI::PositiveNumber);
   emit->add_option("--block-n", o.blockN, "Keys per KV tile")
       ->check(CLI::PositiveNumber);
+  emit->add_option("--warps", o.warps,
+                   "Warps per program (mma: block_m / warps = 16 or 32 query "
+                   "rows per warp)")
+      ->check(CLI::PositiveNumber);
 }
 
 /// Parses "L,R" into the config's window; false on malformed text.
@@ -158,11 +162,11 @@ int runEmit(EmitOptions &o) {
     ctx.disableMultithreading();
     pm.enableIRPrinting();
   }
+  TileOptions tile = defaultTileOptions(
+      o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
+      headDimOf(*module), o.blockM, o.blockN, o.warps);
   if (o.stage != "attn")
-    buildTilePipeline(
-        pm, defaultTileOptions(o.mapping == "simt" ? GPUMapping::SIMT
-                                                   : GPUMapping::MMA,
-                               headDimOf(*module), o.blockM, o.blockN));
+    buildTilePipeline(pm, tile);
   if (o.stage == "llvm" || o.stage == "ptx") {
     // sm_90a's wgmma mapping does not exist yet: both targets take the
     // sm_80+ mma.sync mapping unless the SIMT baseline is asked for.
@@ -175,9 +179,11 @@ int runEmit(EmitOptions &o) {
     } else {
       fmt::print(stderr,
                  "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "
-                 "cores; no wgmma/TMA yet)\n",
-                 o.arch);
-      buildMMAPipeline(pm);
+                 "cores; no wgmma/TMA yet), {}x{} tiles, {} rows per warp, "
+                 "Q in {}\n",
+                 o.arch, tile.blockM, tile.blockN, tile.rowsPerWarp,
+                 tile.qInSmem ? "shared memory" : "registers");
+      buildMMAPipeline(pm, tile);
     }
   }
   if (failed(pm.run(*module)))

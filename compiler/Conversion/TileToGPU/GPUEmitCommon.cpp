@@ -224,9 +224,10 @@ Value gpu_emit::tileNeedsMasks(OpBuilder &b, Location loc, tile::ScoreOp op,
 }
 
 LogicalResult gpu_emit::mapKernelsToGPU(
-    ModuleOp module, int64_t rowPad,
+    ModuleOp module, int64_t rowPad, bool stageRowOwned,
     function_ref<int64_t(tile::LaunchAttr)> threads,
-    function_ref<LogicalResult(func::FuncOp, gpu::GPUFuncOp, tile::LaunchAttr)>
+    function_ref<LogicalResult(func::FuncOp, gpu::GPUFuncOp, tile::LaunchAttr,
+                               ArrayRef<Value>)>
         emit) {
   MLIRContext *ctx = module.getContext();
   SmallVector<func::FuncOp> kernels;
@@ -241,29 +242,69 @@ LogicalResult gpu_emit::mapKernelsToGPU(
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   b.getUnitAttr());
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  SmallVector<NamedAttribute> infos;
   for (func::FuncOp kernel : kernels) {
     auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
-    SmallVector<Type> buffers; // staged tiles, in kernel order
+    SmallVector<MemRefType> bufferTypes; // staged tiles, in kernel order
     kernel.walk([&](tile::LoadOp load) {
-      if (isRowOwnedLoad(load))
+      if (isRowOwnedLoad(load) && !stageRowOwned)
         return;
       auto t = load.getResult().getType();
-      buffers.push_back(
+      bufferTypes.push_back(
           MemRefType::get({t.getDimSize(0), t.getDimSize(1) + rowPad},
                           t.getElementType(), nullptr, wg));
     });
     b.setInsertionPointToEnd(gpuModule.getBody());
     auto gpuFunc = gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
-                                          kernel.getFunctionType(), buffers);
+                                          kernel.getFunctionType());
     gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    int64_t blockThreads = threads(launch);
     gpuFunc.setKnownBlockSizeAttr(
-        b.getDenseI32ArrayAttr({int32_t(threads(launch)), 1, 1}));
+        b.getDenseI32ArrayAttr({int32_t(blockThreads), 1, 1}));
     gpuFunc->setAttr("tile.launch", launch);
     if (auto args = kernel.getArgAttrs())
       gpuFunc.setAllArgAttrs(*args);
-    if (failed(emit(kernel, gpuFunc, launch)))
+    // The buffers are views into the dynamic shared memory, each starting on
+    // a 128-byte boundary.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&gpuFunc.getBody().front());
+    Location loc = kernel.getLoc();
+    SmallVector<Value> buffers;
+    int64_t bytes = 0;
+    if (!bufferTypes.empty()) {
+      Value base = gpu::DynamicSharedMemoryOp::create(
+          b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                                  nullptr, wg));
+      for (MemRefType t : bufferTypes) {
+        buffers.push_back(memref::ViewOp::create(
+            b, loc, t, base, indexConst(b, loc, bytes), ValueRange{}));
+        int64_t size = t.getNumElements() *
+                       (t.getElementType().getIntOrFloatBitWidth() / 8);
+        bytes += llvm::alignTo(size, 128);
+      }
+    }
+    infos.push_back(b.getNamedAttr(
+        kernel.getName(),
+        b.getDictionaryAttr(
+            {b.getNamedAttr("threads", b.getI64IntegerAttr(blockThreads)),
+             b.getNamedAttr("dynamic_smem", b.getI64IntegerAttr(bytes))})));
+    if (failed(emit(kernel, gpuFunc, launch, buffers)))
       return failure();
     kernel.erase();
   }
+  module->setAttr("attnc.launch_info", b.getDictionaryAttr(infos));
   return success();
+}
+
+std::optional<gpu_emit::KernelLaunchInfo>
+gpu_emit::launchInfo(ModuleOp module, StringRef kernel) {
+  auto all = module->getAttrOfType<DictionaryAttr>("attnc.launch_info");
+  auto one = all ? all.getAs<DictionaryAttr>(kernel) : DictionaryAttr();
+  if (!one)
+    return std::nullopt;
+  auto threads = one.getAs<IntegerAttr>("threads");
+  auto smem = one.getAs<IntegerAttr>("dynamic_smem");
+  if (!threads || !smem)
+    return std::nullopt;
+  return KernelLaunchInfo{threads.getInt(), smem.getInt()};
 }

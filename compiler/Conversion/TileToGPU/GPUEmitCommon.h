@@ -17,6 +17,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <optional>
+
 namespace attnc::gpu_emit {
 
 inline constexpr float kLog2e = 1.4426950408889634f;
@@ -72,15 +74,31 @@ bool isRowOwnedLoad(attnc::tile::LoadOp load);
 
 /// The frame every GPU mapping shares: moves each tile kernel of `module`
 /// (a func.func with `tile.launch`) into `gpu.module @kernels` as a kernel
-/// gpu.func with the same arguments, one workgroup buffer per staged K/V
-/// tile (rows padded by `rowPad` elements) and `threads(launch)` threads;
-/// `emit` writes its body; the func.func is erased.
+/// gpu.func with the same arguments and `threads(launch)` threads, and
+/// carves one buffer per staged tile (every K/V tile, and the row-owned Q
+/// tile too when `stageRowOwned`; rows padded by `rowPad` elements; kernel
+/// order) out of dynamic shared memory, so a kernel may use more than the
+/// 48 KiB of static shared memory. `emit` writes the body after the
+/// buffers; the func.func is erased. The launch geometry of each kernel is
+/// recorded on the module (see launchInfo).
 mlir::LogicalResult mapKernelsToGPU(
-    mlir::ModuleOp module, int64_t rowPad,
+    mlir::ModuleOp module, int64_t rowPad, bool stageRowOwned,
     llvm::function_ref<int64_t(attnc::tile::LaunchAttr)> threads,
     llvm::function_ref<mlir::LogicalResult(
-        mlir::func::FuncOp, mlir::gpu::GPUFuncOp, attnc::tile::LaunchAttr)>
+        mlir::func::FuncOp, mlir::gpu::GPUFuncOp, attnc::tile::LaunchAttr,
+        llvm::ArrayRef<mlir::Value> buffers)>
         emit);
+
+/// What a launch of a mapped kernel needs: threads per block and bytes of
+/// dynamic shared memory. mapKernelsToGPU records it on the top-level
+/// module (attribute "attnc.launch_info"), where it survives the lowering
+/// of the gpu.module to a binary.
+struct KernelLaunchInfo {
+  int64_t threads = 0;
+  int64_t dynamicSmem = 0;
+};
+std::optional<KernelLaunchInfo> launchInfo(mlir::ModuleOp module,
+                                           llvm::StringRef kernel);
 
 } // namespace attnc::gpu_emit
 

@@ -33,13 +33,13 @@ namespace attnc::gpu_emit {
 template <typename Mapping> class TileEmitter {
 public:
   TileEmitter(mlir::func::FuncOp kernel, mlir::gpu::GPUFuncOp gpuFunc,
-              tile::LaunchAttr launch)
+              tile::LaunchAttr launch, llvm::ArrayRef<mlir::Value> buffers)
       : kernel(kernel), gpuFunc(gpuFunc), launch(launch),
-        b(gpuFunc.getContext()) {}
+        buffers(buffers.begin(), buffers.end()), b(gpuFunc.getContext()) {}
 
   mlir::LogicalResult emit() {
     mlir::Block *entry = &gpuFunc.getBody().front();
-    b.setInsertionPointToStart(entry);
+    b.setInsertionPointToEnd(entry); // after the shared-memory buffers
     map.map(kernel.getArguments(),
             entry->getArguments().take_front(kernel.getNumArguments()));
     self().setUp();
@@ -99,6 +99,8 @@ protected:
   mlir::func::FuncOp kernel;
   mlir::gpu::GPUFuncOp gpuFunc;
   tile::LaunchAttr launch;
+  // Shared-memory buffers of the staged tiles, in kernel order.
+  llvm::SmallVector<mlir::Value> buffers;
   mlir::OpBuilder b;
   mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
   mlir::IRMapping map; // scalar values: tile level -> per thread

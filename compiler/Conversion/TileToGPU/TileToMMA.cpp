@@ -1,8 +1,11 @@
 //===- TileToMMA.cpp - tiles onto warps with mma.sync m16n8k16 ------------===//
 //
 // The tensor-core mapping for sm_80 and later (FlashAttention-2's layout).
-// A program is a thread block of block_m / 16 warps; warp w owns query rows
-// [16w, 16w + 16). Every tile then lives in registers in the fragment
+// A program is a thread block of block_m / R warps; warp w owns query rows
+// [Rw, Rw + R), R = 16·mt for mt m16 tiles per warp (1 or 2: with 2, each
+// K/V fragment read from shared memory feeds two independent mma chains,
+// FlashAttention-2's 128-row, 4-warp shape). Every tile then lives in
+// registers in the fragment
 // layouts of PTX's mma.sync.m16n8k16 (lane = 4·g + t, g = lane / 4,
 // t = lane % 4):
 //   A (16x16):  reg i of vector<4x2xT> = rows (g, g+8, g, g+8)[i], columns
@@ -16,7 +19,10 @@
 // shared memory). Row statistics are reduced over the 4 lanes of a quad
 // with shuffles. K and V tiles are staged in shared memory with padded rows
 // (+8 elements) so that the 8 rows a B fragment reads fall in distinct
-// banks.
+// banks. With q-in-smem, Q is staged the same way and its A fragments are
+// read with ldmatrix at each QKᵀ instead of living in registers.
+// A tile value's registers are indexed [m16 tile][fragment]: A [mt][k16],
+// C [mt][n8], row statistics [mt][2].
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
@@ -55,17 +61,21 @@ constexpr int64_t kRowPad = 8;
 /// The per-thread registers of one tile value.
 struct Frags {
   enum Kind {
-    A,       // [k16 chunk] vector<4x2xT>: an A operand (Q, or P for P·V)
-    C,       // [n8 tile] vector<2x2xf32>: an accumulator (S, P, O)
-    RowStat, // [2] f32: the statistic of rows g and g + 8
-    Staged,  // [0] the shared-memory buffer of a K/V tile
+    A,       // [mt][k16 chunk] vector<4x2xT>: an A operand (Q, or P)
+    C,       // [mt][n8 tile] vector<2x2xf32>: an accumulator (S, P, O)
+    RowStat, // [mt][2] f32: the statistic of rows g and g + 8
+    Staged,  // [0] the shared-memory buffer of a K/V tile (or of Q)
   } kind;
   SmallVector<Value> regs;
 };
 
 class MMAEmitter : public gpu_emit::TileEmitter<MMAEmitter> {
 public:
-  using TileEmitter::TileEmitter;
+  MMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
+             tile::LaunchAttr launch, ArrayRef<Value> buffers,
+             int64_t mTiles, bool qInSmem)
+      : TileEmitter(kernel, gpuFunc, launch, buffers), mTiles(mTiles),
+        qInSmem(qInSmem) {}
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -98,8 +108,18 @@ private:
   Value quadReduce(Value x, bool max);
   Value mma16816(Value a, Value bFrag, Value c);
 
+  /// The A fragment of k16 chunk `kk` of m16 tile `mt` of `a`: a register,
+  /// or an ldmatrix from the staged Q.
+  Value aFragment(const Frags &a, int64_t mt, int64_t kk, Type elt);
+  /// Row g (+8 with r = 1) of m16 tile `mt` of this warp, within the tile.
+  Value rowOf(int64_t mt, int64_t r) {
+    return add(rowInTile, 16 * mt + 8 * r);
+  }
+
+  const int64_t mTiles; // m16 tiles per warp
+  const bool qInSmem;
   DenseMap<Value, Frags> frags;
-  Value tid, g, t4, rowInTile; // rowInTile = 16·warp + g (and + 8)
+  Value tid, g, t4, rowInTile; // rowInTile = 16·mTiles·warp + g
   Value ldRow, ldLow, ldHigh;  // ldmatrix: row in matrix, matrix % 2, / 2
   unsigned nextStage = 0;
   // cp.async groups committed in the current block of code, and the group
@@ -115,14 +135,21 @@ private:
   };
   std::optional<Prefetch> prefetch;
   void issueStage(tile::LoadOp op, Value buf, Value row, bool barrier);
-  void waitForStaged(Value buf) {
-    auto it = groupOf.find(buf);
-    if (it == groupOf.end())
+  /// Waits for the copies of the staged buffers not yet waited for: groups
+  /// complete in order, so one wait for the newest suffices, then one
+  /// barrier makes every thread's copies visible.
+  void waitForStaged(ArrayRef<Value> bufs) {
+    int64_t newest = -1;
+    for (Value buf : bufs)
+      if (auto it = groupOf.find(buf); it != groupOf.end()) {
+        newest = std::max(newest, it->second);
+        groupOf.erase(it);
+      }
+    if (newest < 0)
       return;
     NVVM::CpAsyncWaitGroupOp::create(b, loc,
-                                     int32_t(committedGroups - it->second - 1));
-    gpu::BarrierOp::create(b, loc); // every thread's copies are visible
-    groupOf.erase(it);
+                                     int32_t(committedGroups - newest - 1));
+    gpu::BarrierOp::create(b, loc);
   }
 };
 
@@ -210,7 +237,7 @@ void MMAEmitter::setUp() {
   Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
   g = arith::DivUIOp::create(b, loc, lane, idx(4));
   t4 = arith::RemUIOp::create(b, loc, lane, idx(4));
-  rowInTile = add(arith::MulIOp::create(b, loc, warp, idx(16)), g);
+  rowInTile = add(arith::MulIOp::create(b, loc, warp, idx(16 * mTiles)), g);
   // ldmatrix: lane L gives the address of row L % 8 of 8x8 matrix L / 8.
   Value ldMatrix = arith::DivUIOp::create(b, loc, lane, idx(8));
   ldRow = arith::RemUIOp::create(b, loc, lane, idx(8));
@@ -219,23 +246,48 @@ void MMAEmitter::setUp() {
 }
 
 LogicalResult MMAEmitter::emitRowLoad(tile::LoadOp op) {
+  if (qInSmem) { // staged like K/V; fragments read at each use
+    if (nextStage >= buffers.size())
+      return op.emitError("more staged tiles than workgroup buffers");
+    Value buf = buffers[nextStage++];
+    issueStage(op, buf, map.lookup(op.getRow()), /*barrier=*/false);
+    frags[op.getResult()] = {Frags::Staged, {buf}};
+    return success();
+  }
   auto t = op.getResult().getType();
   Type elt = t.getElementType();
   Value view = map.lookup(op.getSource());
   Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
-  Value r0 = add(map.lookup(op.getRow()), rowInTile), r1 = add(r0, 8);
+  Value q0 = map.lookup(op.getRow());
   Value col0 = arith::MulIOp::create(b, loc, t4, idx(2));
   Frags f{Frags::A, {}};
-  for (int64_t kk = 0; kk < t.getDimSize(1) / 16; ++kk) {
-    Value c = add(col0, kk * 16), c8 = add(col0, kk * 16 + 8);
-    f.regs.push_back(fromRows(VectorType::get({4, 2}, elt),
-                              {loadPair(view, batch, head, r0, c, elt),
-                               loadPair(view, batch, head, r1, c, elt),
-                               loadPair(view, batch, head, r0, c8, elt),
-                               loadPair(view, batch, head, r1, c8, elt)}));
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    Value r0 = add(q0, rowOf(mt, 0)), r1 = add(q0, rowOf(mt, 1));
+    for (int64_t kk = 0; kk < t.getDimSize(1) / 16; ++kk) {
+      Value c = add(col0, kk * 16), c8 = add(col0, kk * 16 + 8);
+      f.regs.push_back(fromRows(VectorType::get({4, 2}, elt),
+                                {loadPair(view, batch, head, r0, c, elt),
+                                 loadPair(view, batch, head, r1, c, elt),
+                                 loadPair(view, batch, head, r0, c8, elt),
+                                 loadPair(view, batch, head, r1, c8, elt)}));
+    }
   }
   frags[op.getResult()] = std::move(f);
   return success();
+}
+
+Value MMAEmitter::aFragment(const Frags &a, int64_t mt, int64_t kk,
+                            Type elt) {
+  if (a.kind == Frags::A)
+    return a.regs[mt * (a.regs.size() / mTiles) + kk];
+  // ldmatrix.x4 of a row-major 16x16 block: matrices (rows +0/+8) x
+  // (columns +0/+8) are exactly the A registers (g, g+8, g col+8, ...).
+  Value r = add(add(arith::SubIOp::create(b, loc, rowInTile, g), ldRow),
+                16 * mt);
+  r = add(r, arith::MulIOp::create(b, loc, ldLow, idx(8)));
+  Value col = add(arith::MulIOp::create(b, loc, ldHigh, idx(8)), kk * 16);
+  return nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, elt),
+                                   a.regs[0], ValueRange{r, col}, false, 4);
 }
 
 /// Issues the cp.async copies of tile `row` of a staged load into `buf`
@@ -246,7 +298,7 @@ void MMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
   gpu_emit::stageRows(b, loc, map.lookup(op.getSource()),
                       map.lookup(op.getBatch()), map.lookup(op.getHead()), row,
                       buf, t.getDimSize(0), t.getDimSize(1), tid,
-                      2 * launch.getBlockM(), /*async=*/true, barrier,
+                      2 * launch.getBlockM() / mTiles, /*async=*/true, barrier,
                       /*commit=*/true);
   groupOf[buf] = committedGroups++;
 }
@@ -256,9 +308,9 @@ LogicalResult MMAEmitter::emitStage(tile::LoadOp op) {
     frags[op.getResult()] = {Frags::Staged, {prefetch->buf}};
     return success();
   }
-  if (nextStage >= gpuFunc.getNumWorkgroupAttributions())
+  if (nextStage >= buffers.size())
     return op.emitError("more staged tiles than workgroup buffers");
-  Value buf = gpuFunc.getWorkgroupAttributions()[nextStage++];
+  Value buf = buffers[nextStage++];
   // cp.async, waited for at the first use: V's copy runs under QKᵀ and the
   // softmax.
   issueStage(op, buf, map.lookup(op.getRow()), /*barrier=*/true);
@@ -268,45 +320,60 @@ LogicalResult MMAEmitter::emitStage(tile::LoadOp op) {
 
 LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
   auto lhsIt = frags.find(op.getLhs()), rhsIt = frags.find(op.getRhs());
-  if (lhsIt == frags.end() || lhsIt->second.kind != Frags::A ||
+  if (lhsIt == frags.end() ||
+      (lhsIt->second.kind != Frags::A &&
+       !(lhsIt->second.kind == Frags::Staged && op.getTransposeB())) ||
       rhsIt == frags.end() || rhsIt->second.kind != Frags::Staged)
     return op.emitError("mma.sync dot expects A fragments and a staged rhs");
   const Frags &a = lhsIt->second;
   Value smem = rhsIt->second.regs[0];
-  waitForStaged(smem);
+  if (a.kind == Frags::Staged)
+    waitForStaged({a.regs[0], smem});
+  else
+    waitForStaged({smem});
   Type elt = cast<MemRefType>(smem.getType()).getElementType();
   auto rt = op.getResult().getType();
-  int64_t n8 = rt.getDimSize(1) / 8, k16 = int64_t(a.regs.size());
+  int64_t n8 = rt.getDimSize(1) / 8;
+  int64_t k16 = op.getLhs().getType().getDimSize(1) / 16;
   auto cT = VectorType::get({2, 2}, b.getF32Type());
   auto bT = VectorType::get({2, 2}, elt);
   auto x4T = VectorType::get({4, 2}, elt);
-  SmallVector<Value> c;
+  SmallVector<Value> c; // [mt][n8]
   if (op.getAcc())
     c = frags[op.getAcc()].regs;
   else
-    c.assign(n8, arith::ConstantOp::create(b, loc,
-                                           DenseElementsAttr::get(cT, 0.0f)));
+    c.assign(mTiles * n8, arith::ConstantOp::create(
+                              b, loc, DenseElementsAttr::get(cT, 0.0f)));
   // Each ldmatrix.x4 covers two k16 steps (QKᵀ) or two n8 tiles (P·V).
   if (op.getTransposeB() ? k16 % 2 : n8 % 2)
     return op.emitError("mma.sync dot needs a head dim that is a multiple "
                         "of 32");
-  // One ldmatrix.x4 gives four 8x8 matrices: two B fragments.
+  // One ldmatrix.x4 gives four 8x8 matrices: two B fragments, each used by
+  // every m16 tile of the warp.
   auto bPair = [&](Value ld, int64_t which) {
     return fromRows(bT, {row2(ld, 2 * which), row2(ld, 2 * which + 1)});
   };
   if (op.getTransposeB()) {
     // K stored [key][d] is B(k = d, n = key) in column order: plain
     // ldmatrix; matrices (k16 chunk kk, +8 cols), (kk + 1, +8 cols).
-    for (int64_t nt = 0; nt < n8; ++nt)
-      for (int64_t kk = 0; kk < k16; kk += 2) {
+    for (int64_t kk = 0; kk < k16; kk += 2) {
+      SmallVector<Value> aPair; // [mt][2]
+      for (int64_t mt = 0; mt < mTiles; ++mt)
+        for (int64_t k = kk; k < kk + 2; ++k)
+          aPair.push_back(aFragment(a, mt, k, elt));
+      for (int64_t nt = 0; nt < n8; ++nt) {
         Value r = add(ldRow, nt * 8);
         Value col = add(arith::MulIOp::create(b, loc, add(ldHigh, kk), idx(16)),
                         arith::MulIOp::create(b, loc, ldLow, idx(8)));
         Value ld = nvgpu::LdMatrixOp::create(b, loc, x4T, smem,
                                              ValueRange{r, col}, false, 4);
-        c[nt] = mma16816(a.regs[kk], bPair(ld, 0), c[nt]);
-        c[nt] = mma16816(a.regs[kk + 1], bPair(ld, 1), c[nt]);
+        for (int64_t mt = 0; mt < mTiles; ++mt) {
+          Value &acc = c[mt * n8 + nt];
+          acc = mma16816(aPair[2 * mt], bPair(ld, 0), acc);
+          acc = mma16816(aPair[2 * mt + 1], bPair(ld, 1), acc);
+        }
       }
+    }
   } else {
     // V stored [key][d] is B(k = key, n = d) in row order: ldmatrix.trans;
     // matrices (keys +0 / +8) x (n8 tiles dn / dn + 1).
@@ -317,8 +384,12 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
         Value col = arith::MulIOp::create(b, loc, add(ldHigh, dn), idx(8));
         Value ld = nvgpu::LdMatrixOp::create(b, loc, x4T, smem,
                                              ValueRange{r, col}, true, 4);
-        c[dn] = mma16816(a.regs[kk], bPair(ld, 0), c[dn]);
-        c[dn + 1] = mma16816(a.regs[kk], bPair(ld, 1), c[dn + 1]);
+        for (int64_t mt = 0; mt < mTiles; ++mt) {
+          Value aFrag = aFragment(a, mt, kk, elt);
+          c[mt * n8 + dn] = mma16816(aFrag, bPair(ld, 0), c[mt * n8 + dn]);
+          c[mt * n8 + dn + 1] =
+              mma16816(aFrag, bPair(ld, 1), c[mt * n8 + dn + 1]);
+        }
       }
   }
   frags[op.getResult()] = {Frags::C, std::move(c)};
@@ -342,25 +413,28 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
 LogicalResult MMAEmitter::emitScore(tile::ScoreOp op) {
   const Frags &s = frags[op.getScores()];
   Value q0 = map.lookup(op.getQ0()), k0 = map.lookup(op.getK0());
-  Value rows[2] = {add(q0, rowInTile), add(add(q0, rowInTile), 8)};
   Value col0 = add(k0, arith::MulIOp::create(b, loc, t4, idx(2)));
   auto cT = VectorType::get({2, 2}, b.getF32Type());
-  int64_t cols = int64_t(s.regs.size()) * 8;
+  int64_t n8 = int64_t(s.regs.size()) / mTiles;
   // Most tiles are wholly visible: only boundary tiles pay for the masks.
   Value needsMasks =
-      gpu_emit::tileNeedsMasks(b, loc, op, map, launch.getBlockM(), cols);
+      gpu_emit::tileNeedsMasks(b, loc, op, map, launch.getBlockM(), n8 * 8);
   auto scores = [&](OpBuilder &nb, Location l, bool masks) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
     SmallVector<Value> out;
-    for (auto [nt, reg] : llvm::enumerate(s.regs)) {
-      SmallVector<Value> e;
-      for (int64_t r = 0; r < 2; ++r)
-        for (int64_t c = 0; c < 2; ++c)
-          e.push_back(
-              gpu_emit::scoreElement(b, l, op, map, elem(reg, r, c), rows[r],
-                                     add(col0, int64_t(nt) * 8 + c), masks));
-      out.push_back(vector::FromElementsOp::create(b, l, cT, e));
+    for (int64_t mt = 0; mt < mTiles; ++mt) {
+      Value rows[2] = {add(q0, rowOf(mt, 0)), add(q0, rowOf(mt, 1))};
+      for (int64_t nt = 0; nt < n8; ++nt) {
+        Value reg = s.regs[mt * n8 + nt];
+        SmallVector<Value> e;
+        for (int64_t r = 0; r < 2; ++r)
+          for (int64_t c = 0; c < 2; ++c)
+            e.push_back(gpu_emit::scoreElement(b, l, op, map, elem(reg, r, c),
+                                               rows[r], add(col0, nt * 8 + c),
+                                               masks));
+        out.push_back(vector::FromElementsOp::create(b, l, cT, e));
+      }
     }
     scf::YieldOp::create(b, l, out);
   };
@@ -378,38 +452,43 @@ LogicalResult MMAEmitter::emitSoftmaxUpdate(tile::SoftmaxUpdateOp op) {
   float negInf = -std::numeric_limits<float>::infinity();
   Frags probs{Frags::C, {}}, newMax{Frags::RowStat, {}},
       newSum{Frags::RowStat, {}}, alpha{Frags::RowStat, {}};
-  SmallVector<SmallVector<Value>> p(t.regs.size());
-  for (int64_t r = 0; r < 2; ++r) {
-    Value mx = f32Const(b, loc, negInf);
-    for (Value reg : t.regs)
-      for (int64_t c = 0; c < 2; ++c)
-        mx = arith::MaximumFOp::create(b, loc, mx, elem(reg, r, c));
-    mx = arith::MaximumFOp::create(b, loc, m.regs[r], quadReduce(mx, true));
-    // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
-    Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                           mx, f32Const(b, loc, negInf));
-    Value ref =
-        arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
-    Value sum = f32Const(b, loc, 0.f);
-    for (auto [nt, reg] : llvm::enumerate(t.regs))
-      for (int64_t c = 0; c < 2; ++c) {
-        Value e = gpu_emit::exp2(
-            b, loc, arith::SubFOp::create(b, loc, elem(reg, r, c), ref));
-        p[nt].push_back(e);
-        sum = arith::AddFOp::create(b, loc, sum, e);
-      }
-    Value a =
-        gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, m.regs[r], ref));
-    newMax.regs.push_back(mx);
-    alpha.regs.push_back(a);
-    // Row sums stay per-lane partial sums (alpha scales them alike) until
-    // tile.finalize reduces them over the quad: 4 shuffles less per tile.
-    newSum.regs.push_back(arith::AddFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, a, l.regs[r]), sum));
-  }
+  int64_t n8 = int64_t(t.regs.size()) / mTiles;
   auto cT = VectorType::get({2, 2}, b.getF32Type());
-  for (auto &e : p) // e = row 0: c0, c1; row 1: c0, c1
-    probs.regs.push_back(vector::FromElementsOp::create(b, loc, cT, e));
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    ArrayRef<Value> tiles = ArrayRef<Value>(t.regs).slice(mt * n8, n8);
+    SmallVector<SmallVector<Value>> p(n8);
+    for (int64_t r = 0; r < 2; ++r) {
+      Value mOld = m.regs[2 * mt + r], lOld = l.regs[2 * mt + r];
+      Value mx = f32Const(b, loc, negInf);
+      for (Value reg : tiles)
+        for (int64_t c = 0; c < 2; ++c)
+          mx = arith::MaximumFOp::create(b, loc, mx, elem(reg, r, c));
+      mx = arith::MaximumFOp::create(b, loc, mOld, quadReduce(mx, true));
+      // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
+      Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                             mx, f32Const(b, loc, negInf));
+      Value ref =
+          arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
+      Value sum = f32Const(b, loc, 0.f);
+      for (auto [nt, reg] : llvm::enumerate(tiles))
+        for (int64_t c = 0; c < 2; ++c) {
+          Value e = gpu_emit::exp2(
+              b, loc, arith::SubFOp::create(b, loc, elem(reg, r, c), ref));
+          p[nt].push_back(e);
+          sum = arith::AddFOp::create(b, loc, sum, e);
+        }
+      Value a =
+          gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, mOld, ref));
+      newMax.regs.push_back(mx);
+      alpha.regs.push_back(a);
+      // Row sums stay per-lane partial sums (alpha scales them alike) until
+      // tile.finalize reduces them over the quad: 4 shuffles less per tile.
+      newSum.regs.push_back(arith::AddFOp::create(
+          b, loc, arith::MulFOp::create(b, loc, a, lOld), sum));
+    }
+    for (auto &e : p) // e = row 0: c0, c1; row 1: c0, c1
+      probs.regs.push_back(vector::FromElementsOp::create(b, loc, cT, e));
+  }
   frags[op.getProbs()] = std::move(probs);
   frags[op.getNewMax()] = std::move(newMax);
   frags[op.getNewSum()] = std::move(newSum);
@@ -421,13 +500,17 @@ LogicalResult MMAEmitter::emitRescale(tile::RescaleOp op) {
   const Frags &acc = frags[op.getAcc()], &alpha = frags[op.getAlpha()];
   auto pairT = VectorType::get({2}, b.getF32Type());
   auto cT = VectorType::get({2, 2}, b.getF32Type());
-  Value scale[2] = {vector::BroadcastOp::create(b, loc, pairT, alpha.regs[0]),
-                    vector::BroadcastOp::create(b, loc, pairT, alpha.regs[1])};
+  int64_t perTile = int64_t(acc.regs.size()) / mTiles;
   Frags out{Frags::C, {}};
-  for (Value reg : acc.regs)
-    out.regs.push_back(
-        fromRows(cT, {arith::MulFOp::create(b, loc, row2(reg, 0), scale[0]),
-                      arith::MulFOp::create(b, loc, row2(reg, 1), scale[1])}));
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    Value scale[2] = {
+        vector::BroadcastOp::create(b, loc, pairT, alpha.regs[2 * mt]),
+        vector::BroadcastOp::create(b, loc, pairT, alpha.regs[2 * mt + 1])};
+    for (Value reg : ArrayRef<Value>(acc.regs).slice(mt * perTile, perTile))
+      out.regs.push_back(fromRows(
+          cT, {arith::MulFOp::create(b, loc, row2(reg, 0), scale[0]),
+               arith::MulFOp::create(b, loc, row2(reg, 1), scale[1])}));
+  }
   frags[op.getResult()] = std::move(out);
   return success();
 }
@@ -442,6 +525,7 @@ LogicalResult MMAEmitter::emitTrunc(arith::TruncFOp op) {
   auto half = [&](Value reg, int64_t r) {
     return arith::TruncFOp::create(b, loc, pairT, row2(reg, r));
   };
+  // Chunks never straddle m16 tiles: each tile has an even number of n8s.
   for (size_t j = 0; j + 1 < p.regs.size(); j += 2)
     out.regs.push_back(
         fromRows(VectorType::get({4, 2}, elt),
@@ -459,13 +543,14 @@ LogicalResult MMAEmitter::emitConstant(arith::ConstantOp op) {
   float v = splat.getSplatValue<APFloat>().convertToFloat();
   if (t.getRank() == 1) {
     Value s = f32Const(b, loc, v);
-    frags[op.getResult()] = {Frags::RowStat, {s, s}};
+    frags[op.getResult()] = {Frags::RowStat,
+                             SmallVector<Value>(2 * mTiles, s)};
     return success();
   }
   auto cT = VectorType::get({2, 2}, b.getF32Type());
   Value c = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(cT, v));
-  frags[op.getResult()] = {Frags::C,
-                           SmallVector<Value>(t.getDimSize(1) / 8, c)};
+  frags[op.getResult()] = {
+      Frags::C, SmallVector<Value>(mTiles * t.getDimSize(1) / 8, c)};
   return success();
 }
 
@@ -475,38 +560,41 @@ LogicalResult MMAEmitter::emitFinalize(tile::FinalizeOp op) {
   Type elt = op.getOutput().getType().getElementType();
   auto pairT = VectorType::get({2}, b.getF32Type());
   Value zero = f32Const(b, loc, 0.f);
+  int64_t perTile = int64_t(acc.regs.size()) / mTiles;
   Frags lse{Frags::RowStat, {}};
-  Value inv[2];
-  for (int64_t r = 0; r < 2; ++r) {
-    Value rowSum = quadReduce(l.regs[r], false); // the lanes' partial sums
-    Value positive =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, rowSum, zero);
-    inv[r] = vector::BroadcastOp::create(
-        b, loc, pairT,
-        arith::SelectOp::create(
-            b, loc, positive,
-            arith::DivFOp::create(b, loc, f32Const(b, loc, 1.f), rowSum),
-            zero));
-    Value v = arith::MulFOp::create(
-        b, loc,
-        arith::AddFOp::create(b, loc, m.regs[r],
-                              gpu_emit::log2(b, loc, rowSum)),
-        f32Const(b, loc, gpu_emit::kLn2));
-    lse.regs.push_back(arith::SelectOp::create(
-        b, loc, positive, v,
-        f32Const(b, loc, -std::numeric_limits<float>::infinity())));
-  }
   // O stays in the C layout, one 2-element row per register, in `elt`.
   Frags out{Frags::C, {}};
   auto oT = VectorType::get({2, 2}, elt);
-  for (Value reg : acc.regs)
-    out.regs.push_back(fromRows(
-        oT, {arith::TruncFOp::create(
-                 b, loc, VectorType::get({2}, elt),
-                 arith::MulFOp::create(b, loc, row2(reg, 0), inv[0])),
-             arith::TruncFOp::create(
-                 b, loc, VectorType::get({2}, elt),
-                 arith::MulFOp::create(b, loc, row2(reg, 1), inv[1]))}));
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    Value inv[2];
+    for (int64_t r = 0; r < 2; ++r) {
+      // The lanes' partial sums.
+      Value rowSum = quadReduce(l.regs[2 * mt + r], false);
+      Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                             rowSum, zero);
+      inv[r] = vector::BroadcastOp::create(
+          b, loc, pairT,
+          arith::SelectOp::create(
+              b, loc, positive,
+              arith::DivFOp::create(b, loc, f32Const(b, loc, 1.f), rowSum),
+              zero));
+      Value v = arith::MulFOp::create(
+          b, loc,
+          arith::AddFOp::create(b, loc, m.regs[2 * mt + r],
+                                gpu_emit::log2(b, loc, rowSum)),
+          f32Const(b, loc, gpu_emit::kLn2));
+      lse.regs.push_back(arith::SelectOp::create(
+          b, loc, positive, v,
+          f32Const(b, loc, -std::numeric_limits<float>::infinity())));
+    }
+    auto scaled = [&](Value reg, int64_t r) {
+      return arith::TruncFOp::create(
+          b, loc, VectorType::get({2}, elt),
+          arith::MulFOp::create(b, loc, row2(reg, r), inv[r]));
+    };
+    for (Value reg : ArrayRef<Value>(acc.regs).slice(mt * perTile, perTile))
+      out.regs.push_back(fromRows(oT, {scaled(reg, 0), scaled(reg, 1)}));
+  }
   frags[op.getOutput()] = std::move(out);
   frags[op.getLse()] = std::move(lse);
   return success();
@@ -519,30 +607,33 @@ LogicalResult MMAEmitter::emitStore(tile::StoreOp op) {
   Value q0 = map.lookup(op.getRow());
   Value seq = memref::DimOp::create(b, loc, view, 2);
   Value col0 = arith::MulIOp::create(b, loc, t4, idx(2));
-  for (int64_t r = 0; r < 2; ++r) {
-    Value seqRow = add(add(q0, rowInTile), 8 * r);
-    Value inside =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, seqRow, seq);
-    if (v.kind == Frags::RowStat) // LSE: one lane of the quad writes a row
-      inside = arith::AndIOp::create(
-          b, loc, inside,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t4, idx(0)));
-    scf::IfOp::create(b, loc, inside, [&](OpBuilder &tb, Location l) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
-      if (v.kind == Frags::RowStat) {
-        memref::StoreOp::create(b, l, v.regs[r], view,
-                                ValueRange{batch, head, seqRow});
-      } else {
-        for (auto [dn, reg] : llvm::enumerate(v.regs))
-          vector::StoreOp::create(
-              b, l, row2(reg, r), view,
-              ValueRange{batch, head, seqRow, add(col0, int64_t(dn) * 8)},
-              false, llvm::MaybeAlign(4));
-      }
-      scf::YieldOp::create(b, l);
-    });
-  }
+  int64_t perTile = int64_t(v.regs.size()) / mTiles;
+  for (int64_t mt = 0; mt < mTiles; ++mt)
+    for (int64_t r = 0; r < 2; ++r) {
+      Value seqRow = add(q0, rowOf(mt, r));
+      Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                           seqRow, seq);
+      if (v.kind == Frags::RowStat) // LSE: one lane of the quad writes a row
+        inside = arith::AndIOp::create(
+            b, loc, inside,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t4,
+                                  idx(0)));
+      scf::IfOp::create(b, loc, inside, [&](OpBuilder &tb, Location l) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+        if (v.kind == Frags::RowStat) {
+          memref::StoreOp::create(b, l, v.regs[2 * mt + r], view,
+                                  ValueRange{batch, head, seqRow});
+        } else {
+          for (int64_t dn = 0; dn < perTile; ++dn)
+            vector::StoreOp::create(
+                b, l, row2(v.regs[mt * perTile + dn], r), view,
+                ValueRange{batch, head, seqRow, add(col0, dn * 8)}, false,
+                llvm::MaybeAlign(4));
+        }
+        scf::YieldOp::create(b, l);
+      });
+    }
   return success();
 }
 
@@ -567,9 +658,9 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
   tile::LoadOp ahead = prefetchable(op);
   if (ahead && !prefetch) {
     // Prologue: the first tile's copy, before the loop.
-    if (nextStage >= gpuFunc.getNumWorkgroupAttributions())
+    if (nextStage >= buffers.size())
       return ahead.emitError("more staged tiles than workgroup buffers");
-    Value buf = gpuFunc.getWorkgroupAttributions()[nextStage++];
+    Value buf = buffers[nextStage++];
     issueStage(ahead, buf, map.lookup(op.getLowerBound()), /*barrier=*/false);
     prefetch = Prefetch{ahead, buf, {}};
   }
@@ -625,22 +716,34 @@ public:
 };
 
 void MapTileToMMAPass::runOnOperation() {
+  if (rowsPerWarp != 16 && rowsPerWarp != 32) {
+    getOperation().emitError("rows-per-warp must be 16 or 32, not ")
+        << int64_t(rowsPerWarp);
+    return signalPassFailure();
+  }
+  int64_t rows = rowsPerWarp, mTiles = rowsPerWarp / 16;
+  bool qSmem = qInSharedMemory;
   if (failed(gpu_emit::mapKernelsToGPU(
-          getOperation(), kRowPad,
-          // One warp per 16 query rows.
-          [](tile::LaunchAttr launch) { return 2 * launch.getBlockM(); },
-          [](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
-             tile::LaunchAttr launch) -> LogicalResult {
-            bool aligned = launch.getBlockM() % 16 == 0;
+          getOperation(), kRowPad, /*stageRowOwned=*/qSmem,
+          [&](tile::LaunchAttr launch) {
+            return 32 * launch.getBlockM() / rows;
+          },
+          [&](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
+              tile::LaunchAttr launch,
+              ArrayRef<Value> buffers) -> LogicalResult {
+            bool aligned = launch.getBlockM() % rows == 0;
             kernel.walk([&](tile::LoadOp load) {
               auto t = load.getResult().getType();
               aligned &= t.getDimSize(0) % 16 == 0 && t.getDimSize(1) % 16 == 0;
             });
             if (!aligned)
               return kernel.emitError()
-                     << "the mma.sync mapping needs tile sizes and head dims "
-                        "that are multiples of 16";
-            return MMAEmitter(kernel, gpuFunc, launch).emit();
+                     << "the mma.sync mapping needs a block_m that is a "
+                        "multiple of "
+                     << rows << " and tile sizes and head dims that are "
+                        "multiples of 16";
+            return MMAEmitter(kernel, gpuFunc, launch, buffers, mTiles, qSmem)
+                .emit();
           })))
     signalPassFailure();
 }

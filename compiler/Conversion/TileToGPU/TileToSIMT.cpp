@@ -145,9 +145,9 @@ LogicalResult SIMTEmitter::emitRowLoad(tile::LoadOp op) {
 
 LogicalResult SIMTEmitter::emitStage(tile::LoadOp op) {
   auto t = op.getResult().getType();
-  if (nextStage >= gpuFunc.getNumWorkgroupAttributions())
+  if (nextStage >= buffers.size())
     return op.emitError("more staged tiles than workgroup buffers");
-  Value buf = gpuFunc.getWorkgroupAttributions()[nextStage++];
+  Value buf = buffers[nextStage++];
   gpu_emit::stageRows(b, loc, map.lookup(op.getSource()),
                       map.lookup(op.getBatch()), map.lookup(op.getHead()),
                       map.lookup(op.getRow()), buf, t.getDimSize(0),
@@ -322,11 +322,11 @@ void MapTileToSIMTPass::runOnOperation() {
   // One thread per query row; staged rows unpadded (each thread reads whole
   // rows, so there are no bank conflicts to avoid).
   if (failed(gpu_emit::mapKernelsToGPU(
-          getOperation(), /*rowPad=*/0,
+          getOperation(), /*rowPad=*/0, /*stageRowOwned=*/false,
           [](tile::LaunchAttr launch) { return launch.getBlockM(); },
           [](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
-             tile::LaunchAttr launch) {
-            return SIMTEmitter(kernel, gpuFunc, launch).emit();
+             tile::LaunchAttr launch, ArrayRef<Value> buffers) {
+            return SIMTEmitter(kernel, gpuFunc, launch, buffers).emit();
           })))
     signalPassFailure();
 }

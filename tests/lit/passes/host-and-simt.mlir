@@ -24,7 +24,9 @@
 // The SIMT mapping: a kernel in a gpu.module, 32 threads (one per query row), K and V
 // staged in workgroup memory between barriers.
 // SIMT: gpu.module @kernels
-// SIMT: gpu.func @attention_fwd({{.*}}) workgroup(%{{.*}} : memref<16x64xbf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<16x64xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 32, 1, 1>
+// SIMT: gpu.func @attention_fwd({{.*}}) kernel attributes {known_block_size = array<i32: 32, 1, 1>
+// SIMT: memref.view {{.*}} to memref<16x64xbf16, #gpu.address_space<workgroup>>
+// SIMT: memref.view {{.*}} to memref<16x64xbf16, #gpu.address_space<workgroup>>
 // SIMT: gpu.thread_id x
 // SIMT: gpu.block_id x
 // SIMT: vector.load {{.*}} {alignment = 16 : i64} : memref<?x2x?x64xbf16, strided<[?, ?, ?, 1]>>, vector<64xbf16>

@@ -1,4 +1,6 @@
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=32 block-n=32" -attnc-map-tile-to-mma | FileCheck %s
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=64 block-n=32" -attnc-map-tile-to-mma="rows-per-warp=32 q-in-smem=true" | FileCheck %s --check-prefix=TWO
+// RUN: not attnc-opt %s -attnc-tile-attention="block-m=32 block-n=32" -attnc-map-tile-to-mma="rows-per-warp=24" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Two warps (64 threads) for 32 query rows; K and V staged in shared memory
 // with rows padded from 64 to 72 elements; QKᵀ as 2 n8 tiles x 4 k16 steps
@@ -6,8 +8,14 @@
 // operands as i32 pairs, B fragments from ldmatrix.x4 (transposed for V);
 // the row max reduced over the quad (xor 1, 2) every tile, the row sum once
 // at the end.
+// The staging buffers are views of dynamic shared memory (128-byte aligned
+// offsets), whose size the module records for the runtime's metadata.
+// CHECK: module attributes {attnc.launch_info = {attention_fwd = {dynamic_smem = 9216 : i64, threads = 64 : i64}}
 // CHECK: gpu.module @kernels
-// CHECK: gpu.func @attention_fwd({{.*}}) workgroup(%[[K:.*]] : memref<32x72xbf16, #gpu.address_space<workgroup>>, %[[V:.*]] : memref<32x72xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>
+// CHECK: gpu.func @attention_fwd({{.*}}) kernel attributes {known_block_size = array<i32: 64, 1, 1>
+// CHECK: %[[SMEM:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: %[[K:.*]] = memref.view %[[SMEM]][%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[V:.*]] = memref.view %[[SMEM]][%c4608{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<32x72xbf16, #gpu.address_space<workgroup>>
 // K and V arrive by cp.async (zero-filled past seq_kv), one group each. K is
 // copied an iteration ahead: the first tile before the loop, the next one as
 // soon as every warp is done with QKᵀ, under the softmax and P·V; V's copy
@@ -43,6 +51,28 @@
 // CHECK: gpu.shuffle xor
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // CHECK: gpu.return
+// Two m16 tiles per warp: 64 rows on 2 warps; Q staged first (its own
+// cp.async group), its A fragments read with ldmatrix (not transposed) at
+// each QKᵀ; each K fragment feeds both tiles (4 mma per ldmatrix.x4), and
+// the waits for Q and K share one barrier.
+// TWO: attnc.launch_info = {attention_fwd = {dynamic_smem = 18432 : i64, threads = 64 : i64}}
+// TWO: %[[Q:.*]] = memref.view %{{.*}}[%c0{{.*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// TWO: %[[K:.*]] = memref.view %{{.*}}[%c9216{{.*}}][] : {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
+// TWO: nvgpu.device_async_copy {{.*}}, %[[Q]][{{.*}}], 8, %{{.*}} :
+// TWO: nvvm.cp.async.commit.group
+// TWO: nvgpu.device_async_copy {{.*}}, %[[K]][{{.*}}], 8, %{{.*}} :
+// TWO: nvvm.cp.async.commit.group
+// TWO: scf.for
+// TWO: nvvm.cp.async.wait.group 1
+// TWO-NEXT: gpu.barrier
+// TWO-NOT: gpu.barrier
+// TWO: nvgpu.ldmatrix %[[Q]][{{.*}}] {numTiles = 4 : i32, transpose = false}
+// TWO: nvgpu.ldmatrix %[[K]][{{.*}}] {numTiles = 4 : i32, transpose = false}
+// TWO-COUNT-4: nvvm.mma.sync
+// TWO: gpu.return
+
+// BAD: rows-per-warp must be 16 or 32, not 24
+
 func.func @attention_fwd(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>)
     -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
   %o, %lse = attn.attention %q, %k, %v {causal}
