@@ -66,9 +66,13 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
     return fail("the attention does not verify");
 
   int64_t headDim = spec.headDim;
-  module->walk([&](attn::AttentionOp op) { headDim = op.getHeadDim(); });
+  bool causal = spec.causal;
+  module->walk([&](attn::AttentionOp op) {
+    headDim = op.getHeadDim();
+    causal = op.getCausal();
+  });
   TileOptions tile =
-      defaultTileOptions(GPUMapping::MMA, headDim, spec.tuning.blockM,
+      defaultTileOptions(GPUMapping::MMA, headDim, causal, spec.tuning.blockM,
                          spec.tuning.blockN, spec.tuning.warps);
   PassManager pm(&ctx);
   buildTilePipeline(pm, tile);

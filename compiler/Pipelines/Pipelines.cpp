@@ -18,8 +18,9 @@
 using namespace mlir;
 
 attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
-                                             int64_t headDim, int64_t blockM,
-                                             int64_t blockN, int64_t warps) {
+                                             int64_t headDim, bool causal,
+                                             int64_t blockM, int64_t blockN,
+                                             int64_t warps) {
   TileOptions t;
   if (mapping == GPUMapping::SIMT) {
     t.blockM = 64;
@@ -27,6 +28,7 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
   } else { // the runtime's heuristic, so that both sides agree
     KernelSpec spec;
     spec.headDim = headDim;
+    spec.causal = causal;
     TuningConfig h = heuristicTuning(spec);
     t.blockM = h.blockM;
     t.blockN = h.blockN;

@@ -26,8 +26,8 @@ enum class GPUMapping { MMA, SIMT };
 /// would not hold it (head dim x m16 tiles per warp >= 256). SIMT: 64 rows
 /// (threads) and 32 keys, to bound the per-thread registers.
 TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim,
-                               int64_t blockM = 0, int64_t blockN = 0,
-                               int64_t warps = 0);
+                               bool causal, int64_t blockM = 0,
+                               int64_t blockN = 0, int64_t warps = 0);
 
 /// attn (graph level) -> tile (kernel level).
 void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);
@@ -44,8 +44,7 @@ void buildSIMTPipeline(mlir::OpPassManager &pm);
 
 /// tile -> NVVM for sm_80+ through the mma.sync m16n8k16 mapping (tensor
 /// cores; FlashAttention-2's register layout).
-void buildMMAPipeline(mlir::OpPassManager &pm,
-                      const TileOptions &options = {});
+void buildMMAPipeline(mlir::OpPassManager &pm, const TileOptions &options = {});
 
 /// Registers the pipelines as attnc-opt options (-attnc-host-pipeline, ...).
 void registerPipelines();

@@ -132,8 +132,14 @@ Status TuningDb::save(const std::string &path) const {
 
 TuningConfig heuristicTuning(const KernelSpec &spec) {
   TuningConfig t;
-  t.blockM = 64;
-  t.blockN = spec.headDim <= 128 ? 64 : 32;
+  if (spec.headDim <= 128) {
+    t.blockM = 128;
+    t.blockN = spec.causal && spec.headDim > 64 ? 32 : 64;
+  } else {
+    t.blockM = 64;
+    t.blockN = 32;
+  }
+  t.warps = 4;
   return t;
 }
 

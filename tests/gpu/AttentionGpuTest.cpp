@@ -33,7 +33,7 @@ using namespace attnc;
 namespace {
 
 struct Case {
-  const char *name;
+  std::string name;
   KernelSpec spec;
   int batch, seqQ, seqKV;
   bool bshd;
@@ -133,28 +133,34 @@ std::vector<Case> correctnessCases() {
 }
 
 std::vector<Case> benchCases() {
-  // PEERS.md cells at D = 128: B*S = 16k tokens, H = 2048 / D = 16; the
-  // default tiles and tuned shapes (16 or 32 query rows per warp),
+  // PEERS.md-shaped cells (B*S = 16k tokens, H = 2048 / D, S = 4k): the
+  // default tiles beside tuned shapes (16 or 32 query rows per warp),
   // compared in one run.
+  struct Tiles {
+    int64_t headDim, blockM, blockN, warps;
+    const char *name;
+  };
+  const Tiles tiles[] = {
+      {128, 0, 0, 0, "default"},      {128, 128, 64, 4, "128x64 w4"},
+      {128, 128, 32, 4, "128x32 w4"}, {128, 64, 64, 4, "64x64 w4"},
+      {128, 128, 64, 8, "128x64 w8"}, {64, 0, 0, 0, "default"},
+      {64, 128, 64, 4, "128x64 w4"},  {64, 128, 128, 4, "128x128 w4"},
+      {64, 64, 64, 4, "64x64 w4"},    {256, 0, 0, 0, "default"},
+      {256, 64, 32, 4, "64x32 w4"},   {256, 128, 32, 8, "128x32 w8"},
+      {256, 64, 64, 4, "64x64 w4"}};
   std::vector<Case> cs;
-  const std::tuple<int, int, int, const char *> tiles[] = {
-      {0, 0, 0, "default"},      {128, 64, 4, "128x64 w4"},
-      {128, 32, 4, "128x32 w4"}, {64, 64, 2, "64x64 w2"},
-      {128, 64, 8, "128x64 w8"}};
-  for (auto [bm, bn, warps, name] : tiles)
+  for (const Tiles &t : tiles)
     for (bool causal : {false, true}) {
-      Case c{causal ? "D128 S4k causal" : "D128 S4k",
-             spec(16, 16, 128, "bf16"),
-             4,
-             4096,
-             4096,
-             true};
+      std::string name =
+          "D" + std::to_string(t.headDim) + " S4k" + (causal ? " causal" : "");
+      int64_t heads = 2048 / t.headDim;
+      Case c{name, spec(heads, heads, t.headDim, "bf16"), 4, 4096, 4096, true};
       c.spec.causal = causal;
       c.spec.hasLse = false;
-      c.spec.tuning.blockM = bm;
-      c.spec.tuning.blockN = bn;
-      c.spec.tuning.warps = warps;
-      c.tiles = name;
+      c.spec.tuning.blockM = t.blockM;
+      c.spec.tuning.blockN = t.blockN;
+      c.spec.tuning.warps = t.warps;
+      c.tiles = t.name;
       cs.push_back(c);
     }
   return cs;
@@ -355,10 +361,10 @@ int main(int argc, char **argv) {
       double ms = timeCase(**ctx, c, 10);
       double flops = 4.0 * c.batch * c.spec.heads * double(c.seqQ) * c.seqKV *
                      c.spec.headDim * (c.spec.causal ? 0.5 : 1.0);
-      std::printf("bench %-18s tiles %-7s B=%d H=%lld S=%d: %.3f ms, %.1f "
+      std::printf("bench %-18s tiles %-10s B=%d H=%lld S=%d: %.3f ms, %.1f "
                   "TFLOP/s\n",
-                  c.name, c.tiles, c.batch, (long long)c.spec.heads, c.seqQ, ms,
-                  flops / (ms * 1e-3) / 1e12);
+                  c.name.c_str(), c.tiles, c.batch, (long long)c.spec.heads,
+                  c.seqQ, ms, flops / (ms * 1e-3) / 1e12);
     }
     return 0;
   }
@@ -374,8 +380,8 @@ int main(int argc, char **argv) {
     bool ok = r.ok(1e-2, 1e-3);
     std::printf("%s %-48s rel L2 %.2e  LSE err %.2e  masked rows %d  "
                 "non-finite %d  masked wrong %d\n",
-                ok ? "PASS" : "FAIL", c.name, r.relL2, r.lseErr, r.maskedRows,
-                r.nonFinite, r.maskedWrong);
+                ok ? "PASS" : "FAIL", c.name.c_str(), r.relL2, r.lseErr,
+                r.maskedRows, r.nonFinite, r.maskedWrong);
     (ok ? passed : failed)++;
   }
   std::printf("%d passed, %d failed\n", passed, failed);

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Driver/SpecCompiler.h"
 #include "compiler/Target/NVPTX/Ptxas.h"
+#include "attnc/runtime/TuningDb.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -35,20 +36,24 @@ void assembles(const KernelSpec &spec, bool mustNotSpill) {
   Result<CompiledKernel> k = compiler.compile(spec);
   if (!k.isOk())
     FAIL(k.status().message());
-  CHECK(k->meta.block[0] == 2 * k->meta.blockM);
+  // The heuristic's warps (the variants name no tuning), and shared memory
+  // that an sm_80 block can have (163 KiB; sm_90: 227 KiB).
+  CHECK(k->meta.block[0] == 32 * heuristicTuning(spec).warps);
+  CHECK(k->meta.dynamicSmem > 0);
+  CHECK(k->meta.dynamicSmem <= 163 * 1024);
   PtxasResult r = runPtxas(k->ptx, spec.arch, ATTNC_PTXAS_PATH);
   INFO(r.log);
   REQUIRE(r.ok);
   REQUIRE(r.kernels.size() == 1);
   const KernelResources &res = r.kernels[0];
   std::printf("%-6s %-4s D=%-3lld %-22s %3lld registers %6lld B smem, "
-              "spills %lld/%lld B\n",
+              "%6lld B dynamic smem, spills %lld/%lld B\n",
               spec.arch.c_str(), spec.dtype.c_str(), (long long)spec.headDim,
               spec.causal            ? "causal"
               : spec.windowLeft >= 0 ? "window+softcap"
                                      : "no mask",
               (long long)res.registers, (long long)res.sharedBytes,
-              (long long)res.spillStoreBytes, (long long)res.spillLoadBytes);
+              (long long)k->meta.dynamicSmem, (long long)res.spillStoreBytes, (long long)res.spillLoadBytes);
   CHECK(res.registers > 0);
   if (mustNotSpill)
     CHECK_FALSE(res.spills());

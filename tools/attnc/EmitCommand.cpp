@@ -129,6 +129,12 @@ static int64_t headDimOf(ModuleOp module) {
   return d;
 }
 
+static bool causalOf(ModuleOp module) {
+  bool causal = false;
+  module.walk([&](attn::AttentionOp op) { causal = op.getCausal(); });
+  return causal;
+}
+
 int runEmit(EmitOptions &o) {
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -164,7 +170,7 @@ int runEmit(EmitOptions &o) {
   }
   TileOptions tile = defaultTileOptions(
       o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
-      headDimOf(*module), o.blockM, o.blockN, o.warps);
+      headDimOf(*module), causalOf(*module), o.blockM, o.blockN, o.warps);
   if (o.stage != "attn")
     buildTilePipeline(pm, tile);
   if (o.stage == "llvm" || o.stage == "ptx") {

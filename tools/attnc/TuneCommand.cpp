@@ -74,8 +74,9 @@ int runTune(CLI::App &app, const TuneOptions &o) {
     return 1;
   }
   TuningChoice c = chooseTuning(db ? &*db : nullptr, o.gpu, o.spec, o.size);
-  fmt::print("block_m {} block_n {} ({}: {})\n", c.tuning.blockM,
-             c.tuning.blockN, c.fromDatabase ? "database" : "default", c.why);
+  fmt::print("block_m {} block_n {} warps {} ({}: {})\n", c.tuning.blockM,
+             c.tuning.blockN, c.tuning.warps,
+             c.fromDatabase ? "database" : "default", c.why);
   return 0;
 }
 

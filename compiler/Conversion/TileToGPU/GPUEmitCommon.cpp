@@ -228,7 +228,8 @@ LogicalResult gpu_emit::mapKernelsToGPU(
     function_ref<int64_t(tile::LaunchAttr)> threads,
     function_ref<LogicalResult(func::FuncOp, gpu::GPUFuncOp, tile::LaunchAttr,
                                ArrayRef<Value>)>
-        emit) {
+        emit,
+    function_ref<int64_t(tile::LoadOp)> ringStages) {
   MLIRContext *ctx = module.getContext();
   SmallVector<func::FuncOp> kernels;
   for (auto fn : module.getOps<func::FuncOp>())
@@ -250,9 +251,11 @@ LogicalResult gpu_emit::mapKernelsToGPU(
       if (isRowOwnedLoad(load) && !stageRowOwned)
         return;
       auto t = load.getResult().getType();
+      SmallVector<int64_t> shape = {t.getDimSize(0), t.getDimSize(1) + rowPad};
+      if (int64_t n = ringStages ? ringStages(load) : 1; n > 1)
+        shape.insert(shape.begin(), n);
       bufferTypes.push_back(
-          MemRefType::get({t.getDimSize(0), t.getDimSize(1) + rowPad},
-                          t.getElementType(), nullptr, wg));
+          MemRefType::get(shape, t.getElementType(), nullptr, wg));
     });
     b.setInsertionPointToEnd(gpuModule.getBody());
     auto gpuFunc = gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
@@ -273,8 +276,8 @@ LogicalResult gpu_emit::mapKernelsToGPU(
     int64_t bytes = 0;
     if (!bufferTypes.empty()) {
       Value base = gpu::DynamicSharedMemoryOp::create(
-          b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                                  nullptr, wg));
+          b, loc,
+          MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr, wg));
       for (MemRefType t : bufferTypes) {
         buffers.push_back(memref::ViewOp::create(
             b, loc, t, base, indexConst(b, loc, bytes), ValueRange{}));
@@ -307,4 +310,17 @@ gpu_emit::launchInfo(ModuleOp module, StringRef kernel) {
   if (!threads || !smem)
     return std::nullopt;
   return KernelLaunchInfo{threads.getInt(), smem.getInt()};
+}
+
+SmallVector<tile::LoadOp> gpu_emit::prefetchableLoads(scf::ForOp loop) {
+  SmallVector<tile::LoadOp> out;
+  for (auto load : loop.getBody()->getOps<tile::LoadOp>()) {
+    if (isRowOwnedLoad(load) || load.getRow() != loop.getInductionVar())
+      continue;
+    if (llvm::all_of(
+            ValueRange{load.getSource(), load.getBatch(), load.getHead()},
+            [&](Value v) { return loop.isDefinedOutsideOfLoop(v); }))
+      out.push_back(load);
+  }
+  return out;
 }

@@ -13,6 +13,7 @@
 #include "dialects/Tile/IR/TileOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -80,14 +81,21 @@ bool isRowOwnedLoad(attnc::tile::LoadOp load);
 /// order) out of dynamic shared memory, so a kernel may use more than the
 /// 48 KiB of static shared memory. `emit` writes the body after the
 /// buffers; the func.func is erased. The launch geometry of each kernel is
-/// recorded on the module (see launchInfo).
+/// recorded on the module (see launchInfo). A load for which `ringStages`
+/// returns n > 1 gets a ring of n tiles: one n x rows x cols buffer.
 mlir::LogicalResult mapKernelsToGPU(
     mlir::ModuleOp module, int64_t rowPad, bool stageRowOwned,
     llvm::function_ref<int64_t(attnc::tile::LaunchAttr)> threads,
     llvm::function_ref<mlir::LogicalResult(
         mlir::func::FuncOp, mlir::gpu::GPUFuncOp, attnc::tile::LaunchAttr,
         llvm::ArrayRef<mlir::Value> buffers)>
-        emit);
+        emit,
+    llvm::function_ref<int64_t(attnc::tile::LoadOp)> ringStages = nullptr);
+
+/// The staged loads of a KV loop that can be copied an iteration ahead:
+/// their row is the induction variable and their source, batch and head
+/// are loop-invariant.
+llvm::SmallVector<attnc::tile::LoadOp> prefetchableLoads(mlir::scf::ForOp loop);
 
 /// What a launch of a mapped kernel needs: threads per block and bytes of
 /// dynamic shared memory. mapKernelsToGPU records it on the top-level

@@ -72,8 +72,8 @@ struct Frags {
 class MMAEmitter : public gpu_emit::TileEmitter<MMAEmitter> {
 public:
   MMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
-             tile::LaunchAttr launch, ArrayRef<Value> buffers,
-             int64_t mTiles, bool qInSmem)
+             tile::LaunchAttr launch, ArrayRef<Value> buffers, int64_t mTiles,
+             bool qInSmem)
       : TileEmitter(kernel, gpuFunc, launch, buffers), mTiles(mTiles),
         qInSmem(qInSmem) {}
 
@@ -112,9 +112,7 @@ private:
   /// or an ldmatrix from the staged Q.
   Value aFragment(const Frags &a, int64_t mt, int64_t kk, Type elt);
   /// Row g (+8 with r = 1) of m16 tile `mt` of this warp, within the tile.
-  Value rowOf(int64_t mt, int64_t r) {
-    return add(rowInTile, 16 * mt + 8 * r);
-  }
+  Value rowOf(int64_t mt, int64_t r) { return add(rowInTile, 16 * mt + 8 * r); }
 
   const int64_t mTiles; // m16 tiles per warp
   const bool qInSmem;
@@ -126,19 +124,28 @@ private:
   // of each staged buffer (wait_group N lets the N newest stay in flight).
   int64_t committedGroups = 0;
   DenseMap<Value, int64_t> groupOf;
-  // A staged load of the KV loop issued one iteration ahead (K): its buffer
-  // and, once its consumer is emitted, where to issue the next tile.
-  struct Prefetch {
+  // The KV loop's copy-ahead rings (K and V, two stages each): the tiles of
+  // iteration j + 1 are copied while iteration j computes, so an iteration
+  // has two barriers: before QKᵀ (K_j has landed, and every warp is done
+  // with iteration j - 1, whose stages the next copies overwrite) and
+  // before P·V (V_j has landed).
+  struct Ring {
     tile::LoadOp load;
-    Value buf;
-    scf::ForOp loop; // the emitted loop (induction variable, step, bound)
+    Value buf;           // stages x rows x cols
+    int64_t firstGroup;  // the prologue's copy
+    Value current, next; // the stage views of iterations j and j + 1
   };
-  std::optional<Prefetch> prefetch;
+  SmallVector<Ring> rings;
+  scf::ForOp ringLoop; // the emitted KV loop
+  bool nextIssued = false;
+  Value stageView(Value buf, Value stage);
+  void issueNext();
   void issueStage(tile::LoadOp op, Value buf, Value row, bool barrier);
   /// Waits for the copies of the staged buffers not yet waited for: groups
   /// complete in order, so one wait for the newest suffices, then one
   /// barrier makes every thread's copies visible.
-  void waitForStaged(ArrayRef<Value> bufs) {
+  /// Returns whether it placed a barrier.
+  bool waitForStaged(ArrayRef<Value> bufs) {
     int64_t newest = -1;
     for (Value buf : bufs)
       if (auto it = groupOf.find(buf); it != groupOf.end()) {
@@ -146,10 +153,11 @@ private:
         groupOf.erase(it);
       }
     if (newest < 0)
-      return;
+      return false;
     NVVM::CpAsyncWaitGroupOp::create(b, loc,
                                      int32_t(committedGroups - newest - 1));
     gpu::BarrierOp::create(b, loc);
+    return true;
   }
 };
 
@@ -276,14 +284,13 @@ LogicalResult MMAEmitter::emitRowLoad(tile::LoadOp op) {
   return success();
 }
 
-Value MMAEmitter::aFragment(const Frags &a, int64_t mt, int64_t kk,
-                            Type elt) {
+Value MMAEmitter::aFragment(const Frags &a, int64_t mt, int64_t kk, Type elt) {
   if (a.kind == Frags::A)
     return a.regs[mt * (a.regs.size() / mTiles) + kk];
   // ldmatrix.x4 of a row-major 16x16 block: matrices (rows +0/+8) x
   // (columns +0/+8) are exactly the A registers (g, g+8, g col+8, ...).
-  Value r = add(add(arith::SubIOp::create(b, loc, rowInTile, g), ldRow),
-                16 * mt);
+  Value r =
+      add(add(arith::SubIOp::create(b, loc, rowInTile, g), ldRow), 16 * mt);
   r = add(r, arith::MulIOp::create(b, loc, ldLow, idx(8)));
   Value col = add(arith::MulIOp::create(b, loc, ldHigh, idx(8)), kk * 16);
   return nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, elt),
@@ -303,11 +310,39 @@ void MMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
   groupOf[buf] = committedGroups++;
 }
 
+Value MMAEmitter::stageView(Value buf, Value stage) {
+  auto t = cast<MemRefType>(buf.getType());
+  SmallVector<OpFoldResult> offsets = {stage, b.getIndexAttr(0),
+                                       b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
+                                     b.getIndexAttr(t.getDimSize(1)),
+                                     b.getIndexAttr(t.getDimSize(2))};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  auto viewT = memref::SubViewOp::inferRankReducedResultType(
+      {t.getDimSize(1), t.getDimSize(2)}, t, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, loc, viewT, buf, offsets, sizes, strides);
+}
+
+/// Copies the tiles of the next iteration into the other stage of each
+/// ring (past the end: the current row again, never read, so that every
+/// iteration commits the same number of groups).
+void MMAEmitter::issueNext() {
+  Value iv = ringLoop.getInductionVar();
+  Value next = arith::AddIOp::create(b, loc, iv, ringLoop.getStep());
+  Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next,
+                                     ringLoop.getUpperBound());
+  Value row = arith::SelectOp::create(b, loc, more, next, iv);
+  for (Ring &r : rings)
+    issueStage(r.load, r.next, row, /*barrier=*/false);
+  nextIssued = true;
+}
+
 LogicalResult MMAEmitter::emitStage(tile::LoadOp op) {
-  if (prefetch && prefetch->load == op) { // issued an iteration ahead
-    frags[op.getResult()] = {Frags::Staged, {prefetch->buf}};
-    return success();
-  }
+  for (Ring &r : rings)
+    if (r.load == op) { // copied an iteration ahead
+      frags[op.getResult()] = {Frags::Staged, {r.current}};
+      return success();
+    }
   if (nextStage >= buffers.size())
     return op.emitError("more staged tiles than workgroup buffers");
   Value buf = buffers[nextStage++];
@@ -327,10 +362,15 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
     return op.emitError("mma.sync dot expects A fragments and a staged rhs");
   const Frags &a = lhsIt->second;
   Value smem = rhsIt->second.regs[0];
-  if (a.kind == Frags::Staged)
-    waitForStaged({a.regs[0], smem});
-  else
-    waitForStaged({smem});
+  bool synced = a.kind == Frags::Staged ? waitForStaged({a.regs[0], smem})
+                                        : waitForStaged({smem});
+  if (!rings.empty() && !nextIssued) {
+    // The first wait of the iteration: past its barrier every warp is done
+    // with iteration j - 1, so its stages take the copies of j + 1.
+    if (!synced)
+      gpu::BarrierOp::create(b, loc);
+    issueNext();
+  }
   Type elt = cast<MemRefType>(smem.getType()).getElementType();
   auto rt = op.getResult().getType();
   int64_t n8 = rt.getDimSize(1) / 8;
@@ -393,20 +433,6 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
       }
   }
   frags[op.getResult()] = {Frags::C, std::move(c)};
-  if (prefetch && op.getRhs() == prefetch->load.getResult()) {
-    // Every warp is done with this K tile: copy the next one under P·V.
-    gpu::BarrierOp::create(b, loc);
-    scf::ForOp loop = prefetch->loop;
-    Value next =
-        arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
-    Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next,
-                                       loop.getUpperBound());
-    Value row =
-        arith::SelectOp::create(b, loc, more, next, loop.getInductionVar());
-    // Past the end the copy is repeated from the current row (harmless, never
-    // read) so that the group count stays the same on every path.
-    issueStage(prefetch->load, prefetch->buf, row, /*barrier=*/false);
-  }
   return success();
 }
 
@@ -543,14 +569,13 @@ LogicalResult MMAEmitter::emitConstant(arith::ConstantOp op) {
   float v = splat.getSplatValue<APFloat>().convertToFloat();
   if (t.getRank() == 1) {
     Value s = f32Const(b, loc, v);
-    frags[op.getResult()] = {Frags::RowStat,
-                             SmallVector<Value>(2 * mTiles, s)};
+    frags[op.getResult()] = {Frags::RowStat, SmallVector<Value>(2 * mTiles, s)};
     return success();
   }
   auto cT = VectorType::get({2, 2}, b.getF32Type());
   Value c = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(cT, v));
-  frags[op.getResult()] = {
-      Frags::C, SmallVector<Value>(mTiles * t.getDimSize(1) / 8, c)};
+  frags[op.getResult()] = {Frags::C,
+                           SmallVector<Value>(mTiles * t.getDimSize(1) / 8, c)};
   return success();
 }
 
@@ -611,8 +636,8 @@ LogicalResult MMAEmitter::emitStore(tile::StoreOp op) {
   for (int64_t mt = 0; mt < mTiles; ++mt)
     for (int64_t r = 0; r < 2; ++r) {
       Value seqRow = add(q0, rowOf(mt, r));
-      Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                           seqRow, seq);
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, seqRow, seq);
       if (v.kind == Frags::RowStat) // LSE: one lane of the quad writes a row
         inside = arith::AndIOp::create(
             b, loc, inside,
@@ -637,32 +662,19 @@ LogicalResult MMAEmitter::emitStore(tile::StoreOp op) {
   return success();
 }
 
-/// The first staged load of a KV loop when it can be issued an iteration
-/// ahead: its row is the induction variable and another staged load follows
-/// (V, whose copy already overlaps QKᵀ).
-static tile::LoadOp prefetchable(scf::ForOp op) {
-  SmallVector<tile::LoadOp> staged;
-  for (auto load : op.getBody()->getOps<tile::LoadOp>())
-    if (!gpu_emit::isRowOwnedLoad(load))
-      staged.push_back(load);
-  if (staged.size() < 2 || staged[0].getRow() != op.getInductionVar())
-    return {};
-  tile::LoadOp k = staged[0];
-  for (Value v : SmallVector<Value>{k.getSource(), k.getBatch(), k.getHead()})
-    if (!op.isDefinedOutsideOfLoop(v))
-      return {};
-  return staged[0];
-}
-
 LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
-  tile::LoadOp ahead = prefetchable(op);
-  if (ahead && !prefetch) {
-    // Prologue: the first tile's copy, before the loop.
-    if (nextStage >= buffers.size())
-      return ahead.emitError("more staged tiles than workgroup buffers");
+  SmallVector<tile::LoadOp> ahead;
+  if (rings.empty())
+    ahead = gpu_emit::prefetchableLoads(op);
+  for (tile::LoadOp load : ahead) {
+    // Prologue: the first tile of each ring, into stage 0, before the loop.
+    if (nextStage >= buffers.size() ||
+        cast<MemRefType>(buffers[nextStage].getType()).getRank() != 3)
+      return load.emitError("no two-stage buffer for a copied-ahead tile");
     Value buf = buffers[nextStage++];
-    issueStage(ahead, buf, map.lookup(op.getLowerBound()), /*barrier=*/false);
-    prefetch = Prefetch{ahead, buf, {}};
+    issueStage(load, stageView(buf, idx(0)), map.lookup(op.getLowerBound()),
+               /*barrier=*/false);
+    rings.push_back({load, buf, committedGroups - 1, {}, {}});
   }
   // Loop-carried fragments travel as a flat list of registers.
   SmallVector<Value> inits;
@@ -676,8 +688,6 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
                                  map.lookup(op.getUpperBound()),
                                  map.lookup(op.getStep()), inits);
   map.map(op.getInductionVar(), loop.getInductionVar());
-  if (prefetch && prefetch->load->getParentOp() == op)
-    prefetch->loop = loop;
   auto unflatten = [&](ValueRange flat, ValueRange tileValues) {
     size_t at = 0;
     for (auto [i, v] : llvm::enumerate(tileValues)) {
@@ -690,6 +700,25 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
+    if (!ahead.empty()) {
+      // Iteration j computes on stage j % 2 and fills stage (j + 1) % 2.
+      ringLoop = loop;
+      nextIssued = false;
+      Value j = arith::DivUIOp::create(
+          b, loc,
+          arith::SubIOp::create(b, loc, loop.getInductionVar(),
+                                loop.getLowerBound()),
+          loop.getStep());
+      Value stage = arith::RemUIOp::create(b, loc, j, idx(2));
+      Value other = arith::SubIOp::create(b, loc, idx(1), stage);
+      for (Ring &r : rings) {
+        r.current = stageView(r.buf, stage);
+        r.next = stageView(r.buf, other);
+        // In every iteration, as in the first, the tile was the newest copy
+        // but one per ring when the iteration began.
+        groupOf[r.current] = r.firstGroup;
+      }
+    }
     for (Operation &nested : op.getBody()->without_terminator())
       if (failed(emitOp(nested)))
         return failure();
@@ -699,11 +728,14 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
     scf::YieldOp::create(b, loc, yields);
   }
   unflatten(loop.getResults(), op.getResults());
-  if (prefetch && prefetch->loop == loop) {
-    // The last iteration's look-ahead copy: drain it before leaving.
+  if (!ahead.empty()) {
+    // The last iteration's look-ahead copies: drain them before leaving.
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-    groupOf.erase(prefetch->buf);
-    prefetch.reset();
+    for (Ring &r : rings) {
+      groupOf.erase(r.current);
+      groupOf.erase(r.next);
+    }
+    rings.clear();
   }
   return success();
 }
@@ -740,10 +772,19 @@ void MapTileToMMAPass::runOnOperation() {
               return kernel.emitError()
                      << "the mma.sync mapping needs a block_m that is a "
                         "multiple of "
-                     << rows << " and tile sizes and head dims that are "
+                     << rows
+                     << " and tile sizes and head dims that are "
                         "multiples of 16";
             return MMAEmitter(kernel, gpuFunc, launch, buffers, mTiles, qSmem)
                 .emit();
+          },
+          // K and V of the KV loop: two-stage rings.
+          [](tile::LoadOp load) -> int64_t {
+            auto loop = load->getParentOfType<scf::ForOp>();
+            return loop && llvm::is_contained(gpu_emit::prefetchableLoads(loop),
+                                              load)
+                       ? 2
+                       : 1;
           })))
     signalPassFailure();
 }

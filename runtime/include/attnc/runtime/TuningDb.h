@@ -75,9 +75,11 @@ private:
   std::map<std::string, TuningRecord> records_; // gpu|arch|spec|bucket
 };
 
-/// The default tile configuration of the mma.sync mapping: 64 query rows
-/// (4 warps), 64-key tiles up to head dim 128 and 32 above (the padded K
-/// and V tiles must fit 48 KiB of static shared memory).
+/// The default tile configuration of the mma.sync mapping, from the H200
+/// measurements in bench/NOTES.md: up to head dim 128, 128 query rows on 4
+/// warps (32 rows per warp) with 64-key tiles, 32 when causal (the
+/// diagonal tiles are cheaper); above, 64 rows on 4 warps with 32-key
+/// tiles (the accumulator alone takes head_dim / 2 registers per m16 tile).
 TuningConfig heuristicTuning(const KernelSpec &spec);
 
 struct TuningChoice {
