@@ -106,7 +106,20 @@ void attnc::buildMMAPipeline(OpPassManager &pm) {
   addGPUToNVVM(pm);
 }
 
+void attnc::buildWGMMAPipeline(OpPassManager &pm) {
+  pm.addPass(createMapTileToWGMMA());
+  addGPUToNVVM(pm);
+  // wgmma (and its fences) are PTX-builder ops: inline PTX before
+  // translation, after everything else has reached NVVM.
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
 void attnc::registerPipelines() {
+  PassPipelineRegistration<>(
+      "attnc-wgmma-pipeline",
+      "Lower tile-level kernels to NVVM through the sm_90a wgmma mapping",
+      [](OpPassManager &pm) { buildWGMMAPipeline(pm); });
   PassPipelineRegistration<>(
       "attnc-mma-pipeline",
       "Lower tile-level kernels to NVVM through the mma.sync mapping",

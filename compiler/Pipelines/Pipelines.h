@@ -14,11 +14,11 @@ struct TileOptions {
 };
 
 /// The GPU mapping a kernel is lowered with.
-enum class GPUMapping { MMA, SIMT };
+enum class GPUMapping { MMA, SIMT, WGMMA };
 
 /// Tile sizes for a mapping and head dim, with any nonzero request kept.
-/// mma.sync: the runtime's heuristicTuning (TuningDb.h). SIMT: 64 rows
-/// (threads) and 32 keys, to bound the per-thread registers.
+/// mma.sync and wgmma: the runtime's heuristicTuning (TuningDb.h). SIMT: 64
+/// rows (threads) and 32 keys, to bound the per-thread registers.
 TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim,
                                int64_t blockM = 0, int64_t blockN = 0);
 
@@ -38,6 +38,10 @@ void buildSIMTPipeline(mlir::OpPassManager &pm);
 /// tile -> NVVM for sm_80+ through the mma.sync m16n8k16 mapping (tensor
 /// cores; FlashAttention-2's register layout).
 void buildMMAPipeline(mlir::OpPassManager &pm);
+
+/// tile -> NVVM (with wgmma as inline PTX) for sm_90a through the wgmma
+/// mapping (one warpgroup per 64 query rows; see TileToWGMMA.cpp).
+void buildWGMMAPipeline(mlir::OpPassManager &pm);
 
 /// Registers the pipelines as attnc-opt options (-attnc-host-pipeline, ...).
 void registerPipelines();
