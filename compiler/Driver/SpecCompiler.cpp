@@ -4,6 +4,7 @@
 #include "attnc/runtime/Launch.h"
 #include "compiler/Frontend/BuildAttnIR.h"
 #include "compiler/LaunchABI.h"
+#include "compiler/Pipelines/MappingChoice.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Target/NVPTX/EmitPTX.h"
@@ -68,9 +69,17 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   module->walk([&](attn::AttentionOp op) { headDim = op.getHeadDim(); });
   TileOptions tile = defaultTileOptions(GPUMapping::MMA, headDim,
                                         spec.tuning.blockM, spec.tuning.blockN);
+  // sm_90a takes the wgmma mapping where it supports the variant; anything
+  // else (and any other target) mma.sync. The metadata names the choice.
+  int64_t elementBits = 16;
+  module->walk([&](attn::AttentionOp op) {
+    elementBits = op.getElementType().getIntOrFloatBitWidth();
+  });
+  MappingChoice choice =
+      chooseTensorCoreMapping(spec.arch, headDim, elementBits, tile);
   PassManager pm(&ctx);
   buildTilePipeline(pm, tile);
-  buildMMAPipeline(pm);
+  buildMappingPipeline(pm, choice.mapping);
   if (failed(pm.run(*module)))
     return fail("lowering failed");
   FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
@@ -82,7 +91,11 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   KernelMetadata &meta = out.meta;
   meta.entry = "attention_fwd";
   meta.arch = spec.arch;
-  meta.block = {2 * tile.blockM, 1, 1}; // one warp per 16 query rows
+  // Both tensor-core mappings: one warp per 16 query rows (a wgmma
+  // warpgroup per 64).
+  meta.block = {2 * tile.blockM, 1, 1};
+  meta.mapping = choice.name;
+  meta.mappingWhy = choice.why;
   meta.gridRule = kAttentionFwdRule;
   meta.blockM = tile.blockM;
   meta.dynamicSmem = 0; // K/V staging buffers are static shared memory

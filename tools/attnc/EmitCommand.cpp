@@ -2,6 +2,7 @@
 #include "tools/attnc/Commands.h"
 
 #include "compiler/Frontend/BuildAttnIR.h"
+#include "compiler/Pipelines/MappingChoice.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Target/NVPTX/EmitPTX.h"
@@ -70,8 +71,9 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
   emit->add_option("--batch", o.batch, "Batch size used by --summary")
       ->check(CLI::PositiveNumber);
   emit->add_option("--mapping", o.mapping,
-                   "GPU mapping: mma (tensor cores) or simt (baseline)")
-      ->check(CLI::IsMember({"mma", "simt"}));
+                   "GPU mapping: auto (wgmma on sm_90a where supported, else "
+                   "mma.sync), wgmma, mma (tensor cores) or simt (baseline)")
+      ->check(CLI::IsMember({"auto", "wgmma", "mma", "simt"}));
   emit->add_option("--block-m", o.blockM, "Query rows per program")
       ->check(CLI::PositiveNumber);
   emit->add_option("--block-n", o.blockN, "Keys per KV tile")
@@ -125,6 +127,15 @@ static int64_t headDimOf(ModuleOp module) {
   return d;
 }
 
+/// The bit width of the module's attention elements (16 unless stated).
+static int64_t elementBitsOf(ModuleOp module) {
+  int64_t bits = 16;
+  module.walk([&](attn::AttentionOp op) {
+    bits = op.getElementType().getIntOrFloatBitWidth();
+  });
+  return bits;
+}
+
 int runEmit(EmitOptions &o) {
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -158,14 +169,12 @@ int runEmit(EmitOptions &o) {
     ctx.disableMultithreading();
     pm.enableIRPrinting();
   }
+  TileOptions tile = defaultTileOptions(o.mapping == "simt" ? GPUMapping::SIMT
+                                                            : GPUMapping::MMA,
+                                        headDimOf(*module), o.blockM, o.blockN);
   if (o.stage != "attn")
-    buildTilePipeline(
-        pm, defaultTileOptions(o.mapping == "simt" ? GPUMapping::SIMT
-                                                   : GPUMapping::MMA,
-                               headDimOf(*module), o.blockM, o.blockN));
+    buildTilePipeline(pm, tile);
   if (o.stage == "llvm" || o.stage == "ptx") {
-    // sm_90a's wgmma mapping does not exist yet: both targets take the
-    // sm_80+ mma.sync mapping unless the SIMT baseline is asked for.
     if (o.mapping == "simt") {
       fmt::print(stderr,
                  "attnc: {} path: SIMT (one query row per thread, "
@@ -173,11 +182,28 @@ int runEmit(EmitOptions &o) {
                  o.arch);
       buildSIMTPipeline(pm);
     } else {
-      fmt::print(stderr,
-                 "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "
-                 "cores; no wgmma/TMA yet)\n",
-                 o.arch);
-      buildMMAPipeline(pm);
+      MappingChoice choice = chooseTensorCoreMapping(
+          o.arch, headDimOf(*module), elementBitsOf(*module), tile);
+      if (o.mapping == "wgmma" && choice.mapping != GPUMapping::WGMMA) {
+        fmt::print(stderr, "attnc emit: error: --mapping wgmma: {}\n",
+                   choice.why);
+        return 1;
+      }
+      if (o.mapping == "mma") {
+        choice.mapping = GPUMapping::MMA;
+        choice.why = "--mapping mma";
+      }
+      if (choice.mapping == GPUMapping::WGMMA)
+        fmt::print(stderr,
+                   "attnc: {} path: wgmma m64nNk16 (one warpgroup per 64 "
+                   "query rows; {})\n",
+                   o.arch, choice.why);
+      else
+        fmt::print(stderr,
+                   "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "
+                   "cores; {})\n",
+                   o.arch, choice.why);
+      buildMappingPipeline(pm, choice.mapping);
     }
   }
   if (failed(pm.run(*module)))
