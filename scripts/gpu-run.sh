@@ -27,6 +27,30 @@ step() { # name, command...
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv \
   >"$out/device.txt" 2>&1
 cat "$out/device.txt"
+# sm_90a kernels of the wgmma mapping (issue #6): their SASS must hold
+# HGMMA (the tensor-core op wgmma becomes); counts per kernel in the log.
+hgmma_check() {
+  local n=0 bad=0 dir sass count
+  local cuobjdump ptxas
+  cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+  ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+  for dir in "$stage"/bundle/*/; do
+    grep -q '"mapping": *"wgmma"' "$dir/meta.json" 2>/dev/null || continue
+    if [ -f "$dir/kernel.cubin" ]; then
+      sass=$("$cuobjdump" --dump-sass "$dir/kernel.cubin")
+    else
+      "$ptxas" -arch=sm_90a -o "$out/hgmma.cubin" "$dir/kernel.ptx" || return 1
+      sass=$("$cuobjdump" --dump-sass "$out/hgmma.cubin")
+    fi
+    count=$(grep -c HGMMA <<<"$sass")
+    echo "$(basename "$dir"): $count HGMMA"
+    n=$((n + 1))
+    [ "$count" -gt 0 ] || bad=$((bad + 1))
+  done
+  echo "$n wgmma kernels, $bad without HGMMA"
+  [ "$n" -gt 0 ] && [ "$bad" -eq 0 ]
+}
+step hgmma-sass hgmma_check
 step runtime-gpu "$stage/bin/attnc_runtime_gpu_tests"
 step templates-gpu "$stage/bin/templates_gpu_test"
 step attention-gpu "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle"

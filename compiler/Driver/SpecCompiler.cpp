@@ -5,6 +5,7 @@
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 #include "compiler/Frontend/BuildAttnIR.h"
 #include "compiler/LaunchABI.h"
+#include "compiler/Pipelines/MappingChoice.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Target/NVPTX/EmitPTX.h"
@@ -67,16 +68,22 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
 
   int64_t headDim = spec.headDim;
   bool causal = spec.causal;
+  int64_t elementBits = 16;
   module->walk([&](attn::AttentionOp op) {
     headDim = op.getHeadDim();
     causal = op.getCausal();
+    elementBits = op.getElementType().getIntOrFloatBitWidth();
   });
   TileOptions tile =
       defaultTileOptions(GPUMapping::MMA, headDim, causal, spec.tuning.blockM,
                          spec.tuning.blockN, spec.tuning.warps);
+  // sm_90a takes the wgmma mapping where it supports the variant; anything
+  // else (and any other target) mma.sync. The metadata names the choice.
+  MappingChoice choice =
+      chooseTensorCoreMapping(spec.arch, headDim, elementBits, tile);
   PassManager pm(&ctx);
   buildTilePipeline(pm, tile);
-  buildMMAPipeline(pm, tile);
+  buildMappingPipeline(pm, choice.mapping, tile);
   if (failed(pm.run(*module)))
     return fail("lowering failed");
   FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
@@ -93,6 +100,8 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   if (!info)
     return fail("the mapping recorded no launch geometry");
   meta.block = {info->threads, 1, 1};
+  meta.mapping = choice.name;
+  meta.mappingWhy = choice.why;
   meta.gridRule = kAttentionFwdRule;
   meta.blockM = tile.blockM;
   meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers

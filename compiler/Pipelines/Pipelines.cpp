@@ -41,7 +41,8 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
     t.blockN = blockN;
   if (mapping == GPUMapping::MMA) {
     t.rowsPerWarp = warps > 0 ? t.blockM / warps : 16;
-    t.qInSmem = headDim * (t.rowsPerWarp / 16) >= 256;
+    // Two m16 tiles per warp leave no registers for Q's fragments.
+    t.qInSmem = t.rowsPerWarp == 32 || headDim >= 256;
   }
   return t;
 }
@@ -117,7 +118,20 @@ void attnc::buildMMAPipeline(OpPassManager &pm, const TileOptions &options) {
   addGPUToNVVM(pm);
 }
 
+void attnc::buildWGMMAPipeline(OpPassManager &pm) {
+  pm.addPass(createMapTileToWGMMA());
+  addGPUToNVVM(pm);
+  // wgmma (and its fences) are PTX-builder ops: inline PTX before
+  // translation, after everything else has reached NVVM.
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
 void attnc::registerPipelines() {
+  PassPipelineRegistration<>(
+      "attnc-wgmma-pipeline",
+      "Lower tile-level kernels to NVVM through the sm_90a wgmma mapping",
+      [](OpPassManager &pm) { buildWGMMAPipeline(pm); });
   PassPipelineRegistration<>(
       "attnc-mma-pipeline",
       "Lower tile-level kernels to NVVM through the mma.sync mapping",

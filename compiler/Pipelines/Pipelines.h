@@ -18,16 +18,16 @@ struct TileOptions {
 };
 
 /// The GPU mapping a kernel is lowered with.
-enum class GPUMapping { MMA, SIMT };
+enum class GPUMapping { MMA, SIMT, WGMMA };
 
 /// Tile sizes for a mapping and head dim, with any nonzero request kept
-/// (`warps` sets rows per warp = block_m / warps). mma.sync: the runtime's
-/// heuristicTuning (TuningDb.h); Q goes to shared memory where registers
-/// would not hold it (head dim x m16 tiles per warp >= 256). SIMT: 64 rows
-/// (threads) and 32 keys, to bound the per-thread registers.
-TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim,
-                               bool causal, int64_t blockM = 0,
-                               int64_t blockN = 0, int64_t warps = 0);
+/// (`warps` sets rows per warp = block_m / warps). mma.sync and wgmma: the
+/// runtime's heuristicTuning (TuningDb.h); Q goes to shared memory where
+/// registers would not hold it (32 rows per warp, or head dim 256). SIMT:
+/// 64 rows (threads) and 32 keys, to bound the per-thread registers.
+TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim, bool causal,
+                               int64_t blockM = 0, int64_t blockN = 0,
+                               int64_t warps = 0);
 
 /// attn (graph level) -> tile (kernel level).
 void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);
@@ -45,6 +45,10 @@ void buildSIMTPipeline(mlir::OpPassManager &pm);
 /// tile -> NVVM for sm_80+ through the mma.sync m16n8k16 mapping (tensor
 /// cores; FlashAttention-2's register layout).
 void buildMMAPipeline(mlir::OpPassManager &pm, const TileOptions &options = {});
+
+/// tile -> NVVM (with wgmma as inline PTX) for sm_90a through the wgmma
+/// mapping (one warpgroup per 64 query rows; see TileToWGMMA.cpp).
+void buildWGMMAPipeline(mlir::OpPassManager &pm);
 
 /// Registers the pipelines as attnc-opt options (-attnc-host-pipeline, ...).
 void registerPipelines();

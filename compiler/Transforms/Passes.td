@@ -99,4 +99,26 @@ def MapTileToMMA : Pass<"attnc-map-tile-to-mma", "mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
+  let summary = "Map tile kernels onto warpgroups with wgmma (sm_90a)";
+  let description = [{
+    The Hopper mapping: one warpgroup (128 threads) per 64 query rows; Q, K
+    and V tiles are staged by cp.async into 128-byte-swizzled shared memory
+    and read by `wgmma.mma_async` through matrix descriptors (QKᵀ:
+    `nvvm.wgmma.mma_async`, both operands in shared memory; P·V: the
+    register-A form, P converted in registers from the QKᵀ accumulator
+    layout, V N-major with the transpose bit). Accumulators, the online
+    softmax and the store use the m16n8 C layout each warp holds. Block:
+    2 · block_m threads. Head dims 64 and 128, 16-bit inputs; other variants
+    are rejected with a diagnostic (the drivers fall back to mma.sync).
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // ATTNC_COMPILER_TRANSFORMS_PASSES

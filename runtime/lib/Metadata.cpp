@@ -138,6 +138,10 @@ Json metadataToJson(const KernelMetadata &meta) {
   out.set("params", std::move(params));
   out.set("spec", meta.spec);
   out.set("build_id", meta.buildId);
+  if (!meta.mapping.empty())
+    out.set("mapping", meta.mapping);
+  if (!meta.mappingWhy.empty())
+    out.set("mapping_why", meta.mappingWhy);
   out.set("files", std::move(files));
   return out;
 }
@@ -189,6 +193,8 @@ Result<KernelMetadata> metadataFromJson(const Json &value,
   }
   reader.getString("spec", meta.spec, true);
   reader.getString("build_id", meta.buildId, true);
+  reader.getString("mapping", meta.mapping, false);
+  reader.getString("mapping_why", meta.mappingWhy, false);
   if (const Json *files = reader.getValue("files", Json::Kind::Object, true)) {
     for (const Json::Member &member : files->asObject()) {
       JsonObjectReader fileReader(member.second,

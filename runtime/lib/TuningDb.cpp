@@ -134,7 +134,8 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
   TuningConfig t;
   if (spec.headDim <= 128) {
     t.blockM = 128;
-    t.blockN = spec.causal && spec.headDim > 64 ? 32 : 64;
+    // 64-key tiles spill at 32 rows per warp above head dim 64.
+    t.blockN = spec.headDim > 64 ? 32 : 64;
   } else {
     t.blockM = 64;
     t.blockN = 32;

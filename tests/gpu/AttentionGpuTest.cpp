@@ -38,7 +38,7 @@ struct Case {
   int batch, seqQ, seqKV;
   bool bshd;
   float qScale = 1.f;
-  const char *tiles = "";
+  std::string tiles;
 };
 
 KernelSpec spec(int hq, int hkv, int d, const char *dtype) {
@@ -129,13 +129,55 @@ std::vector<Case> correctnessCases() {
   c.spec.causal = true;
   c.spec.tuning = {64, 64, 0, 2};
   cs.push_back(c);
+  // sm_90a takes the wgmma mapping for D = 64 and 128 (the cases above with
+  // those head dims already do); these add what only it can get wrong:
+  // two warpgroups per block, Sq > Skv masked rows on the wgmma
+  // accumulator layout, the sm_80 mma.sync kernel of the same spec as a
+  // cross-check, and fp16 at D = 128.
+  c = {"wgmma 2 warpgroups 128x32, D128 fp16, Sq=190 Skv=77 causal",
+       spec(2, 1, 128, "fp16"),
+       2,
+       190,
+       77,
+       false};
+  c.spec.causal = true;
+  c.spec.tuning.blockM = 128;
+  c.spec.tuning.blockN = 32;
+  cs.push_back(c);
+  c = {"wgmma D64 bf16 window (33,17), S=1031, BSHD",
+       spec(6, 3, 64, "bf16"),
+       1,
+       1031,
+       1031,
+       true};
+  c.spec.windowLeft = 33;
+  c.spec.windowRight = 17;
+  cs.push_back(c);
+  c = {"128x64 tiles at D128, S=515",
+       spec(4, 4, 128, "bf16"),
+       1,
+       515,
+       515,
+       true};
+  c.spec.tuning.blockM = 128;
+  c.spec.tuning.blockN = 64;
+  cs.push_back(c);
+  c = {"sm_80 mma.sync, same as the first case",
+       cs[0].spec,
+       cs[0].batch,
+       cs[0].seqQ,
+       cs[0].seqKV,
+       cs[0].bshd};
+  c.spec.arch = "sm_80";
+  cs.push_back(c);
   return cs;
 }
 
 std::vector<Case> benchCases() {
   // PEERS.md-shaped cells (B*S = 16k tokens, H = 2048 / D, S = 4k): the
-  // default tiles beside tuned shapes (16 or 32 query rows per warp),
-  // compared in one run.
+  // default tiles beside tuned shapes (16 or 32 query rows per warp for
+  // mma.sync; wgmma takes 2 x block_m threads whatever the warps), compared
+  // in one run.
   struct Tiles {
     int64_t headDim, blockM, blockN, warps;
     const char *name;
@@ -161,6 +203,14 @@ std::vector<Case> benchCases() {
       c.spec.tuning.blockN = t.blockN;
       c.spec.tuning.warps = t.warps;
       c.tiles = t.name;
+      cs.push_back(c);
+    }
+  // The same tiles through sm_80's mma.sync mapping where sm_90a takes
+  // wgmma (D = 64, 128): the two mappings side by side.
+  for (size_t i = 0, n = cs.size(); i < n; ++i)
+    if (cs[i].spec.headDim <= 128) {
+      Case c = cs[i];
+      c.spec.arch = "sm_80";
       cs.push_back(c);
     }
   return cs;
@@ -258,6 +308,14 @@ test::AttentionComparison runCase(Context &ctx, const Case &c,
       v.data(), {kvs[0], kvs[1], kvs[2]}, toDouble, refO.data(), refLse.data());
   return test::compareAttention(bf16, o, qs, lse, refO, refLse, c.batch, hq,
                                 c.seqQ, d);
+}
+
+/// The GPU mapping the compiler chose for a case's kernel (its metadata).
+std::string mappingOf(Context &ctx, const Case &c) {
+  auto kernel = ctx.getKernel(c.spec);
+  if (!kernel.isOk() || (*kernel)->metadata().mapping.empty())
+    return "?";
+  return (*kernel)->metadata().mapping;
 }
 
 double timeCase(Context &ctx, const Case &c, int reps) {
@@ -361,10 +419,11 @@ int main(int argc, char **argv) {
       double ms = timeCase(**ctx, c, 10);
       double flops = 4.0 * c.batch * c.spec.heads * double(c.seqQ) * c.seqKV *
                      c.spec.headDim * (c.spec.causal ? 0.5 : 1.0);
-      std::printf("bench %-18s tiles %-10s B=%d H=%lld S=%d: %.3f ms, %.1f "
-                  "TFLOP/s\n",
-                  c.name.c_str(), c.tiles, c.batch, (long long)c.spec.heads,
-                  c.seqQ, ms, flops / (ms * 1e-3) / 1e12);
+      std::printf("bench %-18s tiles %-10s %-8s B=%d H=%lld S=%d: %.3f ms, "
+                  "%.1f TFLOP/s\n",
+                  c.name.c_str(), c.tiles.c_str(), mappingOf(**ctx, c).c_str(),
+                  c.batch, (long long)c.spec.heads, c.seqQ, ms,
+                  flops / (ms * 1e-3) / 1e12);
     }
     return 0;
   }
@@ -378,10 +437,11 @@ int main(int argc, char **argv) {
   for (const Case &c : correctnessCases()) {
     test::AttentionComparison r = runCase(**ctx, c, rng);
     bool ok = r.ok(1e-2, 1e-3);
-    std::printf("%s %-48s rel L2 %.2e  LSE err %.2e  masked rows %d  "
+    std::printf("%s %-48s [%s] rel L2 %.2e  LSE err %.2e  masked rows %d  "
                 "non-finite %d  masked wrong %d\n",
-                ok ? "PASS" : "FAIL", c.name.c_str(), r.relL2, r.lseErr,
-                r.maskedRows, r.nonFinite, r.maskedWrong);
+                ok ? "PASS" : "FAIL", c.name.c_str(),
+                mappingOf(**ctx, c).c_str(), r.relL2, r.lseErr, r.maskedRows,
+                r.nonFinite, r.maskedWrong);
     (ok ? passed : failed)++;
   }
   std::printf("%d passed, %d failed\n", passed, failed);

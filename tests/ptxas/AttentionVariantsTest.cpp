@@ -9,9 +9,9 @@
 // spilling ~20 B at 168 registers for D = 96 with window + softcap.
 //
 //===----------------------------------------------------------------------===//
+#include "attnc/runtime/TuningDb.h"
 #include "compiler/Driver/SpecCompiler.h"
 #include "compiler/Target/NVPTX/Ptxas.h"
-#include "attnc/runtime/TuningDb.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -36,9 +36,12 @@ void assembles(const KernelSpec &spec, bool mustNotSpill) {
   Result<CompiledKernel> k = compiler.compile(spec);
   if (!k.isOk())
     FAIL(k.status().message());
-  // The heuristic's warps (the variants name no tuning), and shared memory
-  // that an sm_80 block can have (163 KiB; sm_90: 227 KiB).
-  CHECK(k->meta.block[0] == 32 * heuristicTuning(spec).warps);
+  // The heuristic's warps (the variants name no tuning; wgmma: a warpgroup
+  // per 64 rows), and shared memory that an sm_80 block can have (163 KiB;
+  // sm_90: 227 KiB).
+  CHECK(k->meta.block[0] == (k->meta.mapping == "wgmma"
+                                 ? 2 * k->meta.blockM
+                                 : 32 * heuristicTuning(spec).warps));
   CHECK(k->meta.dynamicSmem > 0);
   CHECK(k->meta.dynamicSmem <= 163 * 1024);
   PtxasResult r = runPtxas(k->ptx, spec.arch, ATTNC_PTXAS_PATH);
@@ -53,7 +56,8 @@ void assembles(const KernelSpec &spec, bool mustNotSpill) {
               : spec.windowLeft >= 0 ? "window+softcap"
                                      : "no mask",
               (long long)res.registers, (long long)res.sharedBytes,
-              (long long)k->meta.dynamicSmem, (long long)res.spillStoreBytes, (long long)res.spillLoadBytes);
+              (long long)k->meta.dynamicSmem, (long long)res.spillStoreBytes,
+              (long long)res.spillLoadBytes);
   CHECK(res.registers > 0);
   if (mustNotSpill)
     CHECK_FALSE(res.spills());

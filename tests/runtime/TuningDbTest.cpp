@@ -124,7 +124,7 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   TuningChoice other = chooseTuning(&db, "NVIDIA H200", s, {1, 16384, 16384});
   CHECK_FALSE(other.fromDatabase);
   CHECK(other.tuning.blockM == 128);
-  CHECK(other.tuning.blockN == 64);
+  CHECK(other.tuning.blockN == 32);
   CHECK(other.tuning.warps == 4);
   CHECK_THAT(other.why, Catch::Contains("no database entry"));
 
@@ -132,10 +132,10 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   d256.headDim = 256;
   CHECK(chooseTuning(nullptr, "NVIDIA H200", d256, {1, 4096, 4096})
             .tuning.blockN == 32);
-  KernelSpec causal = s;
-  causal.causal = true;
-  CHECK(chooseTuning(nullptr, "NVIDIA H200", causal, {1, 4096, 4096})
-            .tuning.blockN == 32);
+  KernelSpec d64 = s;
+  d64.headDim = 64;
+  CHECK(chooseTuning(nullptr, "NVIDIA H200", d64, {1, 4096, 4096})
+            .tuning.blockN == 64);
 
   KernelSpec pinned = s;
   pinned.tuning.blockN = 16;

@@ -2,6 +2,7 @@
 #include "tools/attnc/Commands.h"
 
 #include "compiler/Frontend/BuildAttnIR.h"
+#include "compiler/Pipelines/MappingChoice.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Target/NVPTX/EmitPTX.h"
@@ -70,8 +71,9 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
   emit->add_option("--batch", o.batch, "Batch size used by --summary")
       ->check(CLI::PositiveNumber);
   emit->add_option("--mapping", o.mapping,
-                   "GPU mapping: mma (tensor cores) or simt (baseline)")
-      ->check(CLI::IsMember({"mma", "simt"}));
+                   "GPU mapping: auto (wgmma on sm_90a where supported, else "
+                   "mma.sync), wgmma, mma (tensor cores) or simt (baseline)")
+      ->check(CLI::IsMember({"auto", "wgmma", "mma", "simt"}));
   emit->add_option("--block-m", o.blockM, "Query rows per program")
       ->check(CLI::PositiveNumber);
   emit->add_option("--block-n", o.blockN, "Keys per KV tile")
@@ -135,6 +137,15 @@ static bool causalOf(ModuleOp module) {
   return causal;
 }
 
+/// The bit width of the module's attention elements (16 unless stated).
+static int64_t elementBitsOf(ModuleOp module) {
+  int64_t bits = 16;
+  module.walk([&](attn::AttentionOp op) {
+    bits = op.getElementType().getIntOrFloatBitWidth();
+  });
+  return bits;
+}
+
 int runEmit(EmitOptions &o) {
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -174,8 +185,6 @@ int runEmit(EmitOptions &o) {
   if (o.stage != "attn")
     buildTilePipeline(pm, tile);
   if (o.stage == "llvm" || o.stage == "ptx") {
-    // sm_90a's wgmma mapping does not exist yet: both targets take the
-    // sm_80+ mma.sync mapping unless the SIMT baseline is asked for.
     if (o.mapping == "simt") {
       fmt::print(stderr,
                  "attnc: {} path: SIMT (one query row per thread, "
@@ -183,13 +192,30 @@ int runEmit(EmitOptions &o) {
                  o.arch);
       buildSIMTPipeline(pm);
     } else {
-      fmt::print(stderr,
-                 "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "
-                 "cores; no wgmma/TMA yet), {}x{} tiles, {} rows per warp, "
-                 "Q in {}\n",
-                 o.arch, tile.blockM, tile.blockN, tile.rowsPerWarp,
-                 tile.qInSmem ? "shared memory" : "registers");
-      buildMMAPipeline(pm, tile);
+      MappingChoice choice = chooseTensorCoreMapping(
+          o.arch, headDimOf(*module), elementBitsOf(*module), tile);
+      if (o.mapping == "wgmma" && choice.mapping != GPUMapping::WGMMA) {
+        fmt::print(stderr, "attnc emit: error: --mapping wgmma: {}\n",
+                   choice.why);
+        return 1;
+      }
+      if (o.mapping == "mma") {
+        choice.mapping = GPUMapping::MMA;
+        choice.why = "--mapping mma";
+      }
+      if (choice.mapping == GPUMapping::WGMMA)
+        fmt::print(stderr,
+                   "attnc: {} path: wgmma m64nNk16 (one warpgroup per 64 "
+                   "query rows; {})\n",
+                   o.arch, choice.why);
+      else
+        fmt::print(stderr,
+                   "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "
+                   "cores; {}), {}x{} tiles, {} rows per warp, Q in {}\n",
+                   o.arch, choice.why, tile.blockM, tile.blockN,
+                   tile.rowsPerWarp,
+                   tile.qInSmem ? "shared memory" : "registers");
+      buildMappingPipeline(pm, choice.mapping, tile);
     }
   }
   if (failed(pm.run(*module)))

@@ -268,7 +268,8 @@ LogicalResult gpu_emit::mapKernelsToGPU(
     if (auto args = kernel.getArgAttrs())
       gpuFunc.setAllArgAttrs(*args);
     // The buffers are views into the dynamic shared memory, each starting on
-    // a 128-byte boundary.
+    // a 1024-byte boundary (the period of wgmma's 128-byte swizzle; the
+    // padded mma.sync tiles are mostly multiples of it anyway).
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&gpuFunc.getBody().front());
     Location loc = kernel.getLoc();
@@ -283,7 +284,7 @@ LogicalResult gpu_emit::mapKernelsToGPU(
             b, loc, t, base, indexConst(b, loc, bytes), ValueRange{}));
         int64_t size = t.getNumElements() *
                        (t.getElementType().getIntOrFloatBitWidth() / 8);
-        bytes += llvm::alignTo(size, 128);
+        bytes += llvm::alignTo(size, 1024);
       }
     }
     infos.push_back(b.getNamedAttr(

@@ -53,6 +53,10 @@ struct KernelMetadata {
   std::vector<KernelParam> params;
   std::string spec;    // canonical spec string
   std::string buildId; // compiler build id
+  // The GPU mapping the compiler chose ("wgmma", "mma.sync", ...) and why
+  // (e.g. the reason for a fallback); empty when not recorded.
+  std::string mapping;
+  std::string mappingWhy;
   // Payload checksums; the compiler leaves this empty and the disk cache
   // fills it when it publishes an entry.
   std::vector<FileChecksum> files;

@@ -77,9 +77,9 @@ private:
 
 /// The default tile configuration of the mma.sync mapping, from the H200
 /// measurements in bench/NOTES.md: up to head dim 128, 128 query rows on 4
-/// warps (32 rows per warp) with 64-key tiles, 32 when causal (the
-/// diagonal tiles are cheaper); above, 64 rows on 4 warps with 32-key
-/// tiles (the accumulator alone takes head_dim / 2 registers per m16 tile).
+/// warps (32 rows per warp) with 64-key tiles at head dim 64 and 32-key
+/// tiles above (64 spill); above 128, 64 rows on 4 warps with 32-key tiles
+/// (the accumulator alone takes head_dim / 2 registers per m16 tile).
 TuningConfig heuristicTuning(const KernelSpec &spec);
 
 struct TuningChoice {

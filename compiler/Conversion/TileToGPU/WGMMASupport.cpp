@@ -1,0 +1,50 @@
+//===- WGMMASupport.cpp - what the sm_90a wgmma mapping can take ----------===//
+#include "compiler/Conversion/TileToGPU/WGMMASupport.h"
+
+#include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+
+using namespace mlir;
+
+std::string attnc::wgmma::unsupportedReason(int64_t headDim, int64_t blockM,
+                                            int64_t blockN,
+                                            int64_t elementBits) {
+  if (elementBits != 16)
+    return "needs 16-bit (bf16/f16) inputs";
+  if (headDim != 64 && headDim != 128)
+    return "supports head dims 64 and 128 so far, not " +
+           std::to_string(headDim);
+  if (blockM % 64 != 0 || blockM > 256)
+    return "needs block_m a multiple of 64 (one warpgroup per 64 rows), up "
+           "to 256, not " +
+           std::to_string(blockM);
+  if (blockN % 16 != 0 || blockN > 256)
+    return "needs block_n a multiple of 16 up to 256, not " +
+           std::to_string(blockN);
+  if (smemBytes(headDim, blockM, blockN) > kSmemLimit)
+    return "needs Q, K and V tiles within 227 KiB of shared memory, not " +
+           std::to_string(smemBytes(headDim, blockM, blockN)) + " bytes";
+  return "";
+}
+
+std::string attnc::wgmma::unsupportedReason(func::FuncOp kernel,
+                                            tile::LaunchAttr launch) {
+  int64_t headDim = -1, blockN = -1, bits = 16;
+  bool consistent = true;
+  kernel.walk([&](tile::LoadOp load) {
+    auto t = load.getResult().getType();
+    bits = std::min<int64_t>(bits, t.getElementTypeBitWidth());
+    if (headDim >= 0 && headDim != t.getDimSize(1))
+      consistent = false;
+    headDim = t.getDimSize(1);
+    if (gpu_emit::isRowOwnedLoad(load)) {
+      consistent &= t.getDimSize(0) == launch.getBlockM();
+    } else {
+      if (blockN >= 0 && blockN != t.getDimSize(0))
+        consistent = false;
+      blockN = t.getDimSize(0);
+    }
+  });
+  if (!consistent || headDim < 0 || blockN < 0)
+    return "needs one Q tile of block_m rows and K/V tiles of one shape";
+  return unsupportedReason(headDim, launch.getBlockM(), blockN, bits);
+}

@@ -1,0 +1,54 @@
+//===- MappingChoice.cpp - which GPU mapping a kernel is lowered with -----===//
+#include "compiler/Pipelines/MappingChoice.h"
+
+#include "compiler/Conversion/TileToGPU/WGMMASupport.h"
+
+const char *attnc::mappingName(GPUMapping mapping) {
+  switch (mapping) {
+  case GPUMapping::WGMMA:
+    return "wgmma";
+  case GPUMapping::MMA:
+    return "mma.sync";
+  case GPUMapping::SIMT:
+    return "simt";
+  }
+  return "?";
+}
+
+attnc::MappingChoice attnc::chooseTensorCoreMapping(const std::string &arch,
+                                                    int64_t headDim,
+                                                    int64_t elementBits,
+                                                    const TileOptions &tile) {
+  MappingChoice c;
+  if (arch != "sm_90a") {
+    c.mapping = GPUMapping::MMA;
+    c.why = arch + " has no wgmma";
+  } else if (std::string reason = wgmma::unsupportedReason(
+                 headDim, tile.blockM, tile.blockN, elementBits);
+             !reason.empty()) {
+    c.mapping = GPUMapping::MMA;
+    c.why = "fallback: the wgmma mapping " + reason;
+  } else {
+    c.mapping = GPUMapping::WGMMA;
+    c.why = "sm_90a, head dim " + std::to_string(headDim) + ", " +
+            std::to_string(tile.blockM) + "x" + std::to_string(tile.blockN) +
+            " tiles";
+  }
+  c.name = mappingName(c.mapping);
+  return c;
+}
+
+void attnc::buildMappingPipeline(mlir::OpPassManager &pm, GPUMapping mapping,
+                                 const TileOptions &tile) {
+  switch (mapping) {
+  case GPUMapping::WGMMA:
+    buildWGMMAPipeline(pm);
+    return;
+  case GPUMapping::MMA:
+    buildMMAPipeline(pm, tile);
+    return;
+  case GPUMapping::SIMT:
+    buildSIMTPipeline(pm);
+    return;
+  }
+}
