@@ -30,6 +30,8 @@ struct EmitOptions {
   std::string mapping = "mma";
   int64_t blockM = 0; // 0: the mapping's default for the head dim
   int64_t blockN = 0;
+  int64_t pageSize = 16; // --op decode: the paged cache's page size
+  int64_t maxQLen = 1;   // --op decode: most query rows per sequence
 };
 
 void addEmitCommand(CLI::App &app, EmitOptions &opts);

@@ -2,6 +2,7 @@
 #include "tools/attnc/Commands.h"
 
 #include "compiler/Frontend/BuildAttnIR.h"
+#include "compiler/Frontend/BuildDecodeIR.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Target/NVPTX/EmitPTX.h"
@@ -76,6 +77,12 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
       ->check(CLI::PositiveNumber);
   emit->add_option("--block-n", o.blockN, "Keys per KV tile")
       ->check(CLI::PositiveNumber);
+  emit->add_option("--page-size", o.pageSize,
+                   "--op decode: tokens per page of the paged KV cache")
+      ->check(CLI::PositiveNumber);
+  emit->add_option("--max-q-len", o.maxQLen,
+                   "--op decode: most query rows per sequence (1..16)")
+      ->check(CLI::Range(1, 16));
 }
 
 /// Parses "L,R" into the config's window; false on malformed text.
@@ -101,10 +108,10 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   }
-  if (o.op != "attention") {
+  if (o.op != "attention" && o.op != "decode") {
     fmt::print(stderr,
                "attnc: error: --op {} is not implemented yet (only "
-               "'attention' has a builder)\n",
+               "'attention' and 'decode' have builders)\n",
                o.op);
     return nullptr;
   }
@@ -115,7 +122,16 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
                o.window);
     return nullptr;
   }
+  if (o.op == "decode")
+    return buildDecodeModule(ctx, {o.attention, o.pageSize, o.maxQLen});
   return buildAttentionModule(ctx, o.attention);
+}
+
+/// Whether the module holds a decode (split-KV kernel + combine).
+static bool hasDecode(ModuleOp module) {
+  bool found = false;
+  module.walk([&](attn::DecodeOp) { found = true; });
+  return found;
 }
 
 /// The head dim of the module's attention (for tile-size defaults).
@@ -158,7 +174,13 @@ int runEmit(EmitOptions &o) {
     ctx.disableMultithreading();
     pm.enableIRPrinting();
   }
-  if (o.stage != "attn")
+  if (o.stage != "attn" && hasDecode(*module)) {
+    DecodeTileOptions decode;
+    if (o.blockN > 0)
+      decode.blockN = o.blockN;
+    decode.maxQLen = o.maxQLen;
+    buildDecodeTilePipeline(pm, decode);
+  } else if (o.stage != "attn")
     buildTilePipeline(
         pm, defaultTileOptions(o.mapping == "simt" ? GPUMapping::SIMT
                                                    : GPUMapping::MMA,

@@ -75,6 +75,7 @@ public:
   LogicalResult emitScore(tile::ScoreOp op);
   LogicalResult emitSoftmaxUpdate(tile::SoftmaxUpdateOp op);
   LogicalResult emitRescale(tile::RescaleOp op);
+  LogicalResult emitLseAccumulate(tile::LseAccumulateOp op);
   LogicalResult emitTrunc(arith::TruncFOp op);
   LogicalResult emitFinalize(tile::FinalizeOp op);
   LogicalResult emitStore(tile::StoreOp op);
@@ -96,6 +97,8 @@ private:
   Value loadPair(Value view, Value batch, Value head, Value seqRow, Value col,
                  Type elt);
   Value quadReduce(Value x, bool max);
+  LogicalResult emitPartialLoad(tile::LoadOp op, Value view, Value batch,
+                                Value head, Value r0, Value r1, Value col0);
   Value mma16816(Value a, Value bFrag, Value c);
 
   DenseMap<Value, Frags> frags;
@@ -225,6 +228,14 @@ LogicalResult MMAEmitter::emitRowLoad(tile::LoadOp op) {
   Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
   Value r0 = add(map.lookup(op.getRow()), rowInTile), r1 = add(r0, 8);
   Value col0 = arith::MulIOp::create(b, loc, t4, idx(2));
+  if (op.getLength() || op.isPaged())
+    return op.emitError("the mma.sync mapping reads query rows from plain "
+                        "views only");
+  // A partial result to merge: C layout / row statistics.
+  bool merged =
+      llvm::all_of(op->getUsers(), llvm::IsaPred<tile::LseAccumulateOp>);
+  if (elt.isF32() || merged)
+    return emitPartialLoad(op, view, batch, head, r0, r1, col0);
   Frags f{Frags::A, {}};
   for (int64_t kk = 0; kk < t.getDimSize(1) / 16; ++kk) {
     Value c = add(col0, kk * 16), c8 = add(col0, kk * 16 + 8);
@@ -238,16 +249,67 @@ LogicalResult MMAEmitter::emitRowLoad(tile::LoadOp op) {
   return success();
 }
 
+/// A tile of the program's rows that tile.lse_accumulate merges (a split-KV
+/// partial O in f32, a finished bf16/f16 output) in the C layout of n8
+/// tiles in f32, or its [R] LSE as row statistics; rows past the end are 0
+/// (LSE -inf: they weigh nothing).
+LogicalResult MMAEmitter::emitPartialLoad(tile::LoadOp op, Value view,
+                                          Value batch, Value head, Value r0,
+                                          Value r1, Value col0) {
+  auto t = op.getResult().getType();
+  Type f32 = b.getF32Type();
+  Value seq = memref::DimOp::create(b, loc, view, 2);
+  if (t.getRank() == 1) {
+    Frags f{Frags::RowStat, {}};
+    for (Value r : {r0, r1}) {
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, seq);
+      auto ifOp = scf::IfOp::create(
+          b, loc, inside,
+          [&](OpBuilder &tb, Location l) {
+            Value v =
+                memref::LoadOp::create(tb, l, view, ValueRange{batch, head, r});
+            scf::YieldOp::create(tb, l, v);
+          },
+          [&](OpBuilder &eb, Location l) {
+            scf::YieldOp::create(
+                eb, l,
+                ValueRange{
+                    f32Const(eb, l, -std::numeric_limits<float>::infinity())});
+          });
+      f.regs.push_back(ifOp.getResult(0));
+    }
+    frags[op.getResult()] = std::move(f);
+    return success();
+  }
+  Frags f{Frags::C, {}};
+  Type elt = t.getElementType();
+  auto pair = [&](Value r, Value c) -> Value {
+    Value v = loadPair(view, batch, head, r, c, elt);
+    return elt.isF32() ? v
+                       : Value(arith::ExtFOp::create(
+                             b, loc, VectorType::get({2}, f32), v));
+  };
+  for (int64_t nt = 0; nt < t.getDimSize(1) / 8; ++nt) {
+    Value c = add(col0, nt * 8);
+    f.regs.push_back(
+        fromRows(VectorType::get({2, 2}, f32), {pair(r0, c), pair(r1, c)}));
+  }
+  frags[op.getResult()] = std::move(f);
+  return success();
+}
+
 /// Issues the cp.async copies of tile `row` of a staged load into `buf`
 /// (nothing when `row` is past the loop's end) and commits them as a group.
 void MMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
                             bool barrier) {
   auto t = op.getResult().getType();
-  gpu_emit::stageRows(b, loc, map.lookup(op.getSource()),
-                      map.lookup(op.getBatch()), map.lookup(op.getHead()), row,
-                      buf, t.getDimSize(0), t.getDimSize(1), tid,
-                      2 * launch.getBlockM(), /*async=*/true, barrier,
-                      /*commit=*/true);
+  gpu_emit::stageRows(
+      b, loc, map.lookup(op.getSource()), map.lookup(op.getBatch()),
+      map.lookup(op.getHead()), row, buf, t.getDimSize(0), t.getDimSize(1), tid,
+      2 * launch.getBlockM(), /*async=*/true, barrier,
+      /*commit=*/true, op.getLength() ? map.lookup(op.getLength()) : Value(),
+      op.isPaged() ? map.lookup(op.getBlockTable()) : Value());
   groupOf[buf] = committedGroups++;
 }
 
@@ -432,6 +494,53 @@ LogicalResult MMAEmitter::emitRescale(tile::RescaleOp op) {
   return success();
 }
 
+/// The sum is kept as per-lane partial sums that tile.finalize reduces over
+/// the quad (as emitSoftmaxUpdate does): the weight w goes to lane t = 0.
+LogicalResult MMAEmitter::emitLseAccumulate(tile::LseAccumulateOp op) {
+  const Frags &acc = frags[op.getAcc()], &part = frags[op.getPartial()];
+  const Frags &lse = frags[op.getLse()];
+  const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
+  float negInf = -std::numeric_limits<float>::infinity();
+  auto pairT = VectorType::get({2}, b.getF32Type());
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  Value lane0 =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t4, idx(0));
+  Frags newMax{Frags::RowStat, {}}, newSum{Frags::RowStat, {}};
+  Value a[2], w[2];
+  for (int64_t r = 0; r < 2; ++r) {
+    Value t = arith::MulFOp::create(b, loc, lse.regs[r],
+                                    f32Const(b, loc, gpu_emit::kLog2e));
+    Value mx = arith::MaximumFOp::create(b, loc, m.regs[r], t);
+    Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                           mx, f32Const(b, loc, negInf));
+    Value ref =
+        arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
+    Value ar =
+        gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, m.regs[r], ref));
+    Value wr = gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, t, ref));
+    Value wLane =
+        arith::SelectOp::create(b, loc, lane0, wr, f32Const(b, loc, 0.f));
+    newMax.regs.push_back(mx);
+    newSum.regs.push_back(arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, ar, l.regs[r]), wLane));
+    a[r] = vector::BroadcastOp::create(b, loc, pairT, ar);
+    w[r] = vector::BroadcastOp::create(b, loc, pairT, wr);
+  }
+  Frags out{Frags::C, {}};
+  for (auto [reg, p] : llvm::zip(acc.regs, part.regs)) {
+    SmallVector<Value> rows;
+    for (int64_t r = 0; r < 2; ++r)
+      rows.push_back(arith::AddFOp::create(
+          b, loc, arith::MulFOp::create(b, loc, row2(reg, r), a[r]),
+          arith::MulFOp::create(b, loc, row2(p, r), w[r])));
+    out.regs.push_back(fromRows(cT, rows));
+  }
+  frags[op.getNewAcc()] = std::move(out);
+  frags[op.getNewMax()] = std::move(newMax);
+  frags[op.getNewSum()] = std::move(newSum);
+  return success();
+}
+
 LogicalResult MMAEmitter::emitTrunc(arith::TruncFOp op) {
   // P in the C layout of n8 tiles (2j, 2j+1) is the A fragment of k16 chunk
   // j: registers (tile 2j row g, tile 2j row g+8, tile 2j+1 row g, ...).
@@ -499,14 +608,15 @@ LogicalResult MMAEmitter::emitFinalize(tile::FinalizeOp op) {
   // O stays in the C layout, one 2-element row per register, in `elt`.
   Frags out{Frags::C, {}};
   auto oT = VectorType::get({2, 2}, elt);
+  auto convert = [&](Value v) { // f32 stays (a split-KV partial)
+    return elt.isF32() ? v
+                       : Value(arith::TruncFOp::create(
+                             b, loc, VectorType::get({2}, elt), v));
+  };
   for (Value reg : acc.regs)
     out.regs.push_back(fromRows(
-        oT, {arith::TruncFOp::create(
-                 b, loc, VectorType::get({2}, elt),
-                 arith::MulFOp::create(b, loc, row2(reg, 0), inv[0])),
-             arith::TruncFOp::create(
-                 b, loc, VectorType::get({2}, elt),
-                 arith::MulFOp::create(b, loc, row2(reg, 1), inv[1]))}));
+        oT, {convert(arith::MulFOp::create(b, loc, row2(reg, 0), inv[0])),
+             convert(arith::MulFOp::create(b, loc, row2(reg, 1), inv[1]))}));
   frags[op.getOutput()] = std::move(out);
   frags[op.getLse()] = std::move(lse);
   return success();
@@ -557,8 +667,9 @@ static tile::LoadOp prefetchable(scf::ForOp op) {
   if (staged.size() < 2 || staged[0].getRow() != op.getInductionVar())
     return {};
   tile::LoadOp k = staged[0];
-  for (Value v : SmallVector<Value>{k.getSource(), k.getBatch(), k.getHead()})
-    if (!op.isDefinedOutsideOfLoop(v))
+  for (Value v : SmallVector<Value>{k.getSource(), k.getBatch(), k.getHead(),
+                                    k.getLength(), k.getBlockTable()})
+    if (v && !op.isDefinedOutsideOfLoop(v))
       return {};
   return staged[0];
 }
@@ -634,7 +745,8 @@ void MapTileToMMAPass::runOnOperation() {
             bool aligned = launch.getBlockM() % 16 == 0;
             kernel.walk([&](tile::LoadOp load) {
               auto t = load.getResult().getType();
-              aligned &= t.getDimSize(0) % 16 == 0 && t.getDimSize(1) % 16 == 0;
+              aligned &= t.getDimSize(0) % 16 == 0 &&
+                         (t.getRank() == 1 || t.getDimSize(1) % 16 == 0);
             });
             if (!aligned)
               return kernel.emitError()

@@ -105,8 +105,8 @@ func.func @rescale_acc(%acc: tensor<32x64xbf16>, %a: tensor<32xf32>) {
 // -----
 
 func.func @finalize_out(%acc: tensor<32x64xf32>, %m: tensor<32xf32>) {
-  // expected-error @+1 {{expected a bf16 or f16 output of the accumulator's shape}}
-  %o, %l = tile.finalize %acc, %m, %m : tensor<32x64xf32>, tensor<32xf32> -> tensor<32x64xf32>
+  // expected-error @+1 {{expected a bf16, f16 or f32 output of the accumulator's shape}}
+  %o, %l = tile.finalize %acc, %m, %m : tensor<32x64xf32>, tensor<32xf32> -> tensor<32x64xi32>
   return
 }
 
