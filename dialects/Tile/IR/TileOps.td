@@ -32,9 +32,7 @@ def Tile_LoadOp : Tile_Op<"load", [MemoryEffects<[MemRead]>,
     With `pages`, the view is a paged cache `[pages, heads, page_size, D]`
     and `batch` picks a row of the `[batch, max_blocks]` i32 block table:
     row `r` is row `r mod page_size` of page `table[batch, r / page_size]`.
-    A paged load needs `length` (the sequence's own length), and its `row`
-    is a multiple of `R` (GPU mappings look a page up once per tile when
-    the page size is a multiple of `R`).
+    A paged load needs `length` (the sequence's own length).
     ```mlir
     %k = tile.load %kv[%b, %h, %k0] : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>> -> tensor<64x128xbf16>
     %k = tile.load %cache[%b, %h, %k0] length %len pages %table : memref<?x?xi32>
