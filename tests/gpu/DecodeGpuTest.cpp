@@ -351,7 +351,8 @@ void bench(Context &ctx) {
     DeviceBuffer dk(api, cacheElems * 2), dv(api, cacheElems * 2);
     CHECK_CU(api->cuMemsetD8(dk.ptr, 0x3C, cacheElems * 2)); // ~0.01
     CHECK_CU(api->cuMemsetD8(dv.ptr, 0x3C, cacheElems * 2));
-    std::vector<int32_t> table(size_t(pages)), lens(row.batch, row.len);
+    std::vector<int32_t> table(static_cast<size_t>(pages));
+    std::vector<int32_t> lens(row.batch, row.len);
     std::iota(table.begin(), table.end(), 0);
     size_t nq = size_t(row.batch) * hq * d;
     DeviceBuffer dq(api, nq * 2), dout(api, nq * 2), dtable(api, pages * 4),
