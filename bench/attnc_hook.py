@@ -52,9 +52,22 @@ def attnc_impl(kind, **problem):
     """attnc's fused kernel for `kind` (see the module docstring)."""
     attnc = _import_attnc()
     if kind == "decode":
-        # One query row against a long KV cache wants split-KV decode
-        # kernels (Flash-Decoding); attnc has none yet.
-        raise NotAvailable("no decode kernel yet (split-KV decode not implemented)")
+        # The contiguous cache as pages of 256 tokens (block table in order);
+        # the workspace is allocated here, outside the timed region.
+        decode = _get(attnc, "decode")
+        q, k, v, scale = problem["q"], problem["k"], problem["v"], problem["scale"]
+        try:
+            import torch
+        except ImportError as e:
+            raise NotAvailable(f"decode needs torch: {e}") from None
+        B, L, Hkv, D = k.shape
+        page = 256 if (L % 256 == 0 and k.is_contiguous() and v.is_contiguous()) else L
+        kc = k.reshape(B * L // page, page, Hkv, D)
+        vc = v.reshape(B * L // page, page, Hkv, D)
+        table = torch.arange(B * L // page, dtype=torch.int32, device=k.device).view(B, -1)
+        lens = torch.full((B,), L, dtype=torch.int32, device=k.device)
+        ws = _get(attnc, "decode_workspace")(q, kc, table, max_kv_len=L)
+        return lambda: decode(q, kc, vc, table, lens, max_kv_len=L, scale=scale, workspace=ws)
     if kind == "prefill":
         attention = _get(attnc, "attention")
         q, k, v = problem["q"], problem["k"], problem["v"]

@@ -447,7 +447,8 @@ def test_error_reason_uses_sdpa_warnings():
 
 @test
 def test_attnc_hooks_without_attnc():
-    # Kinds attnc has no kernel for are n/a, whether or not python/attnc imports.
+    # Kinds attnc has no kernel for are n/a, whether or not python/attnc imports;
+    # decode is n/a here too (no torch, or no attnc.decode).
     for kind in ("decode", "silu_and_mul", "add_rms_norm"):
         try:
             H.attnc_impl(kind, q=None, k=None, v=None, causal=False, scale=1.0, x=None, r=None, w=None, eps=1e-6)
@@ -476,6 +477,11 @@ def test_attnc_hooks_without_attnc():
             raise AssertionError("missing attnc.silu_and_mul must be NotAvailable")
         except H.NotAvailable as e:
             eq(str(e), "attnc.silu_and_mul missing", "missing fn reason")
+        try:
+            H.attnc_impl("decode", q=1, k=2, v=3, causal=False, scale=1.0)
+            raise AssertionError("missing attnc.decode must be NotAvailable")
+        except H.NotAvailable as e:
+            eq(str(e), "attnc.decode missing", "missing decode reason")
         try:
             H.reference_impl("decode", q=1, k=2, v=3, causal=False, scale=1.0)
             raise AssertionError("missing reference_attention must be NotAvailable")

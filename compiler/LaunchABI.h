@@ -42,6 +42,93 @@ attentionFwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
   return types;
 }
 
+/// Decode, split over the KV sequence (`decode_split_v1`). Grid:
+/// (num_splits, kv_heads, batch). Each program computes the GQA group of one
+/// KV head (its Hq / Hkv query heads x seq_q rows) over its chunk of the
+/// sequence and writes a partial O and LSE (f32) into the workspace:
+/// o_part [num_splits, batch, Hq, seq_q, D], lse_part [num_splits, batch,
+/// Hq, seq_q], both contiguous. The cache is [pages, Hkv, page_size, D] with
+/// strides; the block table [batch, max_blocks] i32 is contiguous; kv_lens
+/// [batch] i32. The query rows of a group are read as one [Hq/Hkv · seq_q,
+/// D] matrix: q_stride_h = seq_q · q_stride_s when seq_q > 1.
+inline constexpr const char *kDecodeSplitRule = "decode_split_v1";
+inline constexpr std::array<const char *, 21> kDecodeSplitParams = {
+    "q",          "k_cache",    "v_cache",    "block_table", "kv_lens",
+    "o_part",     "lse_part",   "batch",      "seq_q",       "num_splits",
+    "max_blocks", "num_pages",  "q_stride_b", "q_stride_h",  "q_stride_s",
+    "k_stride_p", "k_stride_h", "k_stride_s", "v_stride_p",  "v_stride_h",
+    "v_stride_s"};
+
+/// The combine of the partials (`decode_combine_v1`): grid (ceil(seq_q /
+/// block_m), heads, batch); O [B, Hq, seq_q, D] and LSE [B, Hq, seq_q] with
+/// strides, as in attention_fwd_v1.
+inline constexpr const char *kDecodeCombineRule = "decode_combine_v1";
+inline constexpr std::array<const char *, 12> kDecodeCombineParams = {
+    "o_part",       "lse_part",    "o",          "lse",        "batch",
+    "seq_q",        "num_splits",  "o_stride_b", "o_stride_h", "o_stride_s",
+    "lse_stride_b", "lse_stride_h"};
+
+/// attn.lse_merge (`lse_merge_v1`): grid (ceil(seq_q / block_m), heads,
+/// batch); two attention results (O [B, H, S, D] in bf16/f16, LSE [B, H, S]
+/// f32) in, their merge out, each tensor with its own strides.
+inline constexpr const char *kLseMergeRule = "lse_merge_v1";
+inline constexpr std::array<const char *, 23> kLseMergeParams = {
+    "o_a",
+    "lse_a",
+    "o_b",
+    "lse_b",
+    "o",
+    "lse",
+    "batch",
+    "seq_q",
+    "oa_stride_b",
+    "oa_stride_h",
+    "oa_stride_s",
+    "lsea_stride_b",
+    "lsea_stride_h",
+    "ob_stride_b",
+    "ob_stride_h",
+    "ob_stride_s",
+    "lseb_stride_b",
+    "lseb_stride_h",
+    "o_stride_b",
+    "o_stride_h",
+    "o_stride_s",
+    "lse_stride_b",
+    "lse_stride_h"};
+
+inline llvm::SmallVector<mlir::Type> lseMergeParamTypes(mlir::MLIRContext *ctx,
+                                                        mlir::Type elt) {
+  auto ptr = mlir::MemRefType::get({}, elt);
+  auto f32Ptr = mlir::MemRefType::get({}, mlir::Float32Type::get(ctx));
+  llvm::SmallVector<mlir::Type> types{ptr, f32Ptr, ptr, f32Ptr, ptr, f32Ptr};
+  types.append(kLseMergeParams.size() - types.size(),
+               mlir::IntegerType::get(ctx, 64));
+  return types;
+}
+
+inline llvm::SmallVector<mlir::Type>
+decodeSplitParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
+  auto ptr = mlir::MemRefType::get({}, elt);
+  auto i32Ptr = mlir::MemRefType::get({}, mlir::IntegerType::get(ctx, 32));
+  auto f32Ptr = mlir::MemRefType::get({}, mlir::Float32Type::get(ctx));
+  llvm::SmallVector<mlir::Type> types{ptr,    ptr,    ptr,   i32Ptr,
+                                      i32Ptr, f32Ptr, f32Ptr};
+  types.append(kDecodeSplitParams.size() - types.size(),
+               mlir::IntegerType::get(ctx, 64));
+  return types;
+}
+
+inline llvm::SmallVector<mlir::Type>
+decodeCombineParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
+  auto f32Ptr = mlir::MemRefType::get({}, mlir::Float32Type::get(ctx));
+  llvm::SmallVector<mlir::Type> types{f32Ptr, f32Ptr,
+                                      mlir::MemRefType::get({}, elt), f32Ptr};
+  types.append(kDecodeCombineParams.size() - types.size(),
+               mlir::IntegerType::get(ctx, 64));
+  return types;
+}
+
 } // namespace attnc
 
 #endif

@@ -18,8 +18,12 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/bundle"
 "$build/bin/attnc" bundle --specs "$stage/gpu-test-specs.json" -o "$stage/bundle"
 "$build/bin/attnc" bundle --specs bench/specs.json -o "$stage/bundle"
 "$build/bin/attnc" bundle --specs tests/python/gpu_specs.json -o "$stage/bundle"
+# Decode (op "decode"): the GPU test's cases and its benchmark rows.
+"$build/bin/attnc-gpu-decode" --write-specs "$stage/gpu-decode-specs.json"
+"$build/bin/attnc" bundle --specs "$stage/gpu-decode-specs.json" -o "$stage/bundle"
+"$build/bin/attnc" bundle --specs tests/python/gpu_decode_specs.json -o "$stage/bundle"
 
-for b in attnc-gpu-attention attnc-bench attnc_runtime_gpu_tests templates_gpu_test; do
+for b in attnc-gpu-attention attnc-gpu-decode attnc-bench attnc_runtime_gpu_tests templates_gpu_test; do
   cp "$build/bin/$b" "$stage/bin/"
 done
 cp "$build/lib/libattnc.so" "$stage/lib/"

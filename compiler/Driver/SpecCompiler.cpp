@@ -1,6 +1,7 @@
 //===- SpecCompiler.cpp - the runtime's compiler hook, backed by MLIR -----===//
 #include "compiler/Driver/SpecCompiler.h"
 
+#include "attnc/runtime/Decode.h"
 #include "attnc/runtime/Launch.h"
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 #include "compiler/Frontend/BuildAttnIR.h"
@@ -39,9 +40,12 @@ attnc::AttentionConfig attnc::attentionConfigOf(const KernelSpec &spec) {
 
 attnc::Result<attnc::CompiledKernel>
 attnc::SpecCompiler::compile(const KernelSpec &spec) {
+  if (spec.op == "decode")
+    return compileDecode(spec);
   if (spec.op != "attention_fwd")
     return Status(ErrorCode::InvalidArgument,
-                  "attnc can compile only op 'attention_fwd' so far, not '" +
+                  "attnc can compile only ops 'attention_fwd' and 'decode' "
+                  "so far, not '" +
                       spec.op + "'");
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -106,5 +110,75 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   meta.blockM = tile.blockM;
   meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers
   meta.params = attentionFwdV1Params();
+  return out;
+}
+
+attnc::DecodeConfig attnc::decodeConfigOf(const KernelSpec &spec) {
+  DecodeConfig c;
+  c.attention = attentionConfigOf(spec);
+  c.pageSize = spec.pageSize;
+  c.maxQLen = spec.maxQLen;
+  return c;
+}
+
+int64_t attnc::decodeSplitRows(const KernelSpec &spec) {
+  int64_t group = spec.kvHeads > 0 ? spec.heads / spec.kvHeads : 1;
+  return (group * spec.maxQLen + 15) / 16 * 16;
+}
+
+attnc::Result<attnc::CompiledKernel>
+attnc::SpecCompiler::compileDecode(const KernelSpec &spec) {
+  if (!spec.customIr.empty())
+    return Status(ErrorCode::Unsupported,
+                  "op 'decode' is built from its spec; custom IR is not "
+                  "supported for it yet");
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
+  ctx.loadAllAvailableDialects();
+  ctx.printOpOnDiagnostic(false);
+  std::string diagnostics;
+  ScopedDiagnosticHandler collect(&ctx, [&](Diagnostic &d) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << d.getLocation() << ": " << d.str() << "\n";
+    return success();
+  });
+  auto fail = [&](const std::string &what) {
+    return Status(ErrorCode::CompileError, what + " for spec '" +
+                                               spec.canonical() + "'\n" +
+                                               diagnostics);
+  };
+  OwningOpRef<ModuleOp> module = buildDecodeModule(ctx, decodeConfigOf(spec));
+  if (!module)
+    return fail("the decode does not verify");
+  DecodeTileOptions tile;
+  if (spec.tuning.blockN > 0)
+    tile.blockN = spec.tuning.blockN;
+  tile.maxQLen = spec.maxQLen;
+  PassManager pm(&ctx);
+  buildDecodeTilePipeline(pm, tile);
+  buildMMAPipeline(pm);
+  if (failed(pm.run(*module)))
+    return fail("lowering failed");
+  FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
+  if (failed(ptx))
+    return fail("PTX emission failed");
+
+  CompiledKernel out;
+  out.ptx = std::move(*ptx);
+  KernelMetadata &meta = out.meta;
+  int64_t rows = decodeSplitRows(spec);
+  meta.entry = "decode_split"; // and decode_combine (Decode.h)
+  meta.arch = spec.arch;
+  std::optional<gpu_emit::KernelLaunchInfo> info =
+      gpu_emit::launchInfo(*module, meta.entry);
+  if (!info || info->threads != 2 * rows)
+    return fail("the decode split kernel has no launch geometry of one warp "
+                "per 16 packed query rows");
+  meta.block = {info->threads, 1, 1};
+  meta.gridRule = kDecodeSplitRule;
+  meta.blockM = rows;
+  meta.dynamicSmem = info->dynamicSmem; // K/V rings; the combine has none
+  meta.params = decodeSplitV1Params();
   return out;
 }

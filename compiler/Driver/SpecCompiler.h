@@ -5,11 +5,18 @@
 
 #include "attnc/runtime/Compiler.h"
 #include "compiler/Frontend/AttentionConfig.h"
+#include "compiler/Frontend/BuildDecodeIR.h"
 
 namespace attnc {
 
 /// The attention a runtime spec describes, as the frontend's configuration.
 AttentionConfig attentionConfigOf(const KernelSpec &spec);
+
+/// The decode (op "decode") a runtime spec describes.
+DecodeConfig decodeConfigOf(const KernelSpec &spec);
+/// Packed query rows of a decode split program: heads / kv_heads x
+/// max_q_len, rounded up to 16.
+int64_t decodeSplitRows(const KernelSpec &spec);
 
 /// Compiles runtime kernel specs with attnc's pipelines: attn -> tile ->
 /// (GPU mapping) -> PTX, with the launch metadata the runtime needs. Each
@@ -17,6 +24,10 @@ AttentionConfig attentionConfigOf(const KernelSpec &spec);
 class SpecCompiler : public KernelCompiler {
 public:
   Result<CompiledKernel> compile(const KernelSpec &spec) override;
+
+private:
+  /// Op "decode": one module with decode_split and decode_combine.
+  Result<CompiledKernel> compileDecode(const KernelSpec &spec);
 };
 
 } // namespace attnc

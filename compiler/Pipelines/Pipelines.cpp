@@ -57,6 +57,17 @@ void attnc::buildTilePipeline(OpPassManager &pm, const TileOptions &options) {
   pm.addPass(createCSEPass());
 }
 
+void attnc::buildDecodeTilePipeline(OpPassManager &pm,
+                                    const DecodeTileOptions &options) {
+  TileDecodeOptions decode;
+  decode.blockN = options.blockN;
+  decode.maxQLen = options.maxQLen;
+  pm.addPass(createTileDecode(decode));
+  // Fold the split bounds' index arithmetic before anyone reads it.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void attnc::buildHostPipeline(OpPassManager &pm) {
   // Give tile ops their portable meaning; then the grid becomes loops (before
   // bufferization, so per-program temporaries are scoped to one program).

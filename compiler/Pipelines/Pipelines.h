@@ -32,6 +32,17 @@ TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim, bool causal,
 /// attn (graph level) -> tile (kernel level).
 void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);
 
+/// Decode's kernel-level options: keys per KV tile, most query rows per
+/// sequence.
+struct DecodeTileOptions {
+  int64_t blockN = 32; // 64 spills the split kernel at D = 128 (sm_90a)
+  int64_t maxQLen = 1;
+};
+
+/// attn.decode -> the split-KV kernel and its combine (attnc-tile-decode).
+void buildDecodeTilePipeline(mlir::OpPassManager &pm,
+                             const DecodeTileOptions &options);
+
 /// tile -> LLVM dialect for the host CPU: every program of the grid runs in
 /// turn, with the portable (linalg) meaning of each tile op. Pointer
 /// parameters use MLIR's memref descriptor convention (allocated, aligned,

@@ -33,9 +33,11 @@ public:
     auto launch = fn->getAttrOfType<tile::LaunchAttr>("tile.launch");
     if (!launch)
       return;
-    if (launch.getRule() != kAttentionFwdRule) {
-      fn.emitError() << "attnc-host-grid does not know launch rule '"
-                     << launch.getRule() << "'";
+    StringRef rule = launch.getRule();
+    if (rule != kAttentionFwdRule && rule != kDecodeSplitRule &&
+        rule != kDecodeCombineRule && rule != kLseMergeRule) {
+      fn.emitError() << "attnc-host-grid does not know launch rule '" << rule
+                     << "'";
       return signalPassFailure();
     }
     Block &body = fn.getBody().front();
@@ -46,12 +48,17 @@ public:
       return arith::IndexCastOp::create(b, loc, b.getIndexType(),
                                         paramNamed(fn, param));
     };
-    // attention_fwd_v1: grid = (ceil(seq_q / block_m), heads, batch).
+    // attention_fwd_v1, decode_combine_v1 and lse_merge_v1: grid =
+    // (ceil(seq_q / block_m), heads, batch); decode_split_v1: (num_splits,
+    // kv heads, batch).
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-    Value tiles = arith::CeilDivSIOp::create(
-        b, loc, idx("seq_q"),
-        arith::ConstantIndexOp::create(b, loc, launch.getBlockM()));
+    Value tiles =
+        rule == kDecodeSplitRule
+            ? Value(idx("num_splits"))
+            : Value(arith::CeilDivSIOp::create(
+                  b, loc, idx("seq_q"),
+                  arith::ConstantIndexOp::create(b, loc, launch.getBlockM())));
     Value heads = arith::ConstantIndexOp::create(b, loc, launch.getHeads());
     Value batch = idx("batch");
 

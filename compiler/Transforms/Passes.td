@@ -28,6 +28,33 @@ def TileAttention : Pass<"attnc-tile-attention", "mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TileDecode : Pass<"attnc-tile-decode", "mlir::ModuleOp"> {
+  let summary = "Rewrite each attn.decode function into a split-KV kernel "
+                "and its LSE combine";
+  let description = [{
+    A function `@f` whose body is one `attn.decode` on its arguments becomes
+    two kernel functions: `@f_split` (launch rule `decode_split_v1`, one
+    program per (split, KV head, sequence): the online softmax over its
+    chunk of the paged cache for the whole GQA group, `max-q-len` rows per
+    head, padded to 16; writes a partial O and LSE in f32) and `@f_combine`
+    (`decode_combine_v1`: merges the partials by their LSE weights into O
+    and LSE). The number of splits is a kernel argument, so the runtime
+    picks it per problem. A function holding one `attn.lse_merge` (cascade
+    attention) becomes the kernel `lse_merge_v1` of the same name.
+  }];
+  let options = [
+    Option<"blockN", "block-n", "int64_t", "64", "Keys per KV tile">,
+    Option<"maxQLen", "max-q-len", "int64_t", "1",
+           "Most query rows per sequence (speculative decoding)">,
+  ];
+  let dependentDialects = ["::attnc::tile::TileDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def LowerTileToLinalg : Pass<"attnc-lower-tile-to-linalg"> {
   let summary = "Lower tile ops to linalg, tensor and scf on tensors (host path)";
   let description = [{

@@ -6,6 +6,7 @@ else libattnc.so on the loader path).
 """
 
 from ._attention import attention
+from ._decode import decode, decode_workspace
 from ._capi import (AttncError, Context, Spec, TensorDesc, build_id,
                     library_path, validate_attention, version)
 
@@ -15,6 +16,8 @@ __all__ = [
     "Spec",
     "TensorDesc",
     "attention",
+    "decode",
+    "decode_workspace",
     "build_id",
     "library_path",
     "validate_attention",

@@ -69,6 +69,24 @@ class _AttentionArgs(ctypes.Structure):
     _fields_ = [(name, _Tensor) for name in ("q", "k", "v", "o", "lse")]
 
 
+class _DecodeArgs(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("q", _Tensor),
+        ("k_cache", _Tensor),
+        ("v_cache", _Tensor),
+        ("block_table", ctypes.c_void_p),
+        ("max_blocks", ctypes.c_int64),
+        ("kv_lens", ctypes.c_void_p),
+        ("max_kv_len", ctypes.c_int64),
+        ("o", _Tensor),
+        ("lse", _Tensor),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
+        ("num_splits", ctypes.c_int64),
+    ]
+
+
 class _ContextOptions(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -102,6 +120,17 @@ _SIGNATURES = {
     "attnc_attention_launch": (
         _status, [ctypes.c_void_p, ctypes.c_void_p,
                   ctypes.POINTER(_AttentionArgs), ctypes.c_void_p]),
+    "attnc_get_kernel_json": (
+        _status, [ctypes.c_void_p, ctypes.c_char_p,
+                  ctypes.POINTER(ctypes.c_void_p)]),
+    "attnc_decode_args_init": (None, [ctypes.POINTER(_DecodeArgs)]),
+    "attnc_decode_workspace_size": (
+        _status, [ctypes.c_void_p, ctypes.c_void_p,
+                  ctypes.POINTER(_DecodeArgs),
+                  ctypes.POINTER(ctypes.c_size_t)]),
+    "attnc_decode_launch": (
+        _status, [ctypes.c_void_p, ctypes.c_void_p,
+                  ctypes.POINTER(_DecodeArgs), ctypes.c_void_p]),
 }
 
 
@@ -351,3 +380,113 @@ class Context:
                                             ctypes.byref(args),
                                             stream or None),
                "attnc_attention_launch")
+
+
+# --- decode (op "decode", paged KV cache) ------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeSpec:
+    """A decode kernel spec (a spec file's JSON object with op "decode")."""
+
+    heads: int
+    kv_heads: int
+    head_dim: int
+    page_size: int
+    max_q_len: int = 1
+    dtype: str = "bf16"
+    causal: bool = False
+    has_lse: bool = False
+    window_left: int = -1
+    window_right: int = -1
+    softcap: float = 0.0
+    scale: Optional[float] = None
+    arch: str = "sm_90a"
+    block_n: int = 0
+
+    def to_json(self):
+        import json
+        return json.dumps({
+            "op": "decode", "dtype": self.dtype, "heads": self.heads,
+            "kv_heads": self.kv_heads, "head_dim": self.head_dim,
+            "causal": bool(self.causal), "has_lse": bool(self.has_lse),
+            "window_left": self.window_left,
+            "window_right": self.window_right,
+            "softcap": float(self.softcap), "scale": self.scale,
+            "arch": self.arch, "page_size": self.page_size,
+            "max_q_len": self.max_q_len,
+            "tuning": {"block_n": self.block_n}}, sort_keys=True)
+
+
+class DecodeArgs(NamedTuple):
+    """Launch arguments of a decode kernel (attnc_decode_args): TensorDesc
+    in the runtime's logical layouts, integer device addresses."""
+
+    q: "TensorDesc"
+    k_cache: "TensorDesc"
+    v_cache: "TensorDesc"
+    block_table: int
+    max_blocks: int
+    kv_lens: int
+    max_kv_len: int
+    o: "TensorDesc"
+    lse: Optional["TensorDesc"] = None
+    workspace: int = 0
+    workspace_bytes: int = 0
+    num_splits: int = 0
+
+
+def _decode_args_to_c(a):
+    out = _DecodeArgs()
+    lib().attnc_decode_args_init(ctypes.byref(out))
+    out.q = _tensor_to_c(a.q, "q")
+    out.k_cache = _tensor_to_c(a.k_cache, "k_cache")
+    out.v_cache = _tensor_to_c(a.v_cache, "v_cache")
+    out.block_table = a.block_table or None
+    out.max_blocks = int(a.max_blocks)
+    out.kv_lens = a.kv_lens or None
+    out.max_kv_len = int(a.max_kv_len)
+    out.o = _tensor_to_c(a.o, "o")
+    out.lse = _tensor_to_c(a.lse, "lse")
+    out.workspace = a.workspace or None
+    out.workspace_bytes = int(a.workspace_bytes)
+    out.num_splits = int(a.num_splits)
+    return out
+
+
+def _context_get_decode_kernel(self, spec):
+    """The kernel handle for a DecodeSpec (attnc_get_kernel_json)."""
+    with self._lock:
+        kernel = self._kernels.get(spec)
+        if kernel is None:
+            out = ctypes.c_void_p()
+            _check(lib().attnc_get_kernel_json(self._handle,
+                                               spec.to_json().encode(),
+                                               ctypes.byref(out)),
+                   "attnc_get_kernel_json(%s)" % (spec,))
+            kernel = self._kernels[spec] = out.value
+        return kernel
+
+
+def _context_decode_workspace_size(self, kernel, args):
+    """Bytes of workspace a decode launch with ``args`` needs."""
+    c_args = _decode_args_to_c(args)
+    size = ctypes.c_size_t()
+    _check(lib().attnc_decode_workspace_size(self._handle, kernel,
+                                             ctypes.byref(c_args),
+                                             ctypes.byref(size)),
+           "attnc_decode_workspace_size")
+    return size.value
+
+
+def _context_launch_decode(self, kernel, args, stream=0):
+    """Enqueues the decode split kernel and its combine on ``stream``."""
+    c_args = _decode_args_to_c(args)
+    _check(lib().attnc_decode_launch(self._handle, kernel,
+                                     ctypes.byref(c_args), stream or None),
+           "attnc_decode_launch")
+
+
+Context.get_decode_kernel = _context_get_decode_kernel
+Context.decode_workspace_size = _context_decode_workspace_size
+Context.launch_decode = _context_launch_decode

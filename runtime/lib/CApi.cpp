@@ -270,6 +270,73 @@ attnc_status attnc_attention_launch(attnc_context *ctx,
   });
 }
 
+namespace {
+
+attnc::Result<attnc::DecodeArgs> decodeArgsFromC(const attnc_decode_args *in) {
+  if (!in)
+    return attnc::Status(attnc::ErrorCode::InvalidArgument, "args is NULL");
+  if (in->struct_size < sizeof(attnc_decode_args))
+    return attnc::Status(attnc::ErrorCode::InvalidArgument,
+                         "attnc_decode_args.struct_size is " +
+                             std::to_string(in->struct_size) + ", expected " +
+                             std::to_string(sizeof(attnc_decode_args)) +
+                             " (call attnc_decode_args_init)");
+  attnc::DecodeArgs out;
+  out.q = tensorFromC(in->q);
+  out.kCache = tensorFromC(in->k_cache);
+  out.vCache = tensorFromC(in->v_cache);
+  out.blockTable = in->block_table;
+  out.maxBlocks = in->max_blocks;
+  out.kvLens = in->kv_lens;
+  out.maxKvLen = in->max_kv_len;
+  out.o = tensorFromC(in->o);
+  out.lse = tensorFromC(in->lse);
+  out.workspace = in->workspace;
+  out.workspaceBytes = in->workspace_bytes;
+  out.numSplits = in->num_splits;
+  return out;
+}
+
+} // namespace
+
+void attnc_decode_args_init(attnc_decode_args *args) {
+  if (!args)
+    return;
+  *args = attnc_decode_args{};
+  args->struct_size = sizeof(attnc_decode_args);
+}
+
+attnc_status attnc_decode_workspace_size(attnc_context *ctx,
+                                         const attnc_kernel *kernel,
+                                         const attnc_decode_args *args,
+                                         size_t *bytes) {
+  return guarded([&]() -> attnc_status {
+    if (!ctx || !kernel || !bytes)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx, kernel or bytes is NULL");
+    auto decode = decodeArgsFromC(args);
+    if (!decode.isOk())
+      return fail(decode.status());
+    auto size = ctx->impl->decodeWorkspaceSize(*kernelFromC(kernel), *decode);
+    if (!size.isOk())
+      return fail(size.status());
+    *bytes = *size;
+    return ATTNC_OK;
+  });
+}
+
+attnc_status attnc_decode_launch(attnc_context *ctx, const attnc_kernel *kernel,
+                                 const attnc_decode_args *args, void *stream) {
+  return guarded([&]() -> attnc_status {
+    if (!ctx || !kernel)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx or kernel is NULL");
+    auto decode = decodeArgsFromC(args);
+    if (!decode.isOk())
+      return fail(decode.status());
+    return report(ctx->impl->launchDecode(*kernelFromC(kernel), *decode,
+                                          static_cast<CUstream>(stream)));
+  });
+}
+
 attnc_status attnc_cache_clear(const char *cache_dir, size_t *removed) {
   return guarded([&]() -> attnc_status {
     auto root = cacheRoot(cache_dir);

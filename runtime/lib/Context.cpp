@@ -152,6 +152,12 @@ Result<std::unique_ptr<Context>> Context::create(ContextOptions options) {
       driver->cuDeviceGetAttribute(
           &c.ccMinor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
       "cuDeviceGetAttribute"));
+  // Only decode's split heuristic reads it; a driver that does not say
+  // leaves a default there.
+  if (driver->cuDeviceGetAttribute(&c.smCount_,
+                                   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                   device) != CUDA_SUCCESS)
+    c.smCount_ = 0;
   return context;
 }
 
@@ -234,16 +240,27 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
     return context(Status(ErrorCode::CacheCorrupt,
                           "metadata arch " + meta.arch +
                               " differs from the spec's " + spec.arch));
-  if (meta.gridRule != kGridRuleAttentionFwdV1 || meta.blockM < 1)
-    return context(
-        Status(ErrorCode::Unsupported,
-               "op " + spec.op + " needs grid rule " + kGridRuleAttentionFwdV1 +
-                   " with block_m >= 1; metadata has '" + meta.gridRule +
-                   "', block_m " + std::to_string(meta.blockM)));
-  Result<std::vector<ParamSlot>> plan = planAttentionParams(meta.params);
-  if (!plan.isOk())
-    return context(plan.status());
-  kernel->plan_ = std::move(plan).value();
+  const bool decode = spec.op == "decode";
+  if (decode) {
+    // Decode's parameters are a fixed contract (Decode.h), packed in order.
+    if (meta.gridRule != kGridRuleDecodeSplitV1 ||
+        meta.params != decodeSplitV1Params())
+      return context(Status(
+          ErrorCode::Unsupported,
+          "op decode needs grid rule " + std::string(kGridRuleDecodeSplitV1) +
+              " and its parameter list; metadata has '" + meta.gridRule + "'"));
+  } else {
+    if (meta.gridRule != kGridRuleAttentionFwdV1 || meta.blockM < 1)
+      return context(Status(
+          ErrorCode::Unsupported,
+          "op " + spec.op + " needs grid rule " + kGridRuleAttentionFwdV1 +
+              " with block_m >= 1; metadata has '" + meta.gridRule +
+              "', block_m " + std::to_string(meta.blockM)));
+    Result<std::vector<ParamSlot>> plan = planAttentionParams(meta.params);
+    if (!plan.isOk())
+      return context(plan.status());
+    kernel->plan_ = std::move(plan).value();
+  }
 
   if (!entry.cubin.empty() && cubinRunsOn(meta.arch, ccMajor_, ccMinor_)) {
     Result<CUmodule> module = loadCubin(entry.cubin);
@@ -272,6 +289,14 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
       &kernel->function_, kernel->module_, meta.entry.c_str());
   if (result != CUDA_SUCCESS)
     return fail(driver_->check(result, "cuModuleGetFunction"));
+  if (decode) {
+    result = driver_->cuModuleGetFunction(&kernel->combine_, kernel->module_,
+                                          kDecodeCombineEntry);
+    if (result != CUDA_SUCCESS)
+      return fail(driver_->check(result, "cuModuleGetFunction(" +
+                                             std::string(kDecodeCombineEntry) +
+                                             ")"));
+  }
   // Above 48 KiB of dynamic shared memory a kernel must opt in, once.
   if (meta.dynamicSmem > 48 * 1024) {
     result = driver_->cuFuncSetAttribute(
@@ -330,6 +355,10 @@ Result<const Kernel *> Context::getKernel(const KernelSpec &requested) {
 
 Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
                        CUstream stream) const {
+  if (kernel.combine_)
+    return Status(ErrorCode::InvalidArgument,
+                  "kernel " + kernel.meta_.entry +
+                      " is a decode kernel: launch it with launchDecode");
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
   ATTNC_ASSIGN_OR_RETURN(LaunchGeometry geometry,
                          attentionGeometry(kernel.meta_, args));
@@ -353,6 +382,51 @@ size_t Context::workspaceSize(const Kernel &kernel,
   (void)kernel;
   (void)args;
   return 0;
+}
+
+Result<size_t> Context::decodeWorkspaceSize(const Kernel &kernel,
+                                            const DecodeArgs &args) const {
+  if (!kernel.combine_)
+    return Status(ErrorCode::InvalidArgument,
+                  "kernel " + kernel.meta_.entry + " is not a decode kernel");
+  if (args.q.shape[0] < 1 || args.q.shape[2] < 1)
+    return Status(ErrorCode::InvalidArgument,
+                  "decode workspace size: q's batch and seq_q must be >= 1");
+  int64_t splits =
+      args.numSplits > 0
+          ? args.numSplits
+          : chooseDecodeSplits(args.q.shape[0], kernel.spec_.kvHeads,
+                               args.maxKvLen, smCount_);
+  return decodeWorkspaceBytes(kernel.spec_, args.q.shape[0], args.q.shape[2],
+                              splits);
+}
+
+Status Context::launchDecode(const Kernel &kernel, const DecodeArgs &args,
+                             CUstream stream) const {
+  if (!kernel.combine_)
+    return Status(ErrorCode::InvalidArgument,
+                  "kernel " + kernel.meta_.entry +
+                      " is not a decode kernel: launch it with launch()");
+  ATTNC_RETURN_IF_ERROR(validateDecodeArgs(kernel.spec_, args));
+  DecodeLaunchPlan plan;
+  ATTNC_RETURN_IF_ERROR(
+      planDecodeLaunch(kernel.spec_, kernel.meta_, args, smCount_, plan));
+  ScopedContext scope(*driver_, ctx_);
+  if (scope.result() != CUDA_SUCCESS)
+    return driver_->check(scope.result(), "cuCtxPushCurrent");
+  const LaunchGeometry &g = plan.splitGeometry;
+  CUresult result = driver_->cuLaunchKernel(
+      kernel.function_, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1],
+      g.block[2], g.dynamicSmem, stream, plan.split.pointers, nullptr);
+  if (result != CUDA_SUCCESS)
+    return driver_->check(result, "cuLaunchKernel(" + kernel.meta_.entry + ")");
+  const LaunchGeometry &c = plan.combineGeometry;
+  result = driver_->cuLaunchKernel(
+      kernel.combine_, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
+      c.block[2], 0, stream, plan.combine.pointers, nullptr);
+  if (result != CUDA_SUCCESS)
+    return driver_->check(result, "cuLaunchKernel(decode_combine)");
+  return Status::ok();
 }
 
 } // namespace attnc

@@ -77,13 +77,34 @@ std::string KernelSpec::canonical() const {
   intField("block_n", tuning.blockN);
   intField("stages", tuning.stages);
   intField("warps", tuning.warps);
+  if (op == "decode") { // attention specs keep their keys
+    intField("page_size", pageSize);
+    intField("max_q_len", maxQLen);
+  }
   return out;
 }
 
 Status validateSpec(const KernelSpec &spec) {
-  if (spec.op != "attention_fwd")
+  if (!oneOf(spec.op, {"attention_fwd", "decode"}))
     return invalid("op \"" + spec.op + "\" is not supported (expected " +
-                   "\"attention_fwd\")");
+                   "\"attention_fwd\" or \"decode\")");
+  if (spec.op == "decode") {
+    if (spec.pageSize < 1)
+      return invalid("decode needs page_size >= 1 (got " +
+                     std::to_string(spec.pageSize) + ")");
+    if (spec.maxQLen < 1 || spec.maxQLen > 16)
+      return invalid("decode needs max_q_len in 1..16 (got " +
+                     std::to_string(spec.maxQLen) + ")");
+    if (spec.kvHeads >= 1 && spec.heads % spec.kvHeads == 0 &&
+        spec.heads / spec.kvHeads * spec.maxQLen > 64)
+      return invalid("decode packs heads / kv_heads x max_q_len query rows "
+                     "into one program, at most 64 (got " +
+                     std::to_string(spec.heads / spec.kvHeads) + " x " +
+                     std::to_string(spec.maxQLen) + ")");
+  } else if (spec.pageSize != 0 || spec.maxQLen != 0) {
+    return invalid("page_size and max_q_len are decode fields; op \"" +
+                   spec.op + "\" takes 0");
+  }
   if (!oneOf(spec.dtype, {"bf16", "fp16"}))
     return invalid("dtype \"" + spec.dtype +
                    "\" is not supported (expected \"bf16\" or \"fp16\")");
@@ -176,6 +197,10 @@ Json specToJson(const KernelSpec &spec) {
   out.set("arch", spec.arch);
   out.set("custom_ir", spec.customIr);
   out.set("tuning", std::move(tuning));
+  if (spec.op == "decode") {
+    out.set("page_size", spec.pageSize);
+    out.set("max_q_len", spec.maxQLen);
+  }
   return out;
 }
 
@@ -207,6 +232,10 @@ Result<KernelSpec> specFromJson(const Json &value, const std::string &where) {
     ATTNC_ASSIGN_OR_RETURN(spec.tuning,
                            tuningFromJson(*tuning, where + ".tuning"));
   }
+  reader.getInt("page_size", spec.pageSize, false);
+  reader.getInt("max_q_len", spec.maxQLen, false);
+  if (spec.op == "decode" && spec.maxQLen == 0)
+    spec.maxQLen = 1; // one new token per sequence unless told
   ATTNC_RETURN_IF_ERROR(reader.finish());
   Status valid = validateSpec(spec);
   if (!valid.isOk())
@@ -273,6 +302,8 @@ size_t KernelSpecHash::operator()(const KernelSpec &spec) const {
   mix(hashInt(spec.tuning.blockN));
   mix(hashInt(spec.tuning.stages));
   mix(hashInt(spec.tuning.warps));
+  mix(hashInt(spec.pageSize));
+  mix(hashInt(spec.maxQLen));
   return h;
 }
 

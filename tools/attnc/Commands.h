@@ -30,7 +30,9 @@ struct EmitOptions {
   std::string mapping = "auto"; // auto | wgmma | mma | simt
   int64_t blockM = 0;           // 0: the mapping's default for the head dim
   int64_t blockN = 0;
-  int64_t warps = 0; // 0: one warp per 16 query rows (mma)
+  int64_t warps = 0;     // 0: one warp per 16 query rows (mma)
+  int64_t pageSize = 16; // --op decode: the paged cache's page size
+  int64_t maxQLen = 1;   // --op decode: most query rows per sequence
 };
 
 void addEmitCommand(CLI::App &app, EmitOptions &opts);

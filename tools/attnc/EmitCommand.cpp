@@ -2,6 +2,7 @@
 #include "tools/attnc/Commands.h"
 
 #include "compiler/Frontend/BuildAttnIR.h"
+#include "compiler/Frontend/BuildDecodeIR.h"
 #include "compiler/Pipelines/MappingChoice.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
@@ -82,6 +83,12 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "Warps per program (mma: block_m / warps = 16 or 32 query "
                    "rows per warp)")
       ->check(CLI::PositiveNumber);
+  emit->add_option("--page-size", o.pageSize,
+                   "--op decode: tokens per page of the paged KV cache")
+      ->check(CLI::PositiveNumber);
+  emit->add_option("--max-q-len", o.maxQLen,
+                   "--op decode: most query rows per sequence (1..16)")
+      ->check(CLI::Range(1, 16));
 }
 
 /// Parses "L,R" into the config's window; false on malformed text.
@@ -107,10 +114,10 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   }
-  if (o.op != "attention") {
+  if (o.op != "attention" && o.op != "decode") {
     fmt::print(stderr,
                "attnc: error: --op {} is not implemented yet (only "
-               "'attention' has a builder)\n",
+               "'attention' and 'decode' have builders)\n",
                o.op);
     return nullptr;
   }
@@ -121,7 +128,16 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
                o.window);
     return nullptr;
   }
+  if (o.op == "decode")
+    return buildDecodeModule(ctx, {o.attention, o.pageSize, o.maxQLen});
   return buildAttentionModule(ctx, o.attention);
+}
+
+/// Whether the module holds a decode (split-KV kernel + combine).
+static bool hasDecode(ModuleOp module) {
+  bool found = false;
+  module.walk([&](attn::DecodeOp) { found = true; });
+  return found;
 }
 
 /// The head dim of the module's attention (for tile-size defaults).
@@ -179,10 +195,19 @@ int runEmit(EmitOptions &o) {
     ctx.disableMultithreading();
     pm.enableIRPrinting();
   }
+  bool decodeModule = hasDecode(*module);
   TileOptions tile = defaultTileOptions(
       o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
       headDimOf(*module), causalOf(*module), o.blockM, o.blockN, o.warps);
-  if (o.stage != "attn")
+  if (decodeModule) // one warp per 16 packed query rows
+    tile = TileOptions{};
+  if (o.stage != "attn" && decodeModule) {
+    DecodeTileOptions decode;
+    if (o.blockN > 0)
+      decode.blockN = o.blockN;
+    decode.maxQLen = o.maxQLen;
+    buildDecodeTilePipeline(pm, decode);
+  } else if (o.stage != "attn")
     buildTilePipeline(pm, tile);
   if (o.stage == "llvm" || o.stage == "ptx") {
     if (o.mapping == "simt") {
@@ -194,6 +219,10 @@ int runEmit(EmitOptions &o) {
     } else {
       MappingChoice choice = chooseTensorCoreMapping(
           o.arch, headDimOf(*module), elementBitsOf(*module), tile);
+      if (decodeModule) {
+        choice.mapping = GPUMapping::MMA;
+        choice.why = "decode's split-KV kernels have no wgmma mapping yet";
+      }
       if (o.mapping == "wgmma" && choice.mapping != GPUMapping::WGMMA) {
         fmt::print(stderr, "attnc emit: error: --mapping wgmma: {}\n",
                    choice.why);

@@ -68,6 +68,8 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
   int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
   Value seqQ = map.lookup(op.getSeqQ()), seqKV = map.lookup(op.getSeqKv());
   Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
+  if (op.getPacked()) // several heads' rows: the position in the head
+    row = arith::RemUIOp::create(b, loc, row, seqQ);
 
   // Without softcap or score_mod, scale and log2(e) fold into one multiply.
   float scale = op.getScale().convertToFloat();
@@ -124,14 +126,32 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
 void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
                          Value head, Value row, Value buf, int64_t rows,
                          int64_t dim, Value tid, int64_t threads, bool async,
-                         bool barrier, bool commit) {
+                         bool barrier, bool commit, Value length, Value table) {
   // Nobody may still read the previous tile from this buffer.
   if (barrier)
     gpu::BarrierOp::create(b, loc);
-  Type elt = cast<MemRefType>(view.getType()).getElementType();
+  auto viewT = cast<MemRefType>(view.getType());
+  Type elt = viewT.getElementType();
   auto chunkT = VectorType::get({8}, elt);
   int64_t chunksPerRow = dim / 8;
-  Value seq = memref::DimOp::create(b, loc, view, 2);
+  Value seq = length ? length : Value(memref::DimOp::create(b, loc, view, 2));
+  // A tile that never crosses a page (tiles start on multiples of `rows`
+  // and the page size is a multiple of it): one block-table lookup for the
+  // whole tile, at a row clamped into the sequence (a look-ahead copy past
+  // the end must not read past the table's used part).
+  Value tilePage;
+  int64_t pageSize = table ? viewT.getDimSize(2) : 0;
+  if (table && pageSize % rows == 0) {
+    Value last = arith::MaxSIOp::create(
+        b, loc, indexConst(b, loc, 0),
+        arith::SubIOp::create(b, loc, seq, indexConst(b, loc, 1)));
+    Value at = arith::MinSIOp::create(b, loc, row, last);
+    Value entry = memref::LoadOp::create(
+        b, loc, table,
+        ValueRange{batch, arith::DivUIOp::create(
+                              b, loc, at, indexConst(b, loc, pageSize))});
+    tilePage = arith::IndexCastOp::create(b, loc, b.getIndexType(), entry);
+  }
   scf::ForOp::create(
       b, loc, tid, indexConst(b, loc, rows * chunksPerRow),
       indexConst(b, loc, threads), ValueRange{},
@@ -144,16 +164,47 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
         Value seqRow = arith::AddIOp::create(lb, l, row, r);
         Value inside = arith::CmpIOp::create(lb, l, arith::CmpIPredicate::slt,
                                              seqRow, seq);
+        // Where row `at` lives: (batch, at) of a plain view; (page, at mod
+        // page_size) of a paged cache, the page from the block table.
+        auto source = [&](OpBuilder &sb, Value at) -> std::pair<Value, Value> {
+          if (!table)
+            return {batch, at};
+          Value pageSize = indexConst(sb, l, viewT.getDimSize(2));
+          if (tilePage)
+            return {tilePage, arith::RemUIOp::create(sb, l, at, pageSize)};
+          Value entry = memref::LoadOp::create(
+              sb, l, table,
+              ValueRange{batch, arith::DivUIOp::create(sb, l, at, pageSize)});
+          return {arith::IndexCastOp::create(sb, l, sb.getIndexType(), entry),
+                  arith::RemUIOp::create(sb, l, at, pageSize)};
+        };
         if (async) {
           // Past the end: read 0 of 8 elements (zero fill) from a valid
-          // address (the last row).
-          Value last = arith::SubIOp::create(lb, l, seq, indexConst(lb, l, 1));
-          Value srcRow = arith::MinSIOp::create(lb, l, seqRow, last);
+          // address: the last row of a plain view; with an explicit length
+          // (which may be 0) row 0, of page 0 when paged.
+          Value first, srcRow;
+          if (!length) {
+            Value last =
+                arith::SubIOp::create(lb, l, seq, indexConst(lb, l, 1));
+            std::tie(first, srcRow) =
+                source(lb, arith::MinSIOp::create(lb, l, seqRow, last));
+          } else {
+            Value zero = indexConst(lb, l, 0);
+            Value last = arith::MaxSIOp::create(
+                lb, l, zero,
+                arith::SubIOp::create(lb, l, seq, indexConst(lb, l, 1)));
+            auto [f, rr] =
+                source(lb, arith::MinSIOp::create(lb, l, seqRow, last));
+            first = table
+                        ? Value(arith::SelectOp::create(lb, l, inside, f, zero))
+                        : f;
+            srcRow = arith::SelectOp::create(lb, l, inside, rr, zero);
+          }
           Value n = arith::SelectOp::create(lb, l, inside, indexConst(lb, l, 8),
                                             indexConst(lb, l, 0));
           nvgpu::DeviceAsyncCopyOp::create(
               lb, l, nvgpu::DeviceAsyncTokenType::get(lb.getContext()), buf,
-              ValueRange{r, col}, view, ValueRange{batch, head, srcRow, col},
+              ValueRange{r, col}, view, ValueRange{first, head, srcRow, col},
               lb.getIndexAttr(8), n, lb.getUnitAttr()); // .cg: L2 only
           scf::YieldOp::create(lb, l);
           return;
@@ -161,8 +212,9 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
         auto ifOp = scf::IfOp::create(
             lb, l, inside,
             [&](OpBuilder &tb, Location tl) {
+              auto [first, srcRow] = source(tb, seqRow);
               Value v = vector::LoadOp::create(
-                  tb, tl, chunkT, view, ValueRange{batch, head, seqRow, col},
+                  tb, tl, chunkT, view, ValueRange{first, head, srcRow, col},
                   false, llvm::MaybeAlign(kVectorAlign));
               scf::YieldOp::create(tb, tl, v);
             },
@@ -184,7 +236,10 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
 
 bool gpu_emit::isRowOwnedLoad(tile::LoadOp load) {
   return llvm::all_of(load->getUses(), [](OpOperand &use) {
-    return isa<tile::DotOp>(use.getOwner()) && use.getOperandNumber() == 0;
+    // The lhs of a dot (Q), or a partial result the combine merges.
+    return (isa<tile::DotOp>(use.getOwner()) && use.getOperandNumber() == 0) ||
+           (isa<tile::LseAccumulateOp>(use.getOwner()) &&
+            use.getOperandNumber() < 2);
   });
 }
 
@@ -198,6 +253,10 @@ Value gpu_emit::tileNeedsMasks(OpBuilder &b, Location loc, tile::ScoreOp op,
   int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
   Value q0 = map.lookup(op.getQ0()), k0 = map.lookup(op.getK0());
   Value seqKV = map.lookup(op.getSeqKv());
+  if (op.getPacked()) { // every tile may hold every position of a head
+    q0 = indexConst(b, loc, 0);
+    rows = 0;
+  }
   Value shift = arith::SubIOp::create(b, loc, seqKV, map.lookup(op.getSeqQ()));
   Value lastKey =
       arith::AddIOp::create(b, loc, k0, indexConst(b, loc, cols - 1));
@@ -214,7 +273,10 @@ Value gpu_emit::tileNeedsMasks(OpBuilder &b, Location loc, tile::ScoreOp op,
                         indexConst(b, loc, right))));
   if (left >= 0) { // the last row sees the fewest keys on the left
     Value lastRow =
-        arith::AddIOp::create(b, loc, q0, indexConst(b, loc, rows - 1));
+        rows ? Value(arith::AddIOp::create(b, loc, q0,
+                                           indexConst(b, loc, rows - 1)))
+             : Value(arith::SubIOp::create(b, loc, map.lookup(op.getSeqQ()),
+                                           indexConst(b, loc, 1)));
     Value lowest = arith::SubIOp::create(
         b, loc, arith::AddIOp::create(b, loc, lastRow, shift),
         indexConst(b, loc, left));
@@ -248,7 +310,11 @@ LogicalResult gpu_emit::mapKernelsToGPU(
     auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
     SmallVector<MemRefType> bufferTypes; // staged tiles, in kernel order
     kernel.walk([&](tile::LoadOp load) {
-      if (isRowOwnedLoad(load) && !stageRowOwned)
+      // Row-owned tiles are staged only as dot operands (Q), never the
+      // partial results a combine merges.
+      if (isRowOwnedLoad(load) &&
+          !(stageRowOwned &&
+            llvm::any_of(load->getUsers(), llvm::IsaPred<tile::DotOp>)))
         return;
       auto t = load.getResult().getType();
       SmallVector<int64_t> shape = {t.getDimSize(0), t.getDimSize(1) + rowPad};
@@ -317,6 +383,10 @@ SmallVector<tile::LoadOp> gpu_emit::prefetchableLoads(scf::ForOp loop) {
   SmallVector<tile::LoadOp> out;
   for (auto load : loop.getBody()->getOps<tile::LoadOp>()) {
     if (isRowOwnedLoad(load) || load.getRow() != loop.getInductionVar())
+      continue;
+    // Paged and length-bounded loads (decode) are copied where they stand:
+    // their rings' extra index registers spill the split kernel.
+    if (load.getLength() || load.isPaged())
       continue;
     if (llvm::all_of(
             ValueRange{load.getSource(), load.getBatch(), load.getHead()},

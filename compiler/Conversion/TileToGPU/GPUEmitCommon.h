@@ -62,12 +62,16 @@ mlir::Value tileNeedsMasks(mlir::OpBuilder &b, mlir::Location loc,
 /// barrier. Async: cp.async (16 bytes, zero-filled past the end) committed
 /// as one group (unless `commit` is false: the caller commits); the caller
 /// waits for the group and then synchronises. `barrier` false leaves out the
-/// leading barrier when the caller has placed one.
+/// leading barrier when the caller has placed one. `length` (else the
+/// view's sequence length) bounds the rows; with `table` the view is a paged
+/// cache [pages, heads, page_size, D] and `batch` picks the block table's
+/// row (see tile.load).
 void stageRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value view,
                mlir::Value batch, mlir::Value head, mlir::Value row,
                mlir::Value buf, int64_t rows, int64_t dim, mlir::Value tid,
                int64_t threads, bool async = false, bool barrier = true,
-               bool commit = true);
+               bool commit = true, mlir::Value length = {},
+               mlir::Value table = {});
 
 /// Whether a tile.load feeds only the left operand of tile.dots (its rows
 /// belong to the program's query rows) rather than being shared by all.
@@ -93,8 +97,8 @@ mlir::LogicalResult mapKernelsToGPU(
     llvm::function_ref<int64_t(attnc::tile::LoadOp)> ringStages = nullptr);
 
 /// The staged loads of a KV loop that can be copied an iteration ahead:
-/// their row is the induction variable and their source, batch and head
-/// are loop-invariant.
+/// their row is the induction variable, their source, batch and head are
+/// loop-invariant, and they are neither paged nor length-bounded.
 llvm::SmallVector<attnc::tile::LoadOp> prefetchableLoads(mlir::scf::ForOp loop);
 
 /// What a launch of a mapped kernel needs: threads per block and bytes of

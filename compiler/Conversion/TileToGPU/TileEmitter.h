@@ -12,7 +12,8 @@
 //   emitStage(tile::LoadOp)       a tile every row reads (K, V)
 //   emitDot, emitScore, emitSoftmaxUpdate, emitRescale, emitFinalize,
 //   emitStore, emitConstant(arith::ConstantOp on tiles),
-//   emitTrunc(arith::TruncFOp on tiles), emitFor(scf::ForOp)
+//   emitTrunc(arith::TruncFOp on tiles), emitFor(scf::ForOp),
+//   optionally emitLseAccumulate (the split-KV combine)
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_COMPILER_CONVERSION_TILETOGPU_TILEEMITTER_H
@@ -71,6 +72,8 @@ protected:
       return m.emitSoftmaxUpdate(upd);
     if (auto rescale = dyn_cast<tile::RescaleOp>(op))
       return m.emitRescale(rescale);
+    if (auto accu = dyn_cast<tile::LseAccumulateOp>(op))
+      return m.emitLseAccumulate(accu);
     if (auto trunc = dyn_cast<arith::TruncFOp>(op);
         trunc && isa<RankedTensorType>(trunc.getType()))
       return m.emitTrunc(trunc);
@@ -92,6 +95,11 @@ protected:
       return op.emitError("no GPU mapping for this tile op");
     b.clone(op, map);
     return success();
+  }
+
+  /// A mapping without a split-KV combine says so at the op.
+  mlir::LogicalResult emitLseAccumulate(tile::LseAccumulateOp op) {
+    return op.emitError("this GPU mapping has no tile.lse_accumulate");
   }
 
   Mapping &self() { return static_cast<Mapping &>(*this); }

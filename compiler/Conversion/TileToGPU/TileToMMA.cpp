@@ -85,6 +85,7 @@ public:
   LogicalResult emitScore(tile::ScoreOp op);
   LogicalResult emitSoftmaxUpdate(tile::SoftmaxUpdateOp op);
   LogicalResult emitRescale(tile::RescaleOp op);
+  LogicalResult emitLseAccumulate(tile::LseAccumulateOp op);
   LogicalResult emitTrunc(arith::TruncFOp op);
   LogicalResult emitFinalize(tile::FinalizeOp op);
   LogicalResult emitStore(tile::StoreOp op);
@@ -106,6 +107,8 @@ private:
   Value loadPair(Value view, Value batch, Value head, Value seqRow, Value col,
                  Type elt);
   Value quadReduce(Value x, bool max);
+  LogicalResult emitPartialLoad(tile::LoadOp op, Value view, Value batch,
+                                Value head, Value q0, Value col0);
   Value mma16816(Value a, Value bFrag, Value c);
 
   /// The A fragment of k16 chunk `kk` of m16 tile `mt` of `a`: a register,
@@ -254,6 +257,20 @@ void MMAEmitter::setUp() {
 }
 
 LogicalResult MMAEmitter::emitRowLoad(tile::LoadOp op) {
+  auto t = op.getResult().getType();
+  Type elt = t.getElementType();
+  Value view = map.lookup(op.getSource());
+  Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
+  Value q0 = map.lookup(op.getRow());
+  Value col0 = arith::MulIOp::create(b, loc, t4, idx(2));
+  if (op.getLength() || op.isPaged())
+    return op.emitError("the mma.sync mapping reads query rows from plain "
+                        "views only");
+  // A partial result to merge: C layout / row statistics.
+  bool merged =
+      llvm::all_of(op->getUsers(), llvm::IsaPred<tile::LseAccumulateOp>);
+  if (elt.isF32() || merged)
+    return emitPartialLoad(op, view, batch, head, q0, col0);
   if (qInSmem) { // staged like K/V; fragments read at each use
     if (nextStage >= buffers.size())
       return op.emitError("more staged tiles than workgroup buffers");
@@ -262,12 +279,6 @@ LogicalResult MMAEmitter::emitRowLoad(tile::LoadOp op) {
     frags[op.getResult()] = {Frags::Staged, {buf}};
     return success();
   }
-  auto t = op.getResult().getType();
-  Type elt = t.getElementType();
-  Value view = map.lookup(op.getSource());
-  Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
-  Value q0 = map.lookup(op.getRow());
-  Value col0 = arith::MulIOp::create(b, loc, t4, idx(2));
   Frags f{Frags::A, {}};
   for (int64_t mt = 0; mt < mTiles; ++mt) {
     Value r0 = add(q0, rowOf(mt, 0)), r1 = add(q0, rowOf(mt, 1));
@@ -297,16 +308,73 @@ Value MMAEmitter::aFragment(const Frags &a, int64_t mt, int64_t kk, Type elt) {
                                    a.regs[0], ValueRange{r, col}, false, 4);
 }
 
+/// A tile of the program's rows that tile.lse_accumulate merges (a split-KV
+/// partial O in f32, a finished bf16/f16 output) in the C layout of n8
+/// tiles in f32, or its [R] LSE as row statistics; rows past the end are 0
+/// (LSE -inf: they weigh nothing).
+LogicalResult MMAEmitter::emitPartialLoad(tile::LoadOp op, Value view,
+                                          Value batch, Value head, Value q0,
+                                          Value col0) {
+  auto t = op.getResult().getType();
+  Type f32 = b.getF32Type();
+  Value seq = memref::DimOp::create(b, loc, view, 2);
+  SmallVector<Value> rows; // [mt][2]
+  for (int64_t mt = 0; mt < mTiles; ++mt)
+    for (int64_t r = 0; r < 2; ++r)
+      rows.push_back(add(q0, rowOf(mt, r)));
+  if (t.getRank() == 1) {
+    Frags f{Frags::RowStat, {}};
+    for (Value r : rows) {
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, seq);
+      auto ifOp = scf::IfOp::create(
+          b, loc, inside,
+          [&](OpBuilder &tb, Location l) {
+            Value v =
+                memref::LoadOp::create(tb, l, view, ValueRange{batch, head, r});
+            scf::YieldOp::create(tb, l, v);
+          },
+          [&](OpBuilder &eb, Location l) {
+            scf::YieldOp::create(
+                eb, l,
+                ValueRange{
+                    f32Const(eb, l, -std::numeric_limits<float>::infinity())});
+          });
+      f.regs.push_back(ifOp.getResult(0));
+    }
+    frags[op.getResult()] = std::move(f);
+    return success();
+  }
+  Frags f{Frags::C, {}};
+  Type elt = t.getElementType();
+  auto pair = [&](Value r, Value c) -> Value {
+    Value v = loadPair(view, batch, head, r, c, elt);
+    return elt.isF32() ? v
+                       : Value(arith::ExtFOp::create(
+                             b, loc, VectorType::get({2}, f32), v));
+  };
+  for (int64_t mt = 0; mt < mTiles; ++mt)
+    for (int64_t nt = 0; nt < t.getDimSize(1) / 8; ++nt) {
+      Value c = add(col0, nt * 8);
+      f.regs.push_back(
+          fromRows(VectorType::get({2, 2}, f32),
+                   {pair(rows[2 * mt], c), pair(rows[2 * mt + 1], c)}));
+    }
+  frags[op.getResult()] = std::move(f);
+  return success();
+}
+
 /// Issues the cp.async copies of tile `row` of a staged load into `buf`
 /// (nothing when `row` is past the loop's end) and commits them as a group.
 void MMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
                             bool barrier) {
   auto t = op.getResult().getType();
-  gpu_emit::stageRows(b, loc, map.lookup(op.getSource()),
-                      map.lookup(op.getBatch()), map.lookup(op.getHead()), row,
-                      buf, t.getDimSize(0), t.getDimSize(1), tid,
-                      2 * launch.getBlockM() / mTiles, /*async=*/true, barrier,
-                      /*commit=*/true);
+  gpu_emit::stageRows(
+      b, loc, map.lookup(op.getSource()), map.lookup(op.getBatch()),
+      map.lookup(op.getHead()), row, buf, t.getDimSize(0), t.getDimSize(1), tid,
+      2 * launch.getBlockM() / mTiles, /*async=*/true, barrier,
+      /*commit=*/true, op.getLength() ? map.lookup(op.getLength()) : Value(),
+      op.isPaged() ? map.lookup(op.getBlockTable()) : Value());
   groupOf[buf] = committedGroups++;
 }
 
@@ -541,6 +609,53 @@ LogicalResult MMAEmitter::emitRescale(tile::RescaleOp op) {
   return success();
 }
 
+/// The sum is kept as per-lane partial sums that tile.finalize reduces over
+/// the quad (as emitSoftmaxUpdate does): the weight w goes to lane t = 0.
+LogicalResult MMAEmitter::emitLseAccumulate(tile::LseAccumulateOp op) {
+  const Frags &acc = frags[op.getAcc()], &part = frags[op.getPartial()];
+  const Frags &lse = frags[op.getLse()];
+  const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
+  float negInf = -std::numeric_limits<float>::infinity();
+  auto pairT = VectorType::get({2}, b.getF32Type());
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  Value lane0 =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t4, idx(0));
+  Frags newMax{Frags::RowStat, {}}, newSum{Frags::RowStat, {}};
+  Value a[2], w[2];
+  for (int64_t r = 0; r < 2; ++r) {
+    Value t = arith::MulFOp::create(b, loc, lse.regs[r],
+                                    f32Const(b, loc, gpu_emit::kLog2e));
+    Value mx = arith::MaximumFOp::create(b, loc, m.regs[r], t);
+    Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                           mx, f32Const(b, loc, negInf));
+    Value ref =
+        arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
+    Value ar =
+        gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, m.regs[r], ref));
+    Value wr = gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, t, ref));
+    Value wLane =
+        arith::SelectOp::create(b, loc, lane0, wr, f32Const(b, loc, 0.f));
+    newMax.regs.push_back(mx);
+    newSum.regs.push_back(arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, ar, l.regs[r]), wLane));
+    a[r] = vector::BroadcastOp::create(b, loc, pairT, ar);
+    w[r] = vector::BroadcastOp::create(b, loc, pairT, wr);
+  }
+  Frags out{Frags::C, {}};
+  for (auto [reg, p] : llvm::zip(acc.regs, part.regs)) {
+    SmallVector<Value> rows;
+    for (int64_t r = 0; r < 2; ++r)
+      rows.push_back(arith::AddFOp::create(
+          b, loc, arith::MulFOp::create(b, loc, row2(reg, r), a[r]),
+          arith::MulFOp::create(b, loc, row2(p, r), w[r])));
+    out.regs.push_back(fromRows(cT, rows));
+  }
+  frags[op.getNewAcc()] = std::move(out);
+  frags[op.getNewMax()] = std::move(newMax);
+  frags[op.getNewSum()] = std::move(newSum);
+  return success();
+}
+
 LogicalResult MMAEmitter::emitTrunc(arith::TruncFOp op) {
   // P in the C layout of n8 tiles (2j, 2j+1) is the A fragment of k16 chunk
   // j: registers (tile 2j row g, tile 2j row g+8, tile 2j+1 row g, ...).
@@ -612,10 +727,11 @@ LogicalResult MMAEmitter::emitFinalize(tile::FinalizeOp op) {
           b, loc, positive, v,
           f32Const(b, loc, -std::numeric_limits<float>::infinity())));
     }
-    auto scaled = [&](Value reg, int64_t r) {
-      return arith::TruncFOp::create(
-          b, loc, VectorType::get({2}, elt),
-          arith::MulFOp::create(b, loc, row2(reg, r), inv[r]));
+    auto scaled = [&](Value reg, int64_t r) { // f32 stays (a split-KV partial)
+      Value v = arith::MulFOp::create(b, loc, row2(reg, r), inv[r]);
+      return elt.isF32() ? v
+                         : Value(arith::TruncFOp::create(
+                               b, loc, VectorType::get({2}, elt), v));
     };
     for (Value reg : ArrayRef<Value>(acc.regs).slice(mt * perTile, perTile))
       out.regs.push_back(fromRows(oT, {scaled(reg, 0), scaled(reg, 1)}));
@@ -766,7 +882,8 @@ void MapTileToMMAPass::runOnOperation() {
             bool aligned = launch.getBlockM() % rows == 0;
             kernel.walk([&](tile::LoadOp load) {
               auto t = load.getResult().getType();
-              aligned &= t.getDimSize(0) % 16 == 0 && t.getDimSize(1) % 16 == 0;
+              aligned &= t.getDimSize(0) % 16 == 0 &&
+                         (t.getRank() == 1 || t.getDimSize(1) % 16 == 0);
             });
             if (!aligned)
               return kernel.emitError()

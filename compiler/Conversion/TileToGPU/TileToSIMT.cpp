@@ -135,6 +135,8 @@ static Value loadRow(OpBuilder &b, Location loc, Value view, Value batch,
 
 LogicalResult SIMTEmitter::emitRowLoad(tile::LoadOp op) {
   auto t = op.getResult().getType();
+  if (op.getLength() || op.isPaged() || t.getRank() != 2)
+    return op.emitError("the SIMT mapping loads plain [R x D] row tiles only");
   auto vt = VectorType::get({t.getDimSize(1)}, t.getElementType());
   Value seqRow = arith::AddIOp::create(b, loc, map.lookup(op.getRow()), row);
   map.map(op.getResult(),
@@ -145,6 +147,9 @@ LogicalResult SIMTEmitter::emitRowLoad(tile::LoadOp op) {
 
 LogicalResult SIMTEmitter::emitStage(tile::LoadOp op) {
   auto t = op.getResult().getType();
+  if (op.getLength() || op.isPaged()) // decode runs on the mma.sync mapping
+    return op.emitError("the SIMT mapping has no paged or length-bounded "
+                        "loads");
   if (nextStage >= buffers.size())
     return op.emitError("more staged tiles than workgroup buffers");
   Value buf = buffers[nextStage++];

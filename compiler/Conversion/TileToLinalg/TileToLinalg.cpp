@@ -56,14 +56,18 @@ AffineMap map(MLIRContext *ctx, unsigned dims, ArrayRef<unsigned> results) {
   return AffineMap::get(dims, 0, exprs, ctx);
 }
 
-/// tile.load: rows at or past the view's sequence length read as zero.
+/// tile.load: rows at or past the length (default: the view's sequence
+/// length) read as zero; a paged load looks each row's page up in the block
+/// table.
 struct LowerLoad : OpRewritePattern<tile::LoadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tile::LoadOp op,
                                 PatternRewriter &rw) const override {
     Location loc = op.getLoc();
     auto t = op.getResult().getType();
-    Value seq = memref::DimOp::create(rw, loc, op.getSource(), 2);
+    Value seq = op.getLength()
+                    ? op.getLength()
+                    : Value(memref::DimOp::create(rw, loc, op.getSource(), 2));
     auto gen = tensor::GenerateOp::create(
         rw, loc, t, ValueRange{},
         [&](OpBuilder &b, Location l, ValueRange idx) {
@@ -73,9 +77,23 @@ struct LowerLoad : OpRewritePattern<tile::LoadOp> {
           auto ifOp = scf::IfOp::create(
               b, l, inside,
               [&](OpBuilder &tb, Location tl) {
-                Value v = memref::LoadOp::create(
-                    tb, tl, op.getSource(),
-                    ValueRange{op.getBatch(), op.getHead(), row, idx[1]});
+                Value first = op.getBatch(), seqRow = row;
+                if (op.isPaged()) {
+                  auto view = cast<MemRefType>(op.getSource().getType());
+                  Value pageSize = arith::ConstantIndexOp::create(
+                      tb, tl, view.getDimSize(2));
+                  Value block = arith::DivUIOp::create(tb, tl, row, pageSize);
+                  Value page =
+                      memref::LoadOp::create(tb, tl, op.getBlockTable(),
+                                             ValueRange{op.getBatch(), block});
+                  first = arith::IndexCastOp::create(tb, tl, tb.getIndexType(),
+                                                     page);
+                  seqRow = arith::RemUIOp::create(tb, tl, row, pageSize);
+                }
+                SmallVector<Value> at{first, op.getHead(), seqRow};
+                if (t.getRank() == 2)
+                  at.push_back(idx[1]);
+                Value v = memref::LoadOp::create(tb, tl, op.getSource(), at);
                 scf::YieldOp::create(tb, tl, v);
               },
               [&](OpBuilder &eb, Location el) {
@@ -199,6 +217,8 @@ struct LowerScore : OpRewritePattern<tile::ScoreOp> {
           Value i = linalg::IndexOp::create(b, l, 0);
           Value j = linalg::IndexOp::create(b, l, 1);
           Value row = arith::AddIOp::create(b, l, op.getQ0(), i);
+          if (op.getPacked()) // several heads' rows: the position in the head
+            row = arith::RemUIOp::create(b, l, row, op.getSeqQ());
           Value key = arith::AddIOp::create(b, l, op.getK0(), j);
           Value s = arith::MulFOp::create(
               b, l, args[0], f32Const(b, l, op.getScale().convertToFloat()));
@@ -327,6 +347,59 @@ struct LowerSoftmaxUpdate : OpRewritePattern<tile::SoftmaxUpdateOp> {
   }
 };
 
+/// tile.lse_accumulate, element by element as its description states.
+struct LowerLseAccumulate : OpRewritePattern<tile::LseAccumulateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::LseAccumulateOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rw.getContext();
+    auto accT = op.getAcc().getType();
+    auto rowT = op.getMax().getType();
+    auto rowMap = [&](int dims) { return map(ctx, dims, {0}); };
+    // t = lse · log2 e; m' = max(m, t); a = exp2(m - m'), w = exp2(t - m')
+    // (m' = -inf maps to a 0 reference: a = w = 0 then, and l, acc stay 0).
+    auto stats = linalg::GenericOp::create(
+        rw, loc, TypeRange{rowT, rowT, rowT, rowT},
+        ValueRange{op.getLse(), op.getMax(), op.getSum()},
+        ValueRange{emptyLike(rw, loc, rowT), emptyLike(rw, loc, rowT),
+                   emptyLike(rw, loc, rowT), emptyLike(rw, loc, rowT)},
+        SmallVector<AffineMap>(7, rowMap(1)), iters(1),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value t =
+              arith::MulFOp::create(b, l, args[0], f32Const(b, l, kLog2e));
+          Value m = arith::MaximumFOp::create(b, l, args[1], t);
+          Value ref = safeMax(b, l, m);
+          Value a = math::Exp2Op::create(
+              b, l, arith::SubFOp::create(b, l, args[1], ref));
+          Value w =
+              math::Exp2Op::create(b, l, arith::SubFOp::create(b, l, t, ref));
+          Value sum = arith::AddFOp::create(
+              b, l, arith::MulFOp::create(b, l, a, args[2]), w);
+          linalg::YieldOp::create(b, l, ValueRange{m, sum, a, w});
+        });
+    auto accOut = linalg::GenericOp::create(
+        rw, loc, TypeRange{accT},
+        ValueRange{op.getAcc(), op.getPartial(), stats.getResult(2),
+                   stats.getResult(3)},
+        ValueRange{emptyLike(rw, loc, accT)},
+        SmallVector<AffineMap>{map(ctx, 2, {0, 1}), map(ctx, 2, {0, 1}),
+                               rowMap(2), rowMap(2), map(ctx, 2, {0, 1})},
+        iters(2), [&](OpBuilder &b, Location l, ValueRange args) {
+          Value part = args[1];
+          if (!part.getType().isF32()) // a finished bf16/f16 output
+            part = arith::ExtFOp::create(b, l, b.getF32Type(), part);
+          Value v = arith::AddFOp::create(
+              b, l, arith::MulFOp::create(b, l, args[2], args[0]),
+              arith::MulFOp::create(b, l, args[3], part));
+          linalg::YieldOp::create(b, l, ValueRange{v});
+        });
+    rw.replaceOp(op, ValueRange{accOut.getResult(0), stats.getResult(0),
+                                stats.getResult(1)});
+    return success();
+  }
+};
+
 /// tile.rescale: acc[i, :] *= alpha[i].
 struct LowerRescale : OpRewritePattern<tile::RescaleOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -370,9 +443,9 @@ struct LowerFinalize : OpRewritePattern<tile::FinalizeOp> {
                                             args[1], zero);
           Value q = arith::DivFOp::create(b, l, args[0], args[1]);
           Value v = arith::SelectOp::create(b, l, pos, q, zero);
-          linalg::YieldOp::create(b, l,
-                                  ValueRange{arith::TruncFOp::create(
-                                      b, l, oT.getElementType(), v)});
+          if (!oT.getElementType().isF32()) // f32: a split-KV partial
+            v = arith::TruncFOp::create(b, l, oT.getElementType(), v);
+          linalg::YieldOp::create(b, l, ValueRange{v});
         });
     auto lse = linalg::GenericOp::create(
         rw, loc, TypeRange{rowT}, ValueRange{op.getMax(), op.getSum()},
@@ -402,16 +475,16 @@ public:
   using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<LowerLoad, LowerStore, LowerDot, LowerScore,
-                 LowerSoftmaxUpdate, LowerRescale, LowerFinalize>(
-        &getContext());
+    patterns
+        .add<LowerLoad, LowerStore, LowerDot, LowerScore, LowerSoftmaxUpdate,
+             LowerRescale, LowerFinalize, LowerLseAccumulate>(&getContext());
     ConversionTarget target(getContext());
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, tensor::TensorDialect>();
     target.addIllegalOp<tile::LoadOp, tile::StoreOp, tile::DotOp, tile::ScoreOp,
                         tile::SoftmaxUpdateOp, tile::RescaleOp,
-                        tile::FinalizeOp>();
+                        tile::FinalizeOp, tile::LseAccumulateOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

@@ -88,3 +88,10 @@ void HostKernel::runAttentionFwd(void *q, void *k, void *v, void *o, void *lse,
      s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], s[13], s[14],
      s[15], s[16]);
 }
+
+llvm::Expected<uint64_t> HostKernel::lookup(const std::string &name) const {
+  auto symbol = jit->lookup(name);
+  if (!symbol)
+    return symbol.takeError();
+  return symbol->getValue();
+}

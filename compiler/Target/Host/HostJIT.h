@@ -29,6 +29,11 @@ public:
   void runAttentionFwd(void *q, void *k, void *v, void *o, void *lse,
                        const int64_t (&scalars)[17]) const;
 
+  /// The address of another function of the same module (a decode kernel's
+  /// combine), to be called with MLIR's memref calling convention.
+  llvm::Expected<uint64_t> lookup(const std::string &name) const;
+  uint64_t entryAddress() const { return address; }
+
 private:
   HostKernel() = default;
   std::unique_ptr<llvm::orc::LLJIT> jit;

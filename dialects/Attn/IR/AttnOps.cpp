@@ -188,3 +188,131 @@ LogicalResult AttentionOp::verifyRegions() {
                             "(index, index, index, index): the batch, head, "
                             "query and key indices");
 }
+
+float DecodeOp::getEffectiveScale() {
+  if (auto s = getScaleAttr())
+    return s.getValueAsDouble();
+  return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
+}
+
+LogicalResult DecodeOp::verify() {
+  auto qT = getQuery().getType();
+  auto kT = getKeyCache().getType(), vT = getValueCache().getType();
+  if (qT.getRank() != 4)
+    return emitOpError() << "expected query to have rank 4 ([batch, heads, "
+                            "seq, head_dim]), got rank "
+                         << qT.getRank();
+  for (auto [name, t] :
+       {std::pair<const char *, RankedTensorType>{"key", kT}, {"value", vT}}) {
+    if (t.getRank() != 4 || t.isDynamicDim(1) || t.isDynamicDim(2) ||
+        t.isDynamicDim(3))
+      return emitOpError()
+             << "expected the " << name
+             << " cache to be [pages, kv_heads, page_size, head_dim] with "
+                "static heads, page size and head dim, got "
+             << Type(t);
+    if (t.getElementType() != qT.getElementType())
+      return emitOpError() << "expected the " << name
+                           << " cache element type to match the query's "
+                           << qT.getElementType() << ", got "
+                           << t.getElementType();
+  }
+  Type elt = qT.getElementType();
+  if (!elt.isBF16() && !elt.isF16())
+    return emitOpError() << "expected query element type bf16 or f16, got "
+                         << elt;
+  if (qT.isDynamicDim(1) || qT.isDynamicDim(3))
+    return emitOpError() << "expected query to have static heads and head "
+                            "dim, got "
+                         << Type(qT);
+  if (kT.getShape().drop_front() != vT.getShape().drop_front())
+    return emitOpError() << "expected key and value caches of one shape, got "
+                         << Type(kT) << " and " << Type(vT);
+  int64_t hq = qT.getDimSize(1), hk = kT.getDimSize(1), d = qT.getDimSize(3);
+  if (hq % hk != 0)
+    return emitOpError() << "query heads (" << hq
+                         << ") must be a multiple of key/value heads (" << hk
+                         << ") for grouped-query attention";
+  if (kT.getDimSize(3) != d)
+    return emitOpError() << "expected cache head dim " << kT.getDimSize(3)
+                         << " to match query head dim " << d;
+  if (!llvm::is_contained(kSupportedHeadDims, d))
+    return emitOpError() << "head dim " << d
+                         << " is not supported; expected one of 64, 96, 128, "
+                            "192, 256";
+  if (kT.getDimSize(2) < 1)
+    return emitOpError() << "expected a positive page size, got "
+                         << kT.getDimSize(2);
+  auto tableT = getBlockTable().getType();
+  if (tableT.getRank() != 2 || !tableT.getElementType().isInteger(32))
+    return emitOpError() << "expected the block table to be [batch, "
+                            "max_blocks] i32, got "
+                         << Type(tableT);
+  auto lensT = getKvLens().getType();
+  if (lensT.getRank() != 1 || !lensT.getElementType().isInteger(32))
+    return emitOpError() << "expected kv_lens to be [batch] i32, got "
+                         << Type(lensT);
+  if (!compatible(qT.getDimSize(0), tableT.getDimSize(0)) ||
+      !compatible(qT.getDimSize(0), lensT.getDimSize(0)))
+    return emitOpError() << "expected query, block table and kv_lens batch "
+                            "sizes to match, got "
+                         << dimStr(qT.getDimSize(0)) << ", "
+                         << dimStr(tableT.getDimSize(0)) << " and "
+                         << dimStr(lensT.getDimSize(0));
+  if (getOutput().getType() != qT)
+    return emitOpError() << "expected the output type to equal the query "
+                            "type "
+                         << Type(qT) << ", got " << getOutput().getType();
+  if (Value lse = getLse()) {
+    auto expected =
+        RankedTensorType::get({qT.getDimSize(0), hq, qT.getDimSize(2)},
+                              Float32Type::get(getContext()));
+    if (lse.getType() != expected)
+      return emitOpError() << "expected the lse type " << Type(expected)
+                           << " ([batch, heads, seq] in f32), got "
+                           << lse.getType();
+  }
+  for (auto [name, attr] :
+       {std::pair<const char *, FloatAttr>{"scale", getScaleAttr()},
+        {"softcap", getSoftcapAttr()}})
+    if (attr && !(attr.getValueAsDouble() > 0.0 &&
+                  std::isfinite(attr.getValueAsDouble())))
+      return emitOpError() << "expected " << name
+                           << " to be a positive finite number, got "
+                           << attr.getValueAsDouble();
+  if (auto w = getWindowAttr(); w && getCausal() && w.getRight() != 0)
+    return emitOpError() << "causal attention sees no key right of the "
+                            "diagonal; use window right = 0 or drop causal, "
+                            "got right = "
+                         << w.getRight();
+  return success();
+}
+
+LogicalResult LseMergeOp::verify() {
+  auto oT = getOutputA().getType();
+  if (oT.getRank() != 4 ||
+      !(oT.getElementType().isBF16() || oT.getElementType().isF16()))
+    return emitOpError() << "expected bf16 or f16 outputs [batch, heads, "
+                            "seq, head_dim], got "
+                         << Type(oT);
+  if (oT.isDynamicDim(1) || oT.isDynamicDim(3))
+    return emitOpError() << "expected static heads and head dim, got "
+                         << Type(oT);
+  if (getOutputB().getType() != oT || getOutput().getType() != oT)
+    return emitOpError() << "expected both inputs and the result to have the "
+                            "type "
+                         << Type(oT);
+  auto lseT = RankedTensorType::get(
+      {oT.getDimSize(0), oT.getDimSize(1), oT.getDimSize(2)},
+      Float32Type::get(getContext()));
+  for (Value lse : {getLseA(), getLseB(), getLse()})
+    if (lse && lse.getType() != lseT)
+      return emitOpError() << "expected log-sum-exps of type " << Type(lseT)
+                           << " ([batch, heads, seq] in f32), got "
+                           << lse.getType();
+  if (!llvm::is_contained(kSupportedHeadDims, oT.getDimSize(3)))
+    return emitOpError() << "head dim " << oT.getDimSize(3)
+                         << " is not supported; expected one of 64, 96, 128, "
+                            "192, 256";
+  return success();
+}

@@ -89,6 +89,95 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
 }
 
 //===----------------------------------------------------------------------===//
+// attn.decode
+//===----------------------------------------------------------------------===//
+
+def Attn_DecodeOp : Attn_Op<"decode", [Pure]> {
+  let summary = "Attention of a few new query rows against a paged KV cache";
+  let description = [{
+    Decode (and speculative decoding: `seq_q` from 1 to a few): the query
+    `[B, Hq, Sq, D]` attends to each sequence's cached keys and values. The
+    cache is paged: `key_cache` and `value_cache` are `[pages, Hkv,
+    page_size, D]` (any strides: NHD or HND pages), `block_table` is
+    `[B, max_blocks]` i32 page indices and `kv_lens` `[B]` i32 the length of
+    each sequence (a ragged batch): key `j` of sequence `b` is row
+    `j mod page_size` of page `block_table[b, j / page_size]`. A contiguous
+    cache is one page per sequence. The query rows are the last `Sq`
+    positions of the sequence (`causal` is bottom-right aligned on
+    `kv_lens[b]`). Scale, softcap, window and GQA as in `attn.attention`.
+
+    ```mlir
+    %o, %lse = attn.decode %q, %kc, %vc, %table, %lens {causal}
+        : tensor<?x32x?x128xbf16>, tensor<?x8x16x128xbf16>, tensor<?x8x16x128xbf16>,
+          tensor<?x?xi32>, tensor<?xi32> -> tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$query,
+    AnyRankedTensor:$key_cache,
+    AnyRankedTensor:$value_cache,
+    AnyRankedTensor:$block_table,
+    AnyRankedTensor:$kv_lens,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal,
+    OptionalAttr<Attn_WindowAttr>:$window,
+    OptionalAttr<F32Attr>:$softcap
+  );
+  let results = (outs AnyRankedTensor:$output, Optional<AnyRankedTensor>:$lse);
+
+  let assemblyFormat = [{
+    $query `,` $key_cache `,` $value_cache `,` $block_table `,` $kv_lens attr-dict
+    `:` type($query) `,` type($key_cache) `,` type($value_cache) `,`
+        type($block_table) `,` type($kv_lens)
+    `->` type($output) (`,` type($lse)^)?
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    float getEffectiveScale();
+    int64_t getNumHeads() { return getQuery().getType().getDimSize(1); }
+    int64_t getNumKVHeads() { return getKeyCache().getType().getDimSize(1); }
+    int64_t getPageSize() { return getKeyCache().getType().getDimSize(2); }
+    int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
+    ::mlir::Type getElementType() { return getQuery().getType().getElementType(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// attn.lse_merge
+//===----------------------------------------------------------------------===//
+
+def Attn_LseMergeOp : Attn_Op<"lse_merge", [Pure,
+    AllTypesMatch<["output_a", "output_b", "output"]>,
+    AllTypesMatch<["lse_a", "lse_b"]>]> {
+  let summary = "Merges two attention results over disjoint key sets";
+  let description = [{
+    Given the outputs and log-sum-exps of the same queries attending to two
+    disjoint sets of keys (a shared prefix and a sequence's own suffix:
+    cascade attention), returns the attention over their union:
+    `o = (e^lse_a · o_a + e^lse_b · o_b) / (e^lse_a + e^lse_b)`,
+    `lse = log(e^lse_a + e^lse_b)`. A side with `lse = -inf` (no visible
+    key) weighs 0; if both have, `o = 0` and `lse = -inf`.
+
+    ```mlir
+    %o, %lse = attn.lse_merge %o_a, %lse_a, %o_b, %lse_b
+        : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+        -> tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$output_a, AnyRankedTensor:$lse_a,
+                       AnyRankedTensor:$output_b, AnyRankedTensor:$lse_b);
+  let results = (outs AnyRankedTensor:$output, Optional<AnyRankedTensor>:$lse);
+  let assemblyFormat = [{
+    $output_a `,` $lse_a `,` $output_b `,` $lse_b attr-dict
+    `:` type($output_a) `,` type($lse_a) `->` type($output) (`,` type($lse)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // attn.yield
 //===----------------------------------------------------------------------===//
 

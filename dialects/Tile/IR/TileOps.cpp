@@ -37,9 +37,22 @@ static LogicalResult verifyRowsTile(Operation *op, MemRefType view,
 
 LogicalResult LoadOp::verify() {
   auto view = cast<MemRefType>(getSource().getType());
-  if (view.getRank() != 4)
-    return emitOpError() << "expected a rank-4 [batch, heads, seq, dim] view";
-  return verifyRowsTile(*this, view, getResult().getType());
+  if (failed(verifyRowsTile(*this, view, getResult().getType())))
+    return failure();
+  if (!getBlockTable())
+    return success();
+  auto table = cast<MemRefType>(getBlockTable().getType());
+  if (table.getRank() != 2 || !table.getElementType().isInteger(32))
+    return emitOpError() << "expected a [batch, max_blocks] i32 block table, "
+                            "got "
+                         << Type(table);
+  if (view.getRank() != 4 || view.isDynamicDim(2))
+    return emitOpError() << "expected a paged cache view [pages, heads, "
+                            "page_size, dim] with a static page size, got "
+                         << Type(view);
+  if (!getLength())
+    return emitOpError() << "a paged load needs the sequence's length";
+  return success();
 }
 
 LogicalResult StoreOp::verify() {
@@ -78,6 +91,9 @@ LogicalResult ScoreOp::verify() {
   if (s.getRank() != 2 || !s.getElementType().isF32() ||
       s != getResult().getType())
     return emitOpError() << "expected an f32 M x N score tile in and out";
+  if (getPacked() && (!getScoreMod().empty() || !getMaskMod().empty()))
+    return emitOpError() << "packed rows (several heads per tile) cannot "
+                            "take score or mask regions";
   return success();
 }
 
@@ -131,9 +147,23 @@ LogicalResult FinalizeOp::verify() {
       failed(verifyRowStat(*this, acc, getSum().getType(), "the row sum")) ||
       failed(verifyRowStat(*this, acc, getLse().getType(), "the lse")))
     return failure();
+  Type out = getOutput().getType().getElementType();
   if (getOutput().getType().getShape() != acc.getShape() ||
-      !isFloat16ish(getOutput().getType().getElementType()))
-    return emitOpError() << "expected a bf16 or f16 output of the "
+      !(isFloat16ish(out) || out.isF32()))
+    return emitOpError() << "expected a bf16, f16 or f32 output of the "
                             "accumulator's shape";
   return success();
+}
+
+LogicalResult LseAccumulateOp::verify() {
+  auto acc = getAcc().getType();
+  if (acc.getRank() != 2 || !acc.getElementType().isF32())
+    return emitOpError() << "expected an f32 M x D accumulator";
+  auto part = getPartial().getType();
+  if (part.getShape() != acc.getShape() ||
+      !(part.getElementType().isF32() || isFloat16ish(part.getElementType())))
+    return emitOpError() << "expected an f32, bf16 or f16 partial of the "
+                            "accumulator's shape, got "
+                         << Type(part);
+  return verifyRowStat(*this, acc, getMax().getType(), "the row max");
 }

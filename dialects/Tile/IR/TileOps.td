@@ -20,23 +20,47 @@ def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
   let assemblyFormat = "$dim attr-dict";
 }
 
-def Tile_LoadOp : Tile_Op<"load", [MemoryEffects<[MemRead]>]> {
+def Tile_LoadOp : Tile_Op<"load", [MemoryEffects<[MemRead]>,
+                                   AttrSizedOperandSegments]> {
   let summary = "Loads rows [row, row + R) of one (batch, head) matrix";
   let description = [{
-    Reads a `R x D` tile from a `[batch, heads, seq, D]` view. Rows at or past
-    the view's sequence length read as zero, so any length works without
+    Reads a `R x D` tile from a `[batch, heads, seq, D]` view, or a `R` tile
+    from a `[batch, heads, seq]` view. Rows at or past `length` (default: the
+    view's sequence length) read as zero, so any length works without
     padding.
+
+    With `pages`, the view is a paged cache `[pages, heads, page_size, D]`
+    and `batch` picks a row of the `[batch, max_blocks]` i32 block table:
+    row `r` is row `r mod page_size` of page `table[batch, r / page_size]`.
+    A paged load needs `length` (the sequence's own length).
     ```mlir
     %k = tile.load %kv[%b, %h, %k0] : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>> -> tensor<64x128xbf16>
+    %k = tile.load %cache[%b, %h, %k0] length %len pages %table : memref<?x?xi32>
+        : memref<?x8x16x128xbf16, strided<[?, ?, ?, 1]>> -> tensor<64x128xbf16>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "source", [MemRead]>:$source,
-                       Index:$batch, Index:$head, Index:$row);
+                       Index:$batch, Index:$head, Index:$row,
+                       Optional<Index>:$length,
+                       Arg<Optional<AnyMemRef>, "block table", [MemRead]>:$block_table);
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = [{
-    $source `[` $batch `,` $head `,` $row `]` attr-dict `:` type($source) `->` type($result)
+    $source `[` $batch `,` $head `,` $row `]` (`length` $length^)?
+    (`pages` $block_table^ `:` type($block_table))?
+    attr-dict `:` type($source) `->` type($result)
   }];
   let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "mlir::Type":$result, "mlir::Value":$source,
+                   "mlir::Value":$batch, "mlir::Value":$head,
+                   "mlir::Value":$row), [{
+      build($_builder, $_state, result, source, batch, head, row,
+            mlir::Value(), mlir::Value());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    bool isPaged() { return static_cast<bool>(getBlockTable()); }
+  }];
 }
 
 def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite]>]> {
@@ -88,6 +112,10 @@ def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
     `causal` and `window` (bottom-right aligned: the diagonal of row `r` is
     key `r + seq_kv - seq_q`), and the `mask` region. The result is in the
     log2 domain (`t · log2(e)`) so the softmax can use exp2.
+
+    `packed`: the rows hold the query rows of several heads, head-major
+    (decode's GQA packing): row `q0 + i` is query position
+    `(q0 + i) mod seq_q` for the masks.
     ```mlir
     %t = tile.score %s, %b, %h, %q0, %k0, %sq, %skv {scale = 0.088 : f32, causal}
         : tensor<64x64xf32>
@@ -97,7 +125,8 @@ def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
                        Index:$q0, Index:$k0, Index:$seq_q, Index:$seq_kv,
                        F32Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<Attn_WindowAttr>:$window,
-                       OptionalAttr<F32Attr>:$softcap);
+                       OptionalAttr<F32Attr>:$softcap,
+                       UnitAttr:$packed);
   let results = (outs AnyStaticShapeTensor:$result);
   let regions = (region AnyRegion:$score_mod, AnyRegion:$mask_mod);
   let assemblyFormat = [{
@@ -149,7 +178,8 @@ def Tile_FinalizeOp : Tile_Op<"finalize", [Pure,
   let description = [{
     `o = acc / l` converted to the output type, and
     `lse = (m + log2 l) · ln 2` (natural log); rows with `l = 0` (every key
-    masked) give `o = 0` and `lse = -inf`.
+    masked) give `o = 0` and `lse = -inf`. The output is bf16 or f16, or f32
+    for a partial result that a split-KV combine reads.
     ```mlir
     %o, %lse = tile.finalize %acc, %m, %l : tensor<64x128xf32>, tensor<64xf32> -> tensor<64x128xbf16>
     ```
@@ -165,6 +195,36 @@ def Tile_FinalizeOp : Tile_Op<"finalize", [Pure,
     OpBuilder<(ins "mlir::Value":$acc, "mlir::Value":$max, "mlir::Value":$sum,
                    "mlir::Type":$outputElementType)>
   ];
+}
+
+def Tile_LseAccumulateOp : Tile_Op<"lse_accumulate", [Pure,
+    AllTypesMatch<["acc", "new_acc"]>,
+    AllTypesMatch<["max", "sum", "lse", "new_max", "new_sum"]>]> {
+  let summary = "Adds a normalised partial result weighted by its LSE";
+  let description = [{
+    The split-KV combine (and the cascade merge) as an online softmax over
+    partial results: with `t = lse · log2(e)`, `m' = max(m, t)`,
+    `a = exp2(m - m')`, `w = exp2(t - m')`: `acc' = a · acc + w · partial`,
+    `l' = a · l + w`. `tile.finalize` of the state then gives
+    `o = Σ exp(lse_i) o_i / Σ exp(lse_i)` and `lse = log Σ exp(lse_i)`.
+    A part with `lse = -inf` (no visible key) weighs 0; if every part has,
+    the result is `o = 0`, `lse = -inf` (never NaN). The partial is f32 (a
+    split-KV workspace) or bf16/f16 (a finished attention output).
+    ```mlir
+    %acc2, %m2, %l2 = tile.lse_accumulate %o_i, %lse_i into %acc, %m, %l
+        : tensor<16x128xf32>, tensor<16x128xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$partial, AnyStaticShapeTensor:$lse,
+                       AnyStaticShapeTensor:$acc, AnyStaticShapeTensor:$max,
+                       AnyStaticShapeTensor:$sum);
+  let results = (outs AnyStaticShapeTensor:$new_acc,
+                      AnyStaticShapeTensor:$new_max,
+                      AnyStaticShapeTensor:$new_sum);
+  let assemblyFormat = [{
+    $partial `,` $lse `into` $acc `,` $max `,` $sum attr-dict `:` type($partial) `,` type($acc) `,` type($max)
+  }];
+  let hasVerifier = 1;
 }
 
 def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,

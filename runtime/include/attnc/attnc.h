@@ -137,6 +137,40 @@ ATTNC_API attnc_status attnc_attention_launch(attnc_context *ctx,
                                               const attnc_attention_args *args,
                                               void *stream);
 
+/* Paged split-KV decode (op "decode"; get the kernel with
+ * attnc_get_kernel_json, e.g. {"op": "decode", "dtype": "bf16", "heads": 32,
+ * "kv_heads": 8, "head_dim": 128, "page_size": 16, "max_q_len": 1}). The
+ * contract is in attnc/runtime/Decode.h. Call attnc_decode_args_init first. */
+typedef struct attnc_decode_args {
+  size_t struct_size;
+  attnc_tensor q;       /* [B, Hq, Sq, D]; Sq > 1: stride[1] = Sq * stride[2] */
+  attnc_tensor k_cache; /* [pages, Hkv, page_size, D] */
+  attnc_tensor v_cache;
+  const int32_t
+      *block_table; /* [B, max_blocks] page indices, rows contiguous */
+  int64_t max_blocks;
+  const int32_t *kv_lens; /* [B] sequence lengths (device memory) */
+  int64_t max_kv_len;     /* host-side bound of kv_lens: picks the splits */
+  attnc_tensor o;         /* [B, Hq, Sq, D] */
+  attnc_tensor lse;       /* [B, Hq, Sq]; data NULL unless has_lse */
+  void *workspace;        /* 256-byte aligned, attnc_decode_workspace_size */
+  size_t workspace_bytes;
+  int64_t num_splits; /* 0: chosen from SM count, batch, heads, max_kv_len */
+} attnc_decode_args;
+
+ATTNC_API void attnc_decode_args_init(attnc_decode_args *args);
+/* The workspace a launch with these arguments needs (it depends on the split
+ * count: keep max_kv_len and num_splits the same for the launch). */
+ATTNC_API attnc_status
+attnc_decode_workspace_size(attnc_context *ctx, const attnc_kernel *kernel,
+                            const attnc_decode_args *args, size_t *bytes);
+/* Enqueues the split kernel and the combine on stream; never allocates or
+ * synchronises. */
+ATTNC_API attnc_status attnc_decode_launch(attnc_context *ctx,
+                                           const attnc_kernel *kernel,
+                                           const attnc_decode_args *args,
+                                           void *stream);
+
 /* Cache maintenance; cache_dir NULL means the default directory. */
 ATTNC_API attnc_status attnc_cache_clear(const char *cache_dir,
                                          size_t *removed);

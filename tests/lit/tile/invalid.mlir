@@ -33,7 +33,7 @@ func.func @dot_f16_result(%a: tensor<32x64xbf16>, %b: tensor<16x64xbf16>) {
 // -----
 
 func.func @load_rank(%v: memref<?x?x64xbf16>, %i: index) {
-  // expected-error @+1 {{expected a rank-4 [batch, heads, seq, dim] view}}
+  // expected-error @+1 {{expected a tile of rank 1 for a rank-3 view, got 'tensor<16x64xbf16>'}}
   %t = tile.load %v[%i, %i, %i] : memref<?x?x64xbf16> -> tensor<16x64xbf16>
   return
 }
@@ -105,8 +105,8 @@ func.func @rescale_acc(%acc: tensor<32x64xbf16>, %a: tensor<32xf32>) {
 // -----
 
 func.func @finalize_out(%acc: tensor<32x64xf32>, %m: tensor<32xf32>) {
-  // expected-error @+1 {{expected a bf16 or f16 output of the accumulator's shape}}
-  %o, %l = tile.finalize %acc, %m, %m : tensor<32x64xf32>, tensor<32xf32> -> tensor<32x64xf32>
+  // expected-error @+1 {{expected a bf16, f16 or f32 output of the accumulator's shape}}
+  %o, %l = tile.finalize %acc, %m, %m : tensor<32x64xf32>, tensor<32xf32> -> tensor<32x64xi32>
   return
 }
 

@@ -12,6 +12,7 @@
 #define ATTNC_RUNTIME_CONTEXT_H
 
 #include "attnc/runtime/Compiler.h"
+#include "attnc/runtime/Decode.h"
 #include "attnc/runtime/DiskCache.h"
 #include "attnc/runtime/Launch.h"
 #include "attnc/runtime/Resolve.h"
@@ -53,6 +54,8 @@ public:
   const KernelMetadata &metadata() const { return meta_; }
   const std::string &key() const { return key_; }
   CUfunction function() const { return function_; }
+  // Op "decode": the combine kernel of the same module (else null).
+  CUfunction combineFunction() const { return combine_; }
   CUmodule module() const { return module_; }
   // True when the cached cubin was loaded, false when the driver JIT-ed PTX.
   bool loadedFromCubin() const { return fromCubin_; }
@@ -66,6 +69,7 @@ private:
   std::string key_;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
+  CUfunction combine_ = nullptr;
   bool fromCubin_ = false;
   bool compiledHere_ = false;
   std::vector<ParamSlot> plan_;
@@ -98,6 +102,18 @@ public:
   // No kernel needs any yet.
   size_t workspaceSize(const Kernel &kernel, const AttentionArgs &args) const;
 
+  // Op "decode" (Decode.h): validates, then enqueues the split kernel and
+  // the combine back to back on `stream`; no allocation, no
+  // synchronisation. The workspace comes from the caller: its size for
+  // these arguments (and the split count they give) is
+  // decodeWorkspaceSize.
+  Status launchDecode(const Kernel &kernel, const DecodeArgs &args,
+                      CUstream stream) const;
+  Result<size_t> decodeWorkspaceSize(const Kernel &kernel,
+                                     const DecodeArgs &args) const;
+  // Streaming multiprocessors of the device (0 if the driver did not say).
+  int smCount() const { return smCount_; }
+
   // Low-level module loading (tests, tools). The error of a failed PTX JIT
   // includes the driver's log. Unload with unloadModule.
   Result<CUmodule> loadPtx(std::string_view ptx) const;
@@ -129,6 +145,7 @@ private:
   bool ownsPrimaryContext_ = false;
   int ccMajor_ = 0;
   int ccMinor_ = 0;
+  int smCount_ = 0;
 
   std::mutex mutex_; // guards the maps and the compiler
   std::shared_ptr<KernelCompiler> compiler_;

@@ -45,6 +45,10 @@ struct KernelSpec {
   std::string arch = "sm_90a"; // "sm_80" | "sm_90a"
   std::string customIr;        // MLIR text when the spec came from a file
   TuningConfig tuning;
+  // op "decode" only (0 elsewhere): the paged cache's page size and the most
+  // query rows per sequence (speculative decoding).
+  int64_t pageSize = 0;
+  int64_t maxQLen = 0;
 
   // The softmax scale the kernel applies.
   double effectiveScale() const;

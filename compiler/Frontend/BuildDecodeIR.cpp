@@ -1,0 +1,60 @@
+//===- BuildDecodeIR.cpp - build attn.decode IR for a configuration -------===//
+#include "compiler/Frontend/BuildDecodeIR.h"
+
+#include "dialects/Attn/IR/AttnOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+using namespace mlir;
+
+OwningOpRef<ModuleOp> attnc::buildDecodeModule(MLIRContext &ctx,
+                                               const DecodeConfig &config) {
+  ctx.loadDialect<attn::AttnDialect, func::FuncDialect>();
+  Location loc = NameLoc::get(StringAttr::get(&ctx, "attnc emit --op decode"));
+  const AttentionConfig &att = config.attention;
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+
+  Type elt = att.dtype == "bf16"   ? Type(b.getBF16Type())
+             : att.dtype == "fp16" ? Type(b.getF16Type())
+                                   : Type(b.getF32Type());
+  int64_t dyn = ShapedType::kDynamic;
+  auto qT = RankedTensorType::get({dyn, att.heads, dyn, att.headDim}, elt);
+  auto cacheT = RankedTensorType::get(
+      {dyn, att.kvHeads, config.pageSize, att.headDim}, elt);
+  auto tableT = RankedTensorType::get({dyn, dyn}, b.getI32Type());
+  auto lensT = RankedTensorType::get({dyn}, b.getI32Type());
+  auto lseT = RankedTensorType::get({dyn, att.heads, dyn}, b.getF32Type());
+
+  SmallVector<Type> results{qT};
+  if (att.withLse)
+    results.push_back(lseT);
+  auto fn = func::FuncOp::create(
+      b, loc, "decode",
+      b.getFunctionType({qT, cacheT, cacheT, tableT, lensT}, results));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+
+  FloatAttr scale = att.scale ? b.getF32FloatAttr(*att.scale) : FloatAttr();
+  FloatAttr softcap =
+      att.softcap ? b.getF32FloatAttr(*att.softcap) : FloatAttr();
+  attn::WindowAttr window;
+  if (att.windowLeft || att.windowRight) {
+    window = attn::WindowAttr::getChecked([&] { return emitError(loc); }, &ctx,
+                                          att.windowLeft.value_or(-1),
+                                          att.windowRight.value_or(-1));
+    if (!window)
+      return nullptr;
+  }
+  auto op = attn::DecodeOp::create(
+      b, loc, qT, att.withLse ? Type(lseT) : Type(), body->getArgument(0),
+      body->getArgument(1), body->getArgument(2), body->getArgument(3),
+      body->getArgument(4), scale, att.causal ? b.getUnitAttr() : UnitAttr(),
+      window, softcap);
+  func::ReturnOp::create(b, loc, op->getResults());
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}

@@ -1,0 +1,412 @@
+//===- TileDecode.cpp - attn.decode -> split-KV kernel + LSE combine ------===//
+//
+// Flash-Decoding at the kernel level. A decode problem has too few query
+// rows to fill a GPU with one program per query tile, so the KV sequence is
+// split: program (split, kv_head, batch) runs the online softmax over its
+// chunk of the paged cache for all query rows of the GQA group at once (each
+// KV byte read once) and writes a partial O and LSE; a second kernel merges
+// the partials with their LSE weights (tile.lse_accumulate + tile.finalize).
+// Both kernels are ordinary tile kernels, so the host path runs the real
+// split algorithm in CI.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/LaunchABI.h"
+#include "compiler/Transforms/Passes.h"
+
+#include "dialects/Attn/IR/AttnOps.h"
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
+
+#include <limits>
+
+namespace attnc {
+#define GEN_PASS_DEF_TILEDECODE
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+using namespace attnc;
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+class DecodeBuilder {
+public:
+  DecodeBuilder(OpBuilder &b, attn::DecodeOp op, int64_t blockN,
+                int64_t maxQLen)
+      : b(b), op(op), loc(op.getLoc()), blockN(blockN), maxQLen(maxQLen),
+        headDim(op.getHeadDim()), elt(op.getElementType()),
+        group(op.getNumHeads() / op.getNumKVHeads()) {}
+
+  /// Rows of the split kernel's query tile: the group's heads x seq_q,
+  /// padded to the mma.sync m16.
+  int64_t splitRows() const { return (group * maxQLen + 15) / 16 * 16; }
+  void buildSplit(StringRef name);
+  void buildCombine(StringRef name);
+
+private:
+  Value index(Value i64) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), i64);
+  }
+  Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value minS(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value pid(int dim) {
+    return tile::ProgramIdOp::create(b, loc, b.getIndexType(),
+                                     b.getI32IntegerAttr(dim));
+  }
+  /// A strided view of a bare pointer: `sizes` and `strides` (element
+  /// counts; a static 1 for the innermost) as index values or constants.
+  Value view(Value ptr, ArrayRef<OpFoldResult> sizesIn,
+             ArrayRef<OpFoldResult> stridesIn) {
+    SmallVector<int64_t> shape, layout;
+    SmallVector<OpFoldResult> sizes, strides;
+    auto fold = [&](ArrayRef<OpFoldResult> in, SmallVector<int64_t> &dims,
+                    SmallVector<OpFoldResult> &out) {
+      for (OpFoldResult s : in) {
+        std::optional<int64_t> c = getConstantIntValue(s);
+        dims.push_back(c.value_or(ShapedType::kDynamic));
+        out.push_back(c ? OpFoldResult(b.getIndexAttr(*c)) : s);
+      }
+    };
+    fold(sizesIn, shape, sizes);
+    fold(stridesIn, layout, strides);
+    Type eltType = cast<MemRefType>(ptr.getType()).getElementType();
+    auto type = MemRefType::get(
+        shape, eltType, StridedLayoutAttr::get(b.getContext(), 0, layout));
+    return memref::ReinterpretCastOp::create(b, loc, type, ptr,
+                                             b.getIndexAttr(0), sizes, strides);
+  }
+  Value splat(ArrayRef<int64_t> shape, float v) {
+    auto t = RankedTensorType::get(shape, b.getF32Type());
+    return arith::ConstantOp::create(b, loc, t, DenseElementsAttr::get(t, v));
+  }
+  OpFoldResult attr(int64_t v) { return b.getIndexAttr(v); }
+
+  OpBuilder &b;
+  attn::DecodeOp op;
+  Location loc;
+  int64_t blockN, maxQLen, headDim;
+  Type elt;
+  int64_t group;
+};
+
+void DecodeBuilder::buildSplit(StringRef name) {
+  MLIRContext *ctx = b.getContext();
+  int64_t hkv = op.getNumKVHeads(), page = op.getPageSize();
+  int64_t rows = splitRows();
+  auto fn = func::FuncOp::create(
+      b, loc, name,
+      FunctionType::get(ctx, decodeSplitParamTypes(ctx, elt), {}));
+  fn->setAttr("tile.launch",
+              tile::LaunchAttr::get(ctx, kDecodeSplitRule, rows, blockN, hkv));
+  for (auto [i, param] : llvm::enumerate(kDecodeSplitParams))
+    fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto arg = [&](int i) { return index(entry->getArgument(i)); };
+  Value batch = arg(7), seqQ = arg(8), splits = arg(9), maxBlocks = arg(10);
+  Value numPages = arg(11);
+
+  Value split = pid(0), kvHead = pid(1), bIdx = pid(2);
+  // The group's query rows as one [G · seq_q, D] matrix per KV head.
+  // Row g · seq_q + s is (head g, position s): the runtime checks
+  // q_stride_h = seq_q · q_stride_s when seq_q > 1; with one row per head
+  // the rows are the heads.
+  Value groupRows = mul(cst(group), seqQ);
+  Value oneRow =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, seqQ, cst(1));
+  Value rowStride = arith::SelectOp::create(b, loc, oneRow, arg(13), arg(14));
+  Value qView =
+      view(entry->getArgument(0), {batch, attr(hkv), groupRows, attr(headDim)},
+           {arg(12), mul(arg(13), cst(group)), rowStride, attr(1)});
+  Value kView = view(entry->getArgument(1),
+                     {numPages, attr(hkv), attr(page), attr(headDim)},
+                     {arg(15), arg(16), arg(17), attr(1)});
+  Value vView = view(entry->getArgument(2),
+                     {numPages, attr(hkv), attr(page), attr(headDim)},
+                     {arg(18), arg(19), arg(20), attr(1)});
+  Value table =
+      view(entry->getArgument(3), {batch, maxBlocks}, {maxBlocks, attr(1)});
+  Value lens = view(entry->getArgument(4), {batch}, {attr(1)});
+  // The workspace, contiguous: [splits · B, Hkv, G · seq_q(, D)], so that
+  // (split · B + b, kv_head) holds the group's rows.
+  Value splitBatch = add(mul(split, batch), bIdx);
+  Value oPart = view(entry->getArgument(5),
+                     {mul(splits, batch), attr(hkv), groupRows, attr(headDim)},
+                     {mul(groupRows, cst(hkv * headDim)),
+                      mul(groupRows, cst(headDim)), attr(headDim), attr(1)});
+  Value lsePart =
+      view(entry->getArgument(6), {mul(splits, batch), attr(hkv), groupRows},
+           {mul(groupRows, cst(hkv)), groupRows, attr(1)});
+
+  Value kvLen = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(),
+      memref::LoadOp::create(b, loc, lens, ValueRange{bIdx}));
+  // This split's keys: chunks of ceil(len / splits) rounded up to whole KV
+  // tiles, so every split but the last starts and ends on a tile boundary.
+  Value perSplit = arith::CeilDivSIOp::create(b, loc, kvLen, splits);
+  Value chunk = mul(arith::CeilDivSIOp::create(b, loc, perSplit, cst(blockN)),
+                    cst(blockN));
+  Value lo = minS(mul(split, chunk), kvLen);
+  Value hi = minS(add(lo, chunk), kvLen);
+
+  auto qTileT = RankedTensorType::get({rows, headDim}, elt);
+  auto kvTileT = RankedTensorType::get({blockN, headDim}, elt);
+  Value c0 = cst(0);
+  Value qTile = tile::LoadOp::create(b, loc, qTileT, qView, bIdx, kvHead, c0);
+  Value m0 = splat({rows}, kNegInf), l0 = splat({rows}, 0.0f);
+  Value acc0 = splat({rows, headDim}, 0.0f);
+  auto loop =
+      scf::ForOp::create(b, loc, lo, hi, cst(blockN), ValueRange{m0, l0, acc0});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value k0 = loop.getInductionVar();
+    Value m = loop.getRegionIterArg(0), l = loop.getRegionIterArg(1);
+    Value acc = loop.getRegionIterArg(2);
+    Value kTile = tile::LoadOp::create(b, loc, kvTileT, kView, bIdx, kvHead, k0,
+                                       kvLen, table);
+    Value vTile = tile::LoadOp::create(b, loc, kvTileT, vView, bIdx, kvHead, k0,
+                                       kvLen, table);
+    auto sT = RankedTensorType::get({rows, blockN}, b.getF32Type());
+    Value s = tile::DotOp::create(b, loc, sT, qTile, kTile, Value(),
+                                  /*transpose_b=*/true);
+    Value score = tile::ScoreOp::create(
+        b, loc, sT, s, bIdx, kvHead, c0, k0, seqQ, kvLen,
+        b.getF32FloatAttr(op.getEffectiveScale()),
+        op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
+        op.getSoftcapAttr(), b.getUnitAttr());
+    auto upd = tile::SoftmaxUpdateOp::create(
+        b, loc, sT, m.getType(), m.getType(), m.getType(), score, m, l);
+    Value rescaled =
+        tile::RescaleOp::create(b, loc, acc.getType(), acc, upd.getAlpha());
+    Value p = arith::TruncFOp::create(
+        b, loc, RankedTensorType::get({rows, blockN}, elt), upd.getProbs());
+    Value acc1 = tile::DotOp::create(b, loc, acc.getType(), p, vTile, rescaled,
+                                     /*transpose_b=*/false);
+    scf::YieldOp::create(b, loc,
+                         ValueRange{upd.getNewMax(), upd.getNewSum(), acc1});
+  }
+  // An empty split (past the sequence's end) stores O = 0, LSE = -inf,
+  // which the combine weighs 0.
+  auto fin =
+      tile::FinalizeOp::create(b, loc, loop.getResult(2), loop.getResult(0),
+                               loop.getResult(1), b.getF32Type());
+  tile::StoreOp::create(b, loc, fin.getOutput(), oPart, splitBatch, kvHead, c0);
+  tile::StoreOp::create(b, loc, fin.getLse(), lsePart, splitBatch, kvHead, c0);
+  func::ReturnOp::create(b, loc);
+}
+
+void DecodeBuilder::buildCombine(StringRef name) {
+  MLIRContext *ctx = b.getContext();
+  int64_t hq = op.getNumHeads();
+  constexpr int64_t rows = 16; // query rows of one head per program
+  auto fn = func::FuncOp::create(
+      b, loc, name,
+      FunctionType::get(ctx, decodeCombineParamTypes(ctx, elt), {}));
+  fn->setAttr("tile.launch",
+              tile::LaunchAttr::get(ctx, kDecodeCombineRule, rows, 0, hq));
+  for (auto [i, param] : llvm::enumerate(kDecodeCombineParams))
+    fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto arg = [&](int i) { return index(entry->getArgument(i)); };
+  Value batch = arg(4), seqQ = arg(5), splits = arg(6);
+  Value mTile = pid(0), head = pid(1), bIdx = pid(2);
+  Value q0 = mul(mTile, cst(rows));
+
+  // The workspace seen per query head: [splits · B, Hq, seq_q(, D)].
+  Value oPart = view(entry->getArgument(0),
+                     {mul(splits, batch), attr(hq), seqQ, attr(headDim)},
+                     {mul(seqQ, cst(hq * headDim)), mul(seqQ, cst(headDim)),
+                      attr(headDim), attr(1)});
+  Value lsePart =
+      view(entry->getArgument(1), {mul(splits, batch), attr(hq), seqQ},
+           {mul(seqQ, cst(hq)), seqQ, attr(1)});
+  Value out =
+      view(entry->getArgument(2), {batch, attr(hq), seqQ, attr(headDim)},
+           {arg(7), arg(8), arg(9), attr(1)});
+  Value lseOut = view(entry->getArgument(3), {batch, attr(hq), seqQ},
+                      {arg(10), arg(11), attr(1)});
+
+  auto oT = RankedTensorType::get({rows, headDim}, b.getF32Type());
+  auto rowT = RankedTensorType::get({rows}, b.getF32Type());
+  Value m0 = splat({rows}, kNegInf), l0 = splat({rows}, 0.0f);
+  Value acc0 = splat({rows, headDim}, 0.0f);
+  auto loop = scf::ForOp::create(b, loc, cst(0), splits, cst(1),
+                                 ValueRange{acc0, m0, l0});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value sb = add(mul(loop.getInductionVar(), batch), bIdx);
+    Value o = tile::LoadOp::create(b, loc, oT, oPart, sb, head, q0);
+    Value lse = tile::LoadOp::create(b, loc, rowT, lsePart, sb, head, q0);
+    Value acc = loop.getRegionIterArg(0), m = loop.getRegionIterArg(1);
+    auto accu = tile::LseAccumulateOp::create(b, loc, acc.getType(),
+                                              m.getType(), m.getType(), o, lse,
+                                              acc, m, loop.getRegionIterArg(2));
+    scf::YieldOp::create(b, loc, accu->getResults());
+  }
+  auto fin = tile::FinalizeOp::create(
+      b, loc, loop.getResult(0), loop.getResult(1), loop.getResult(2), elt);
+  tile::StoreOp::create(b, loc, fin.getOutput(), out, bIdx, head, q0);
+  if (op.getLse())
+    tile::StoreOp::create(b, loc, fin.getLse(), lseOut, bIdx, head, q0);
+  func::ReturnOp::create(b, loc);
+}
+
+/// attn.lse_merge as a kernel: each program merges 16 rows of one head.
+void buildLseMerge(OpBuilder &b, attn::LseMergeOp op, StringRef name) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  auto oT = op.getOutputA().getType();
+  Type elt = oT.getElementType();
+  int64_t heads = oT.getDimSize(1), headDim = oT.getDimSize(3);
+  constexpr int64_t rows = 16;
+  auto fn = func::FuncOp::create(
+      b, loc, name, FunctionType::get(ctx, lseMergeParamTypes(ctx, elt), {}));
+  fn->setAttr("tile.launch",
+              tile::LaunchAttr::get(ctx, kLseMergeRule, rows, 0, heads));
+  for (auto [i, param] : llvm::enumerate(kLseMergeParams))
+    fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto arg = [&](int i) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                      entry->getArgument(i))
+        .getResult();
+  };
+  Value batch = arg(6), seq = arg(7);
+  int64_t dyn = ShapedType::kDynamic;
+  auto view = [&](int ptr, int firstStride, bool withDim) -> Value {
+    SmallVector<int64_t> shape{dyn, heads, dyn}, layout{dyn, dyn, 1};
+    SmallVector<OpFoldResult> sizes{batch, b.getIndexAttr(heads), seq};
+    SmallVector<OpFoldResult> strides{arg(firstStride), arg(firstStride + 1),
+                                      b.getIndexAttr(1)};
+    if (withDim) {
+      shape.push_back(headDim);
+      layout = {dyn, dyn, dyn, 1};
+      sizes.push_back(b.getIndexAttr(headDim));
+      strides = {arg(firstStride), arg(firstStride + 1), arg(firstStride + 2),
+                 b.getIndexAttr(1)};
+    }
+    Type e =
+        cast<MemRefType>(entry->getArgument(ptr).getType()).getElementType();
+    auto type =
+        MemRefType::get(shape, e, StridedLayoutAttr::get(ctx, 0, layout));
+    return memref::ReinterpretCastOp::create(b, loc, type,
+                                             entry->getArgument(ptr),
+                                             b.getIndexAttr(0), sizes, strides);
+  };
+  Value oa = view(0, 8, true), lsea = view(1, 11, false);
+  Value ob = view(2, 13, true), lseb = view(3, 16, false);
+  Value out = view(4, 18, true), lseOut = view(5, 21, false);
+  auto pid = [&](int dim) {
+    return tile::ProgramIdOp::create(b, loc, b.getIndexType(),
+                                     b.getI32IntegerAttr(dim));
+  };
+  Value mTile = pid(0), head = pid(1), bIdx = pid(2);
+  Value q0 = arith::MulIOp::create(
+      b, loc, mTile, arith::ConstantIndexOp::create(b, loc, rows));
+  auto splat = [&](ArrayRef<int64_t> shape, float v) -> Value {
+    auto t = RankedTensorType::get(shape, b.getF32Type());
+    return arith::ConstantOp::create(b, loc, t, DenseElementsAttr::get(t, v));
+  };
+  Value acc = splat({rows, headDim}, 0.0f), m = splat({rows}, kNegInf);
+  Value l = splat({rows}, 0.0f);
+  auto oTile = RankedTensorType::get({rows, headDim}, elt);
+  auto rowT = RankedTensorType::get({rows}, b.getF32Type());
+  for (auto [o, lse] : {std::pair{oa, lsea}, {ob, lseb}}) {
+    Value part = tile::LoadOp::create(b, loc, oTile, o, bIdx, head, q0);
+    Value w = tile::LoadOp::create(b, loc, rowT, lse, bIdx, head, q0);
+    auto accu = tile::LseAccumulateOp::create(
+        b, loc, acc.getType(), m.getType(), m.getType(), part, w, acc, m, l);
+    acc = accu.getNewAcc();
+    m = accu.getNewMax();
+    l = accu.getNewSum();
+  }
+  auto fin = tile::FinalizeOp::create(b, loc, acc, m, l, elt);
+  tile::StoreOp::create(b, loc, fin.getOutput(), out, bIdx, head, q0);
+  if (op.getLse())
+    tile::StoreOp::create(b, loc, fin.getLse(), lseOut, bIdx, head, q0);
+  func::ReturnOp::create(b, loc);
+}
+
+class TileDecodePass : public attnc::impl::TileDecodeBase<TileDecodePass> {
+public:
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+void TileDecodePass::runOnOperation() {
+  SmallVector<std::pair<func::FuncOp, attn::DecodeOp>> work;
+  for (auto fn : getOperation().getOps<func::FuncOp>()) {
+    auto ops = llvm::to_vector(fn.getOps<attn::DecodeOp>());
+    if (ops.empty())
+      continue;
+    attn::DecodeOp dec = ops.front();
+    bool argsOnly = llvm::all_of(dec->getOperands(), [&](Value v) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && arg.getOwner()->getParentOp() == fn;
+    });
+    if (ops.size() != 1 || !argsOnly) {
+      dec.emitOpError() << "cannot be tiled: attnc-tile-decode expects a "
+                           "function whose body is one attn.decode on the "
+                           "function's arguments";
+      return signalPassFailure();
+    }
+    if (blockN <= 0 || blockN % 16) {
+      dec.emitOpError() << "cannot be tiled with block-n " << blockN.getValue()
+                        << ": it must be a positive multiple of 16";
+      return signalPassFailure();
+    }
+    int64_t group = dec.getNumHeads() / dec.getNumKVHeads();
+    if (maxQLen < 1 || group * maxQLen > 64) {
+      dec.emitOpError() << "cannot pack " << group
+                        << " query heads x max-q-len " << maxQLen.getValue()
+                        << " rows into one program: at most 64 rows";
+      return signalPassFailure();
+    }
+    work.push_back({fn, dec});
+  }
+  SmallVector<std::pair<func::FuncOp, attn::LseMergeOp>> merges;
+  for (auto fn : getOperation().getOps<func::FuncOp>()) {
+    auto ops = llvm::to_vector(fn.getOps<attn::LseMergeOp>());
+    if (ops.empty())
+      continue;
+    bool argsOnly = llvm::all_of(ops.front()->getOperands(), [&](Value v) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && arg.getOwner()->getParentOp() == fn;
+    });
+    if (ops.size() != 1 || !argsOnly) {
+      ops.front().emitOpError()
+          << "cannot be tiled: attnc-tile-decode expects a function whose "
+             "body is one attn.lse_merge on the function's arguments";
+      return signalPassFailure();
+    }
+    merges.push_back({fn, ops.front()});
+  }
+  for (auto [fn, merge] : merges) {
+    OpBuilder b(fn);
+    buildLseMerge(b, merge, fn.getName());
+    fn.erase();
+  }
+  for (auto [fn, dec] : work) {
+    OpBuilder b(fn);
+    DecodeBuilder builder(b, dec, blockN, maxQLen);
+    builder.buildSplit((fn.getName() + "_split").str());
+    b.setInsertionPoint(fn);
+    builder.buildCombine((fn.getName() + "_combine").str());
+    fn.erase();
+  }
+}
+
+} // namespace

@@ -1,0 +1,79 @@
+//===- Decode.h - Paged split-KV decode: arguments, contract ----*- C++ -*-===//
+//
+// The launch contract of op "decode" (grid rules decode_split_v1 and
+// decode_combine_v1). One compiled module holds two kernels:
+//   decode_split    grid (num_splits, kv_heads, batch), block meta.block;
+//                   parameters, in order, 8 bytes each:
+//                   q, k_cache, v_cache, block_table, kv_lens, o_part,
+//                   lse_part (pointers), batch, seq_q, num_splits,
+//                   max_blocks, num_pages, q_stride_b/h/s,
+//                   k_stride_p/h/s, v_stride_p/h/s (i64, elements)
+//   decode_combine  grid (ceil(seq_q / 16), heads, batch), 32 threads;
+//                   o_part, lse_part, o, lse (pointers), batch, seq_q,
+//                   num_splits, o_stride_b/h/s, lse_stride_b/h (i64)
+// launched back to back on the caller's stream. The workspace holds the
+// partials in f32: o_part [num_splits, B, Hq, Sq, D] then lse_part
+// [num_splits, B, Hq, Sq], each 256-byte aligned.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_RUNTIME_DECODE_H
+#define ATTNC_RUNTIME_DECODE_H
+
+#include "attnc/runtime/Launch.h"
+
+namespace attnc {
+
+inline constexpr const char *kGridRuleDecodeSplitV1 = "decode_split_v1";
+inline constexpr const char *kDecodeCombineEntry = "decode_combine";
+inline constexpr int64_t kDecodeCombineThreads = 32;
+inline constexpr int64_t kDecodeCombineRows = 16;
+
+struct DecodeArgs {
+  TensorArg q; // [B, Hq, Sq, D]; when Sq > 1, stride[1] = Sq * stride[2]
+  // [pages, Hkv, page_size, D] (NHD or HND pages: any strides, dim 3 unit).
+  TensorArg kCache, vCache;
+  const int32_t *blockTable = nullptr; // [B, max_blocks], rows contiguous
+  int64_t maxBlocks = 0;
+  const int32_t *kvLens = nullptr; // [B], each <= max_blocks * page_size
+  // A host-side bound on kv_lens: it picks the split count only (each
+  // program reads its own sequence's length on the device).
+  int64_t maxKvLen = 0;
+  TensorArg o;   // [B, Hq, Sq, D]
+  TensorArg lse; // [B, Hq, Sq] (data null unless has_lse)
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  int64_t numSplits = 0; // 0: chosen from SM count, batch, heads, length
+};
+
+// The split count: enough programs (batch x kv_heads x splits) to fill the
+// GPU's resident slots with little waste in the last wave, at least 256
+// keys per split, at most 256 splits.
+int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
+                           int smCount);
+
+// Bytes of workspace for `splits` partials (the combine always runs, also
+// for one split).
+size_t decodeWorkspaceBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
+                            int64_t splits);
+
+// Shapes against the spec, null pointers, alignments, the GQA packing of q,
+// the block table, the workspace. Each error names the argument.
+Status validateDecodeArgs(const KernelSpec &spec, const DecodeArgs &args);
+
+// The parameter names of the two kernels, for the compiler's metadata and
+// the runtime's check at load time.
+std::vector<KernelParam> decodeSplitV1Params();
+std::vector<KernelParam> decodeCombineV1Params();
+
+// Both kernels' parameter buffers and grids for validated arguments.
+struct DecodeLaunchPlan {
+  PackedParams split, combine;
+  LaunchGeometry splitGeometry, combineGeometry;
+};
+Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
+                        const DecodeArgs &args, int smCount,
+                        DecodeLaunchPlan &out);
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_DECODE_H

@@ -1,0 +1,283 @@
+//===- Decode.cpp - Paged split-KV decode: validation, splits, packing ----===//
+
+#include "attnc/runtime/Decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace attnc {
+
+namespace {
+
+constexpr const char *kSplitNames[] = {
+    "q",          "k_cache",    "v_cache",    "block_table", "kv_lens",
+    "o_part",     "lse_part",   "batch",      "seq_q",       "num_splits",
+    "max_blocks", "num_pages",  "q_stride_b", "q_stride_h",  "q_stride_s",
+    "k_stride_p", "k_stride_h", "k_stride_s", "v_stride_p",  "v_stride_h",
+    "v_stride_s"};
+constexpr size_t kSplitPointers = 7;
+constexpr const char *kCombineNames[] = {
+    "o_part",       "lse_part",    "o",          "lse",        "batch",
+    "seq_q",        "num_splits",  "o_stride_b", "o_stride_h", "o_stride_s",
+    "lse_stride_b", "lse_stride_h"};
+constexpr size_t kCombinePointers = 4;
+
+Status bad(const std::string &message) {
+  return Status(ErrorCode::InvalidArgument,
+                "invalid decode arguments: " + message);
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+bool aligned(const void *p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+// Null pointer, 16-byte alignment of the base and of the outer strides,
+// unit innermost stride, non-negative strides.
+Status checkTensor(const char *name, const TensorArg &t, int64_t elemSize,
+                   int rank) {
+  if (!t.data)
+    return bad(std::string(name) + ": data pointer is null");
+  if (!aligned(t.data, 16))
+    return bad(std::string(name) + ": data pointer is not 16-byte aligned");
+  if (t.stride[rank - 1] != 1)
+    return bad(std::string(name) + ".stride[" + str(rank - 1) +
+               "] must be 1, got " + str(t.stride[rank - 1]));
+  for (int d = 0; d < rank - 1; ++d) {
+    if (t.stride[d] < 0)
+      return bad(std::string(name) + ".stride[" + str(d) + "] is negative (" +
+                 str(t.stride[d]) + ")");
+    if ((t.stride[d] * elemSize) % (rank == 4 ? 16 : 4) != 0)
+      return bad(std::string(name) + ".stride[" + str(d) +
+                 "] = " + str(t.stride[d]) + " elements is not a multiple of " +
+                 (rank == 4 ? "16" : "4") + " bytes");
+  }
+  return Status::ok();
+}
+
+Status expect(const char *name, const TensorArg &t, int d, int64_t expected,
+              const char *why) {
+  if (t.shape[d] != expected)
+    return bad(std::string(name) + ".shape[" + str(d) + "] is " +
+               str(t.shape[d]) + " but " + why + " is " + str(expected));
+  return Status::ok();
+}
+
+size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+size_t oPartBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
+                  int64_t splits) {
+  return size_t(splits) * batch * spec.heads * seqQ * spec.headDim * 4;
+}
+
+int64_t splitsFor(const KernelSpec &spec, const DecodeArgs &args, int smCount) {
+  return args.numSplits > 0 ? args.numSplits
+                            : chooseDecodeSplits(args.q.shape[0], spec.kvHeads,
+                                                 args.maxKvLen, smCount);
+}
+
+void packPointer(PackedParams &out, size_t i, const void *p) {
+  std::memcpy(&out.storage[i], &p, sizeof(p));
+  out.pointers[i] = &out.storage[i];
+}
+
+void packInt(PackedParams &out, size_t i, int64_t v) {
+  std::memcpy(&out.storage[i], &v, sizeof(v));
+  out.pointers[i] = &out.storage[i];
+}
+
+} // namespace
+
+int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
+                           int smCount) {
+  // Programs resident at once: the split kernel's two K/V tiles take about
+  // 35 KB of shared memory, so 6 fit on an SM.
+  const double slots = double(smCount > 0 ? smCount : 108) * 6;
+  const int64_t programs = std::max<int64_t>(1, batch * kvHeads);
+  // At least 256 keys per split: a split of a few tiles costs more in
+  // launch and combine than it brings.
+  const int64_t most = std::clamp<int64_t>((maxKvLen + 255) / 256, 1, 256);
+  // Wave efficiency: the last wave of programs is only partly full. Take
+  // the fewest splits within 85% of the best efficiency (fewer partials to
+  // combine, longer streams per program).
+  auto efficiency = [&](int64_t splits) {
+    double waves = double(programs * splits) / slots;
+    return waves / std::ceil(waves);
+  };
+  double best = 0;
+  for (int64_t s = 1; s <= most; ++s)
+    best = std::max(best, efficiency(s));
+  for (int64_t s = 1; s <= most; ++s)
+    if (efficiency(s) >= 0.85 * best)
+      return s;
+  return 1;
+}
+
+size_t decodeWorkspaceBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
+                            int64_t splits) {
+  size_t lseBytes = size_t(splits) * batch * spec.heads * seqQ * 4;
+  return alignUp(oPartBytes(spec, batch, seqQ, splits), 256) +
+         alignUp(lseBytes, 256);
+}
+
+std::vector<KernelParam> decodeSplitV1Params() {
+  std::vector<KernelParam> params;
+  for (size_t i = 0; i < std::size(kSplitNames); ++i)
+    params.push_back(
+        {kSplitNames[i], i < kSplitPointers ? ParamKind::Ptr : ParamKind::I64});
+  return params;
+}
+
+std::vector<KernelParam> decodeCombineV1Params() {
+  std::vector<KernelParam> params;
+  for (size_t i = 0; i < std::size(kCombineNames); ++i)
+    params.push_back({kCombineNames[i],
+                      i < kCombinePointers ? ParamKind::Ptr : ParamKind::I64});
+  return params;
+}
+
+Status validateDecodeArgs(const KernelSpec &spec, const DecodeArgs &args) {
+  if (spec.op != "decode")
+    return bad("the kernel's op is \"" + spec.op + "\", not \"decode\"");
+  const int64_t elem = elementSize(spec);
+  const TensorArg &q = args.q, &k = args.kCache, &v = args.vCache;
+  if (!q.data)
+    return bad("q: data pointer is null");
+  if (q.shape[0] < 1)
+    return bad("batch must be >= 1 (q.shape[0] is " + str(q.shape[0]) + ")");
+  if (q.shape[2] < 1 || q.shape[2] > spec.maxQLen)
+    return bad("seq_q (q.shape[2]) is " + str(q.shape[2]) +
+               "; the kernel takes 1 to max_q_len = " + str(spec.maxQLen));
+  const int64_t seqQ = q.shape[2];
+  ATTNC_RETURN_IF_ERROR(expect("q", q, 1, spec.heads, "the spec's heads"));
+  ATTNC_RETURN_IF_ERROR(expect("q", q, 3, spec.headDim, "the spec's head_dim"));
+  ATTNC_RETURN_IF_ERROR(checkTensor("q", q, elem, 4));
+  if (seqQ > 1 && q.stride[1] != seqQ * q.stride[2])
+    return bad("q: with seq_q > 1 the rows of a head must be contiguous "
+               "rows of one matrix (stride[1] = seq_q * stride[2]; got " +
+               str(q.stride[1]) + " and " + str(q.stride[2]) +
+               "): use a [B, H, S, D] layout");
+  for (auto [name, t] :
+       {std::pair<const char *, const TensorArg *>{"k_cache", &k},
+        {"v_cache", &v}}) {
+    if (t->shape[0] < 1)
+      return bad(std::string(name) + ": needs at least one page");
+    ATTNC_RETURN_IF_ERROR(
+        expect(name, *t, 1, spec.kvHeads, "the spec's kv_heads"));
+    ATTNC_RETURN_IF_ERROR(
+        expect(name, *t, 2, spec.pageSize, "the spec's page_size"));
+    ATTNC_RETURN_IF_ERROR(
+        expect(name, *t, 3, spec.headDim, "the spec's head_dim"));
+    ATTNC_RETURN_IF_ERROR(checkTensor(name, *t, elem, 4));
+  }
+  if (v.shape[0] != k.shape[0])
+    return bad("v_cache has " + str(v.shape[0]) + " pages, k_cache " +
+               str(k.shape[0]));
+  if (!args.blockTable || !aligned(args.blockTable, 4))
+    return bad("block_table: data pointer is null or not 4-byte aligned");
+  if (args.maxBlocks < 1)
+    return bad("max_blocks must be >= 1 (got " + str(args.maxBlocks) + ")");
+  if (!args.kvLens || !aligned(args.kvLens, 4))
+    return bad("kv_lens: data pointer is null or not 4-byte aligned");
+  if (args.maxKvLen < 0 || args.maxKvLen > args.maxBlocks * spec.pageSize)
+    return bad("max_kv_len " + str(args.maxKvLen) +
+               " must be in 0..max_blocks * page_size = " +
+               str(args.maxBlocks * spec.pageSize));
+  const TensorArg &o = args.o;
+  if (!o.data)
+    return bad("o: data pointer is null");
+  for (int d = 0; d < 4; ++d)
+    ATTNC_RETURN_IF_ERROR(expect("o", o, d, q.shape[d], "q's"));
+  ATTNC_RETURN_IF_ERROR(checkTensor("o", o, elem, 4));
+  if (spec.hasLse) {
+    if (!args.lse.data)
+      return bad("lse: data pointer is null but the kernel writes LSE");
+    for (int d = 0; d < 3; ++d)
+      ATTNC_RETURN_IF_ERROR(expect("lse", args.lse, d, q.shape[d], "q's"));
+    ATTNC_RETURN_IF_ERROR(checkTensor("lse", args.lse, 4, 3));
+  } else if (args.lse.data) {
+    return bad("lse: data pointer must be null because the kernel was "
+               "built with has_lse=false");
+  }
+  if (args.numSplits < 0 || args.numSplits > 65535)
+    return bad("num_splits must be in 0..65535, 0 meaning automatic (got " +
+               str(args.numSplits) + ")");
+  if (!args.workspace)
+    return bad("workspace: data pointer is null (ask for its size first)");
+  if (!aligned(args.workspace, 256))
+    return bad("workspace: data pointer is not 256-byte aligned");
+  return Status::ok();
+}
+
+Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
+                        const DecodeArgs &args, int smCount,
+                        DecodeLaunchPlan &out) {
+  const int64_t batch = args.q.shape[0], seqQ = args.q.shape[2];
+  const int64_t splits = splitsFor(spec, args, smCount);
+  size_t needed = decodeWorkspaceBytes(spec, batch, seqQ, splits);
+  if (args.workspaceBytes < needed)
+    return bad("workspace has " + std::to_string(args.workspaceBytes) +
+               " bytes; " + str(splits) + " splits need " +
+               std::to_string(needed));
+  if (batch > 65535 || spec.heads > 65535)
+    return bad("batch " + str(batch) + " exceeds CUDA's grid z limit");
+  char *ws = static_cast<char *>(args.workspace);
+  void *oPart = ws;
+  void *lsePart = ws + alignUp(oPartBytes(spec, batch, seqQ, splits), 256);
+
+  const void *splitPtrs[kSplitPointers] = {args.q.data,      args.kCache.data,
+                                           args.vCache.data, args.blockTable,
+                                           args.kvLens,      oPart,
+                                           lsePart};
+  for (size_t i = 0; i < kSplitPointers; ++i)
+    packPointer(out.split, i, splitPtrs[i]);
+  const int64_t splitInts[] = {batch,
+                               seqQ,
+                               splits,
+                               args.maxBlocks,
+                               args.kCache.shape[0],
+                               args.q.stride[0],
+                               args.q.stride[1],
+                               args.q.stride[2],
+                               args.kCache.stride[0],
+                               args.kCache.stride[1],
+                               args.kCache.stride[2],
+                               args.vCache.stride[0],
+                               args.vCache.stride[1],
+                               args.vCache.stride[2]};
+  for (size_t i = 0; i < std::size(splitInts); ++i)
+    packInt(out.split, kSplitPointers + i, splitInts[i]);
+  out.split.count = std::size(kSplitNames);
+
+  const void *combinePtrs[kCombinePointers] = {oPart, lsePart, args.o.data,
+                                               args.lse.data};
+  for (size_t i = 0; i < kCombinePointers; ++i)
+    packPointer(out.combine, i, combinePtrs[i]);
+  bool lse = args.lse.data != nullptr;
+  const int64_t combineInts[] = {batch,
+                                 seqQ,
+                                 splits,
+                                 args.o.stride[0],
+                                 args.o.stride[1],
+                                 args.o.stride[2],
+                                 lse ? args.lse.stride[0] : 0,
+                                 lse ? args.lse.stride[1] : 0};
+  for (size_t i = 0; i < std::size(combineInts); ++i)
+    packInt(out.combine, kCombinePointers + i, combineInts[i]);
+  out.combine.count = std::size(kCombineNames);
+
+  out.splitGeometry.grid = {uint32_t(splits), uint32_t(spec.kvHeads),
+                            uint32_t(batch)};
+  for (int i = 0; i < 3; ++i)
+    out.splitGeometry.block[i] = uint32_t(meta.block[i]);
+  out.splitGeometry.dynamicSmem = uint32_t(meta.dynamicSmem);
+  out.combineGeometry.grid = {
+      uint32_t((seqQ + kDecodeCombineRows - 1) / kDecodeCombineRows),
+      uint32_t(spec.heads), uint32_t(batch)};
+  out.combineGeometry.block = {uint32_t(kDecodeCombineThreads), 1, 1};
+  return Status::ok();
+}
+
+} // namespace attnc

@@ -1,0 +1,7 @@
+// RUN: attnc-opt %s -split-input-file -attnc-tile-decode="max-q-len=16" -verify-diagnostics
+
+func.func @too_many_rows(%q: tensor<?x8x?x64xbf16>, %kc: tensor<?x1x16x64xbf16>, %table: tensor<?x?xi32>, %lens: tensor<?xi32>) -> tensor<?x8x?x64xbf16> {
+  // expected-error @+1 {{cannot pack 8 query heads x max-q-len 16 rows into one program: at most 64 rows}}
+  %o = attn.decode %q, %kc, %kc, %table, %lens : tensor<?x8x?x64xbf16>, tensor<?x1x16x64xbf16>, tensor<?x1x16x64xbf16>, tensor<?x?xi32>, tensor<?xi32> -> tensor<?x8x?x64xbf16>
+  return %o : tensor<?x8x?x64xbf16>
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""GPU tests of attnc.decode (paged split-KV decode) through the binding.
+
+Random block tables over a shuffled page pool, ragged lengths that are not
+multiples of the page size, NHD and HND pages, q_len 2 with causal, against
+a float64 reference on the gathered cache; outputs checked for NaN/Inf.
+Exits 77 without torch or a GPU. Needs the kernels of gpu_decode_specs.json
+in $ATTNC_CACHE_DIR (scripts/gpu-prepare.sh).
+"""
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+
+try:
+    import torch
+except ImportError:
+    print("skipped: no CUDA device (torch is not installed)")
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("skipped: no CUDA device")
+    sys.exit(77)
+
+import attnc  # noqa: E402
+
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""))
+    passed += ok
+    failed += not ok
+
+
+def case(name, lens, hq, hk, d, page, dtype, layout="NHD", q_len=1, causal=False):
+    g = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
+    b = len(lens)
+    blocks = [(n + page - 1) // page for n in lens]
+    pages = sum(blocks) + 3
+    perm = torch.randperm(pages, device="cuda", generator=g).to(torch.int32)
+    table = torch.full((b, max(max(blocks), 1)), 0, dtype=torch.int32, device="cuda")
+    at = 0
+    for i, nb in enumerate(blocks):
+        table[i, :nb] = perm[at:at + nb]
+        at += nb
+    shape = (pages, page, hk, d) if layout == "NHD" else (pages, hk, page, d)
+    kc = torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
+    vc = torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
+    q = torch.randn(b, q_len, hq, d, device="cuda", dtype=dtype, generator=g)
+    lens_t = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    try:
+        o, lse = attnc.decode(q, kc, vc, table, lens_t, max_kv_len=max(lens),
+                              layout=layout, causal=causal, return_lse=True)
+        torch.cuda.synchronize()
+    except attnc.AttncError as e:
+        check(name, False, str(e))
+        return
+    worst = 0.0
+    finite = bool(torch.isfinite(o).all())
+    lse_err = 0.0
+    for i, n in enumerate(lens):
+        idx = torch.arange(n, device="cuda")
+        pg = table[i, idx // page].long()
+        slot = idx % page
+        if layout == "NHD":
+            k, v = kc[pg, slot], vc[pg, slot]  # [n, hk, d]
+        else:
+            k, v = kc[pg, :, slot], vc[pg, :, slot]
+        k = k.double().transpose(0, 1).repeat_interleave(hq // hk, dim=0)
+        v = v.double().transpose(0, 1).repeat_interleave(hq // hk, dim=0)
+        qd = q[i].double().transpose(0, 1)  # [hq, q_len, d]
+        s = qd @ k.transpose(-1, -2) / math.sqrt(d)
+        if causal:
+            r = torch.arange(q_len, device="cuda")[:, None]
+            j = torch.arange(n, device="cuda")[None, :]
+            s = s.masked_fill(j > r + n - q_len, float("-inf"))
+        rl = torch.logsumexp(s, dim=-1)
+        ro = (torch.exp(s - rl[..., None]).nan_to_num(0.0) @ v).transpose(0, 1)
+        rel = float((o[i].double() - ro).norm() / ro.norm().clamp_min(1e-300))
+        worst = max(worst, rel)
+        lse_err = max(lse_err, float((lse[i].double() - rl).abs().max()))
+    check(name, finite and worst <= 1e-2 and lse_err <= 1e-3,
+          f"worst rel L2 {worst:.2e}, LSE max err {lse_err:.2e}")
+
+
+case("NHD page 16, GQA 32/8 D128 bf16, ragged", [1, 1000, 4097], 32, 8, 128, 16, torch.bfloat16)
+case("HND page 64, MQA 8/1 D64 fp16", [63, 65, 2000], 8, 1, 64, 64, torch.float16, layout="HND")
+case("q_len 2, causal, GQA 8/2 D128", [2, 300], 8, 2, 128, 16, torch.bfloat16, q_len=2, causal=True)
+
+try:
+    x = torch.randn(1, 1, 32, 128, device="cuda", dtype=torch.bfloat16)
+    c = torch.randn(4, 16, 8, 128, device="cuda", dtype=torch.bfloat16)
+    attnc.decode(x, c, c, torch.zeros(1, 4, dtype=torch.int64, device="cuda"),
+                 torch.ones(1, dtype=torch.int32, device="cuda"))
+    check("an int64 block table is rejected", False, "no error")
+except attnc.AttncError as e:
+    check("an int64 block table is rejected", "int32" in str(e), str(e))
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

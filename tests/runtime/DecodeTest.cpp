@@ -1,0 +1,187 @@
+//===- DecodeTest.cpp - decode's launch contract, without a GPU -----------===//
+#include "attnc/runtime/Decode.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+using namespace attnc;
+
+namespace {
+
+KernelSpec decodeSpec() {
+  KernelSpec s;
+  s.op = "decode";
+  s.heads = 32;
+  s.kvHeads = 8;
+  s.headDim = 128;
+  s.hasLse = true;
+  s.pageSize = 16;
+  s.maxQLen = 1;
+  return s;
+}
+
+// Fake, suitably aligned addresses: validation never dereferences them.
+void *addr(uintptr_t a) { return reinterpret_cast<void *>(a); }
+
+DecodeArgs goodArgs(int batch = 4, int seqQ = 1) {
+  DecodeArgs a;
+  a.q = {addr(0x10000),
+         {batch, 32, seqQ, 128},
+         {int64_t(seqQ) * 32 * 128, 128, 32 * 128, 1}};
+  if (seqQ > 1)
+    a.q.stride = {int64_t(32) * seqQ * 128, int64_t(seqQ) * 128, 128, 1};
+  // NHD pages: [pages, page, Hkv, D] seen as [pages, Hkv, page, D].
+  a.kCache = {
+      addr(0x20000), {100, 8, 16, 128}, {16 * 8 * 128, 128, 8 * 128, 1}};
+  a.vCache = {
+      addr(0x30000), {100, 8, 16, 128}, {16 * 8 * 128, 128, 8 * 128, 1}};
+  a.blockTable = static_cast<const int32_t *>(addr(0x40000));
+  a.maxBlocks = 25;
+  a.kvLens = static_cast<const int32_t *>(addr(0x50000));
+  a.maxKvLen = 400;
+  a.o = a.q;
+  a.o.data = addr(0x60000);
+  a.lse = {addr(0x70000), {batch, 32, seqQ, 1}, {32 * seqQ, seqQ, 1, 1}};
+  a.workspace = addr(0x80000);
+  return a;
+}
+
+std::string error(const DecodeArgs &a, const KernelSpec &s = decodeSpec()) {
+  Status st = validateDecodeArgs(s, a);
+  REQUIRE_FALSE(st.isOk());
+  CHECK(st.code() == ErrorCode::InvalidArgument);
+  return st.message();
+}
+
+} // namespace
+
+TEST_CASE("decode specs: validation, canonical form and JSON", "[decode]") {
+  KernelSpec s = decodeSpec();
+  CHECK(validateSpec(s).isOk());
+  CHECK(s.canonical().find(";page_size=16;max_q_len=1") != std::string::npos);
+  KernelSpec other = s;
+  other.pageSize = 64;
+  CHECK(cacheKey("b", s.canonical()) != cacheKey("b", other.canonical()));
+  // Attention specs keep their canonical strings (and cache keys).
+  KernelSpec att;
+  att.heads = att.kvHeads = 8;
+  att.headDim = 64;
+  CHECK(att.canonical().find("page_size") == std::string::npos);
+
+  auto round = specFromJson(specToJson(s));
+  REQUIRE(round.isOk());
+  CHECK(*round == s);
+  s.pageSize = 0;
+  CHECK(validateSpec(s).message() ==
+        "invalid kernel spec: decode needs page_size >= 1 (got 0)");
+  s.pageSize = 16;
+  s.maxQLen = 17;
+  CHECK(validateSpec(s).message() ==
+        "invalid kernel spec: decode needs max_q_len in 1..16 (got 17)");
+  s.maxQLen = 16;
+  s.kvHeads = 1; // 32 heads x 16 rows
+  CHECK(validateSpec(s).message() ==
+        "invalid kernel spec: decode packs heads / kv_heads x max_q_len "
+        "query rows into one program, at most 64 (got 32 x 16)");
+  att.pageSize = 16;
+  CHECK(validateSpec(att).message() ==
+        "invalid kernel spec: page_size and max_q_len are decode fields; op "
+        "\"attention_fwd\" takes 0");
+}
+
+TEST_CASE("decode arguments are checked with clear messages", "[decode]") {
+  KernelSpec s = decodeSpec();
+  CHECK(validateDecodeArgs(s, goodArgs()).isOk());
+  CHECK(validateDecodeArgs(s, goodArgs(2, 1)).isOk());
+
+  DecodeArgs a = goodArgs();
+  a.q.shape[2] = 2;
+  CHECK(error(a) == "invalid decode arguments: seq_q (q.shape[2]) is 2; the "
+                    "kernel takes 1 to max_q_len = 1");
+  KernelSpec s4 = s;
+  s4.maxQLen = 4;
+  a = goodArgs(2, 3);
+  CHECK(validateDecodeArgs(s4, a).isOk());
+  a.q.stride = {3 * 32 * 128, 128, 32 * 128, 1}; // BSHD with 3 rows
+  CHECK(error(a, s4).find("the rows of a head must be contiguous rows of "
+                          "one matrix") != std::string::npos);
+  a = goodArgs();
+  a.kCache.shape[2] = 32;
+  CHECK(error(a) == "invalid decode arguments: k_cache.shape[2] is 32 but the "
+                    "spec's page_size is 16");
+  a = goodArgs();
+  a.vCache.stride[1] = 100; // 200 bytes
+  CHECK(error(a) == "invalid decode arguments: v_cache.stride[1] = 100 "
+                    "elements is not a multiple of 16 bytes");
+  a = goodArgs();
+  a.blockTable = nullptr;
+  CHECK(error(a) == "invalid decode arguments: block_table: data pointer is "
+                    "null or not 4-byte aligned");
+  a = goodArgs();
+  a.maxKvLen = 25 * 16 + 1;
+  CHECK(error(a) == "invalid decode arguments: max_kv_len 401 must be in "
+                    "0..max_blocks * page_size = 400");
+  a = goodArgs();
+  a.lse.data = nullptr;
+  CHECK(error(a) == "invalid decode arguments: lse: data pointer is null but "
+                    "the kernel writes LSE");
+  a = goodArgs();
+  a.workspace = addr(0x80010);
+  CHECK(error(a) == "invalid decode arguments: workspace: data pointer is not "
+                    "256-byte aligned");
+  KernelSpec att = s;
+  att.op = "attention_fwd";
+  CHECK(error(goodArgs(), att) == "invalid decode arguments: the kernel's op "
+                                  "is \"attention_fwd\", not \"decode\"");
+}
+
+TEST_CASE("decode splits fill the GPU and the plan packs the contract",
+          "[decode]") {
+  // One long sequence: many splits; a big batch: few; short: one.
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132) == 85);
+  CHECK(chooseDecodeSplits(64, 8, 4096, 132) == 3);
+  CHECK(chooseDecodeSplits(64, 8, 16384, 132) == 3);
+  CHECK(chooseDecodeSplits(16, 8, 32768, 132) == 6);
+  CHECK(chooseDecodeSplits(1, 8, 100, 132) == 1);
+  CHECK(chooseDecodeSplits(1, 1, 1 << 20, 132) == 218);
+  CHECK(chooseDecodeSplits(4, 8, 0, 0) == 1);
+
+  KernelSpec s = decodeSpec();
+  DecodeArgs a = goodArgs();
+  a.numSplits = 5;
+  size_t bytes = decodeWorkspaceBytes(s, 4, 1, 5);
+  CHECK(bytes == 5u * 4 * 32 * 128 * 4 + 5 * 4 * 32 * 4); // both 256-aligned
+  KernelMetadata meta;
+  meta.block = {32, 1, 1};
+  DecodeLaunchPlan plan;
+  a.workspaceBytes = bytes - 1;
+  CHECK(planDecodeLaunch(s, meta, a, 132, plan).message() ==
+        "invalid decode arguments: workspace has " + std::to_string(bytes - 1) +
+            " bytes; 5 splits need " + std::to_string(bytes));
+  a.workspaceBytes = bytes;
+  REQUIRE(planDecodeLaunch(s, meta, a, 132, plan).isOk());
+  CHECK(plan.split.count == decodeSplitV1Params().size());
+  CHECK(plan.combine.count == decodeCombineV1Params().size());
+  auto ptrAt = [](const PackedParams &p, size_t i) {
+    void *v;
+    std::memcpy(&v, p.pointers[i], sizeof(v));
+    return v;
+  };
+  auto intAt = [](const PackedParams &p, size_t i) {
+    int64_t v;
+    std::memcpy(&v, p.pointers[i], sizeof(v));
+    return v;
+  };
+  CHECK(ptrAt(plan.split, 0) == a.q.data);
+  CHECK(ptrAt(plan.split, 5) == a.workspace);            // o_part
+  CHECK(ptrAt(plan.combine, 0) == a.workspace);          // o_part
+  CHECK(ptrAt(plan.split, 6) == ptrAt(plan.combine, 1)); // lse_part
+  CHECK(intAt(plan.split, 9) == 5);                      // num_splits
+  CHECK(intAt(plan.split, 11) == 100);                   // num_pages
+  CHECK(intAt(plan.split, 16) == 128);                   // k_stride_h
+  CHECK(intAt(plan.combine, 6) == 5);
+  CHECK(plan.splitGeometry.grid == std::array<uint32_t, 3>{5, 8, 4});
+  CHECK(plan.combineGeometry.grid == std::array<uint32_t, 3>{1, 32, 4});
+  CHECK(decodeSplitV1Params()[3].name == "block_table");
+}
