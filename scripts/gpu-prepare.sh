@@ -18,8 +18,13 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/bundle"
 "$build/bin/attnc" bundle --specs "$stage/gpu-test-specs.json" -o "$stage/bundle"
 "$build/bin/attnc" bundle --specs bench/specs.json -o "$stage/bundle"
 "$build/bin/attnc" bundle --specs tests/python/gpu_specs.json -o "$stage/bundle"
+# Fused elementwise (row) kernels: the GPU test's cases and bench shapes,
+# and what bench/compare.py's elementwise rows ask for (bench/row_specs.json).
+"$build/bin/attnc-gpu-elementwise" --write-specs "$stage/gpu-row-specs.json"
+"$build/bin/attnc" bundle --specs "$stage/gpu-row-specs.json" -o "$stage/bundle"
+"$build/bin/attnc" bundle --specs bench/row_specs.json -o "$stage/bundle"
 
-for b in attnc-gpu-attention attnc-bench attnc_runtime_gpu_tests templates_gpu_test; do
+for b in attnc-gpu-attention attnc-gpu-elementwise attnc-bench attnc_runtime_gpu_tests templates_gpu_test; do
   cp "$build/bin/$b" "$stage/bin/"
 done
 cp "$build/lib/libattnc.so" "$stage/lib/"

@@ -26,11 +26,14 @@ step runtime-gpu "$stage/bin/attnc_runtime_gpu_tests"
 step templates-gpu "$stage/bin/templates_gpu_test"
 step attention-gpu "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle"
 step attention-bench "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
+step elementwise-gpu "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle"
+step elementwise-bench "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle" --bench
 step unfused-baseline "$stage/bin/attnc-bench" --bundle "$stage/bundle" \
   --heads 16 --kv-heads 16 --head-dim 128 --batch 4 --seq-len 4096 \
   --baseline unfused
 export ATTNC_LIBRARY=$PWD/$stage/lib/libattnc.so ATTNC_CACHE_DIR=$PWD/$stage/bundle
 export PYTHONUNBUFFERED=1
 step python-gpu python3 tests/python/test_gpu_binding.py
+step python-gpu-rows python3 tests/python/test_gpu_rows.py
 step compare timeout 420 python3 bench/compare.py --out "$out/RESULTS.md" ${ATTNC_BENCH_ARGS:-}
 exit $status

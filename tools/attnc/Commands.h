@@ -30,6 +30,9 @@ struct EmitOptions {
   std::string mapping = "mma";
   int64_t blockM = 0; // 0: the mapping's default for the head dim
   int64_t blockN = 0;
+  // Fused elementwise ops (--op add-rmsnorm | silu-mul | gelu-mul).
+  int64_t hidden = 4096;
+  double eps = 1e-6;
 };
 
 void addEmitCommand(CLI::App &app, EmitOptions &opts);

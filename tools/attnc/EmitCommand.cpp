@@ -2,6 +2,7 @@
 #include "tools/attnc/Commands.h"
 
 #include "compiler/Frontend/BuildAttnIR.h"
+#include "compiler/Frontend/BuildElementwiseIR.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Target/NVPTX/EmitPTX.h"
@@ -33,8 +34,14 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "the flags below")
       ->check(CLI::ExistingFile);
   emit->add_option("--op", o.op, "Operation to build")
-      ->check(CLI::IsMember(
-          {"attention", "decode", "add-rmsnorm", "silu-mul", "rope"}));
+      ->check(CLI::IsMember({"attention", "decode", "add-rmsnorm", "silu-mul",
+                             "gelu-mul", "rope"}));
+  emit->add_option("--hidden", o.hidden,
+                   "Row length d of an elementwise op's output (silu-mul and "
+                   "gelu-mul read rows of 2d)")
+      ->check(CLI::PositiveNumber);
+  emit->add_option("--eps", o.eps, "RMSNorm epsilon (add-rmsnorm)")
+      ->check(CLI::PositiveNumber);
   emit->add_option("--heads", o.attention.heads, "Query heads")
       ->check(CLI::PositiveNumber);
   emit->add_option("--kv-heads", o.attention.kvHeads,
@@ -72,9 +79,11 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
   emit->add_option("--mapping", o.mapping,
                    "GPU mapping: mma (tensor cores) or simt (baseline)")
       ->check(CLI::IsMember({"mma", "simt"}));
-  emit->add_option("--block-m", o.blockM, "Query rows per program")
+  emit->add_option("--block-m", o.blockM,
+                   "Query rows per program (row kernels: rows per program)")
       ->check(CLI::PositiveNumber);
-  emit->add_option("--block-n", o.blockN, "Keys per KV tile")
+  emit->add_option("--block-n", o.blockN,
+                   "Keys per KV tile (row kernels: threads per row)")
       ->check(CLI::PositiveNumber);
 }
 
@@ -101,10 +110,20 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   }
+  if (o.op == "add-rmsnorm" || o.op == "silu-mul" || o.op == "gelu-mul") {
+    ElementwiseConfig config;
+    config.op = o.op == "add-rmsnorm" ? "add_rmsnorm"
+                : o.op == "silu-mul"  ? "silu_mul"
+                                      : "gelu_mul";
+    config.hidden = o.hidden;
+    config.dtype = o.attention.dtype;
+    config.eps = o.eps;
+    return buildElementwiseModule(ctx, config);
+  }
   if (o.op != "attention") {
     fmt::print(stderr,
-               "attnc: error: --op {} is not implemented yet (only "
-               "'attention' has a builder)\n",
+               "attnc: error: --op {} is not implemented yet (builders: "
+               "attention, add-rmsnorm, silu-mul, gelu-mul)\n",
                o.op);
     return nullptr;
   }
@@ -116,6 +135,18 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
     return nullptr;
   }
   return buildAttentionModule(ctx, o.attention);
+}
+
+/// Whether the module holds fused elementwise (row) ops rather than
+/// attention.
+static bool hasRowOps(ModuleOp module) {
+  bool rows = false;
+  module.walk([&](Operation *op) {
+    if (isa<attn::MapOp, attn::ReduceOp, attn::SliceOp, attn::SiluMulOp,
+            attn::GeluMulOp, attn::AddRMSNormOp>(op))
+      rows = true;
+  });
+  return rows;
 }
 
 /// The head dim of the module's attention (for tile-size defaults).
@@ -158,12 +189,27 @@ int runEmit(EmitOptions &o) {
     ctx.disableMultithreading();
     pm.enableIRPrinting();
   }
-  if (o.stage != "attn")
+  const bool rows = hasRowOps(*module);
+  if (rows) {
+    // --block-n: threads per row, --block-m: rows per program.
+    RowOptions rowOptions;
+    rowOptions.threadsPerRow = o.blockN;
+    rowOptions.rowsPerProgram = o.blockM;
+    if (o.stage != "attn")
+      buildRowTilePipeline(pm, rowOptions);
+    if (o.stage == "llvm" || o.stage == "ptx") {
+      fmt::print(stderr,
+                 "attnc: {} path: row kernel (16-byte vectors, "
+                 "shuffle reductions)\n",
+                 o.arch);
+      buildRowGPUPipeline(pm);
+    }
+  } else if (o.stage != "attn")
     buildTilePipeline(
         pm, defaultTileOptions(o.mapping == "simt" ? GPUMapping::SIMT
                                                    : GPUMapping::MMA,
                                headDimOf(*module), o.blockM, o.blockN));
-  if (o.stage == "llvm" || o.stage == "ptx") {
+  if (!rows && (o.stage == "llvm" || o.stage == "ptx")) {
     // sm_90a's wgmma mapping does not exist yet: both targets take the
     // sm_80+ mma.sync mapping unless the SIMT baseline is asked for.
     if (o.mapping == "simt") {
@@ -206,7 +252,10 @@ int runEmit(EmitOptions &o) {
   if (!o.output.empty())
     fmt::print(stderr, "attnc: wrote {} to {}\n",
                o.stage == "ptx" ? "PTX" : o.stage + " IR", o.output);
-  if (o.summary) {
+  if (o.summary && rows) {
+    fmt::print(stderr, "attnc: --summary describes attention kernels only; "
+                       "run ptxas on the PTX for a row kernel\n");
+  } else if (o.summary) {
     std::string reason = "--emit " + o.stage + " produces no PTX";
     if (o.stage == "ptx" && o.output.empty())
       reason = "PTX went to standard output; use -o to keep it";

@@ -17,6 +17,9 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <array>
+#include <utility>
+
 using namespace mlir;
 using namespace attnc;
 
@@ -87,4 +90,38 @@ void HostKernel::runAttentionFwd(void *q, void *k, void *v, void *o, void *lse,
   fn(q, q, 0, k, k, 0, v, v, 0, o, o, 0, lse, lse, 0, s[0], s[1], s[2], s[3],
      s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], s[13], s[14],
      s[15], s[16]);
+}
+
+namespace {
+
+/// Calls `address` as a function of N uint64_t arguments (pointers and
+/// i64 values are passed alike on the host ABIs attnc runs on).
+template <size_t... I>
+void callWords(uint64_t address, const uint64_t *w, std::index_sequence<I...>) {
+  using Fn = void (*)(decltype(I, uint64_t{})...);
+  reinterpret_cast<Fn>(address)(w[I]...);
+}
+
+template <size_t... N> constexpr auto makeCallTable(std::index_sequence<N...>) {
+  using Caller = void (*)(uint64_t, const uint64_t *);
+  return std::array<Caller, sizeof...(N)>{[](uint64_t a, const uint64_t *w) {
+    callWords(a, w, std::make_index_sequence<N>());
+  }...};
+}
+
+constexpr size_t kMaxWords = 40;
+
+} // namespace
+
+void HostKernel::pointerWords(std::vector<uint64_t> &words, const void *p) {
+  uint64_t v = reinterpret_cast<uintptr_t>(p);
+  words.insert(words.end(), {v, v, 0});
+}
+
+void HostKernel::runWords(const std::vector<uint64_t> &words) const {
+  static constexpr auto table =
+      makeCallTable(std::make_index_sequence<kMaxWords + 1>());
+  if (words.size() > kMaxWords)
+    llvm::report_fatal_error("HostKernel::runWords: too many parameters");
+  table[words.size()](address, words.data());
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llvm::orc {
 class LLJIT;
@@ -28,6 +29,13 @@ public:
   /// Runs the kernel with the launch ABI's arguments (as AttentionFwdFn).
   void runAttentionFwd(void *q, void *k, void *v, void *o, void *lse,
                        const int64_t (&scalars)[17]) const;
+
+  /// Runs any kernel whose parameters are all rank-0 memrefs (pointers) and
+  /// integers: `words` holds each parameter in order, a pointer `p` as the
+  /// three words (p, p, 0) of MLIR's memref descriptor (see
+  /// pointerWords). At most 40 words.
+  void runWords(const std::vector<uint64_t> &words) const;
+  static void pointerWords(std::vector<uint64_t> &words, const void *p);
 
 private:
   HostKernel() = default;

@@ -45,6 +45,12 @@ struct KernelSpec {
   std::string arch = "sm_90a"; // "sm_80" | "sm_90a"
   std::string customIr;        // MLIR text when the spec came from a file
   TuningConfig tuning;
+  // Fused elementwise ops ("silu_mul", "gelu_mul", "add_rmsnorm"): the row
+  // length d (outputs are [rows, d]; the gated ops read [rows, 2d]) and
+  // RMSNorm's epsilon. Attention ignores them (and leaves them out of its
+  // canonical string); elementwise ops ignore the attention fields.
+  int64_t hidden = 0;
+  double eps = 1e-6;
 
   // The softmax scale the kernel applies.
   double effectiveScale() const;
@@ -57,6 +63,9 @@ struct KernelSpec {
 
   bool operator==(const KernelSpec &) const = default;
 };
+
+// Whether `op` names a fused elementwise (row) kernel.
+bool isElementwiseOp(std::string_view op);
 
 // Checks value ranges and the allowed sets of op, dtype and arch.
 Status validateSpec(const KernelSpec &spec);
