@@ -500,7 +500,7 @@ def run_elementwise(args, l2_bytes):
     rows = []
     for prob in G.ELEMENTWISE_GRID:
         T, N, eps = prob.T, prob.N, prob.eps
-        log(f"  [{prob.label}] bytes={prob.bytes:.3e}")
+        log(f"  [{prob.label}] bytes={prob.bytes:.3e} (fused; unfused {prob.unfused_bytes:.3e})")
         n_sets = n_sets_for(prob.io_bytes, l2_bytes)
         bf = torch.bfloat16
         if prob.op == "silu_and_mul":
@@ -545,7 +545,8 @@ def run_elementwise(args, l2_bytes):
         }
         cells = {name: measure_cell(name, mk, n_sets, check, metric, args) for name, mk in makers.items()}
         rows.append({"key": list(prob.key), "label": prob.label,
-                     "params": {"op": prob.op, "T": T, "N": N, "bytes": prob.bytes, "n_sets": n_sets},
+                     "params": {"op": prob.op, "T": T, "N": N, "bytes": prob.bytes,
+                                "unfused_bytes": prob.unfused_bytes, "n_sets": n_sets},
                      "cells": cells})
         sets = refs = None  # drop the tensors (closures above keep the names)
         _free()

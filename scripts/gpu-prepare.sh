@@ -23,7 +23,14 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/bundle"
 "$build/bin/attnc" bundle --specs "$stage/gpu-decode-specs.json" -o "$stage/bundle"
 "$build/bin/attnc" bundle --specs tests/python/gpu_decode_specs.json -o "$stage/bundle"
 
-for b in attnc-gpu-attention attnc-gpu-decode attnc-bench attnc_runtime_gpu_tests templates_gpu_test; do
+# Fused elementwise (row) kernels: the GPU test's cases and bench shapes,
+# and what bench/compare.py's elementwise rows ask for (bench/row_specs.json).
+"$build/bin/attnc-gpu-elementwise" --write-specs "$stage/gpu-row-specs.json"
+"$build/bin/attnc" bundle --specs "$stage/gpu-row-specs.json" -o "$stage/bundle"
+"$build/bin/attnc" bundle --specs bench/row_specs.json -o "$stage/bundle"
+
+
+for b in attnc-gpu-attention attnc-gpu-decode attnc-gpu-elementwise attnc-bench attnc_runtime_gpu_tests templates_gpu_test; do
   cp "$build/bin/$b" "$stage/bin/"
 done
 cp "$build/lib/libattnc.so" "$stage/lib/"

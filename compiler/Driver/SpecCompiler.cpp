@@ -5,12 +5,16 @@
 #include "attnc/runtime/Launch.h"
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 #include "compiler/Frontend/BuildAttnIR.h"
+#include "compiler/Frontend/BuildElementwiseIR.h"
 #include "compiler/LaunchABI.h"
 #include "compiler/Pipelines/MappingChoice.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
+#include "compiler/RowwiseABI.h"
 #include "compiler/Target/NVPTX/EmitPTX.h"
 #include "dialects/Attn/IR/AttnOps.h"
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -38,10 +42,89 @@ attnc::AttentionConfig attnc::attentionConfigOf(const KernelSpec &spec) {
   return c;
 }
 
+/// A fused elementwise kernel: attn row ops -> row kernel -> PTX. The
+/// metadata comes from the tile-level kernel (launch rule, schedule and the
+/// named parameters).
+static attnc::Result<attnc::CompiledKernel>
+compileRowKernel(const attnc::KernelSpec &spec) {
+  using namespace attnc;
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
+  ctx.loadAllAvailableDialects();
+  ctx.printOpOnDiagnostic(false);
+  std::string diagnostics;
+  ScopedDiagnosticHandler collect(&ctx, [&](Diagnostic &d) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << d.getLocation() << ": " << d.str() << "\n";
+    return success();
+  });
+  auto fail = [&](const std::string &what) {
+    return Status(ErrorCode::CompileError, what + " for spec '" +
+                                               spec.canonical() + "'\n" +
+                                               diagnostics);
+  };
+  ElementwiseConfig config;
+  config.op = spec.op;
+  config.hidden = spec.hidden;
+  config.dtype = spec.dtype;
+  config.eps = spec.eps;
+  OwningOpRef<ModuleOp> module =
+      spec.customIr.empty() ? buildElementwiseModule(ctx, config)
+                            : parseSourceString<ModuleOp>(spec.customIr, &ctx);
+  if (!module)
+    return fail("the elementwise op does not verify");
+  PassManager tilePm(&ctx);
+  RowOptions rows;
+  rows.threadsPerRow = spec.tuning.blockN;
+  rows.rowsPerProgram = spec.tuning.blockM;
+  buildRowTilePipeline(tilePm, rows);
+  if (failed(tilePm.run(*module)))
+    return fail("fusion failed");
+
+  CompiledKernel out;
+  KernelMetadata &meta = out.meta;
+  int kernels = 0;
+  module->walk([&](func::FuncOp fn) {
+    auto launch = fn->getAttrOfType<tile::LaunchAttr>("tile.launch");
+    if (!launch || launch.getRule() != kRowwiseRule)
+      return;
+    ++kernels;
+    meta.entry = fn.getName().str();
+    meta.block = {launch.getBlockN() * launch.getBlockM(), 1, 1};
+    meta.blockM = launch.getBlockM();
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      KernelParam p;
+      if (auto name = fn.getArgAttrOfType<StringAttr>(i, "tile.param"))
+        p.name = name.getValue().str();
+      p.kind = isa<MemRefType>(fn.getArgument(i).getType()) ? ParamKind::Ptr
+                                                            : ParamKind::I64;
+      meta.params.push_back(p);
+    }
+  });
+  if (kernels != 1)
+    return fail("expected one row kernel, got " + std::to_string(kernels));
+  meta.arch = spec.arch;
+  meta.gridRule = kRowwiseRule;
+  meta.dynamicSmem = 0; // reduction buffers are static shared memory
+
+  PassManager gpuPm(&ctx);
+  buildRowGPUPipeline(gpuPm);
+  if (failed(gpuPm.run(*module)))
+    return fail("lowering failed");
+  FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
+  if (failed(ptx))
+    return fail("PTX emission failed");
+  out.ptx = std::move(*ptx);
+  return out;
+}
+
 attnc::Result<attnc::CompiledKernel>
 attnc::SpecCompiler::compile(const KernelSpec &spec) {
   if (spec.op == "decode")
     return compileDecode(spec);
+  if (isElementwiseOp(spec.op))
+    return compileRowKernel(spec);
   if (spec.op != "attention_fwd")
     return Status(ErrorCode::InvalidArgument,
                   "attnc can compile only ops 'attention_fwd' and 'decode' "

@@ -138,11 +138,29 @@ void attnc::buildWGMMAPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void attnc::buildRowTilePipeline(OpPassManager &pm, const RowOptions &options) {
+  FuseElementwiseOptions fuse;
+  fuse.threadsPerRow = options.threadsPerRow;
+  fuse.rowsPerProgram = options.rowsPerProgram;
+  pm.addPass(createFuseElementwise(fuse));
+  // Loads of one input at one column are shared; fold the index math.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void attnc::buildRowGPUPipeline(OpPassManager &pm) {
+  pm.addPass(createMapRowsToGPU());
+  addGPUToNVVM(pm);
+}
+
 void attnc::registerPipelines() {
   PassPipelineRegistration<>(
       "attnc-wgmma-pipeline",
       "Lower tile-level kernels to NVVM through the sm_90a wgmma mapping",
       [](OpPassManager &pm) { buildWGMMAPipeline(pm); });
+  PassPipelineRegistration<>(
+      "attnc-row-gpu-pipeline", "Lower tile-level row kernels to NVVM",
+      [](OpPassManager &pm) { buildRowGPUPipeline(pm); });
   PassPipelineRegistration<>(
       "attnc-mma-pipeline",
       "Lower tile-level kernels to NVVM through the mma.sync mapping",

@@ -61,6 +61,19 @@ void buildMMAPipeline(mlir::OpPassManager &pm, const TileOptions &options = {});
 /// mapping (one warpgroup per 64 query rows; see TileToWGMMA.cpp).
 void buildWGMMAPipeline(mlir::OpPassManager &pm);
 
+/// Row kernels (fused elementwise): 0 = chosen by row length.
+struct RowOptions {
+  int64_t threadsPerRow = 0;
+  int64_t rowsPerProgram = 0;
+};
+
+/// attn elementwise chain -> one tile-level row kernel.
+void buildRowTilePipeline(mlir::OpPassManager &pm, const RowOptions &options);
+
+/// tile row kernel -> NVVM (16-byte vectors, shuffle/shared-memory
+/// reductions), for any sm_80+ GPU.
+void buildRowGPUPipeline(mlir::OpPassManager &pm);
+
 /// Registers the pipelines as attnc-opt options (-attnc-host-pipeline, ...).
 void registerPipelines();
 

@@ -1,5 +1,6 @@
 //===- HostGrid.cpp - a kernel's grid of programs as host loops -----------===//
 #include "compiler/LaunchABI.h"
+#include "compiler/RowwiseABI.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "dialects/Tile/IR/TileOps.h"
@@ -28,12 +29,37 @@ Value paramNamed(func::FuncOp fn, StringRef name) {
 class HostGridPass : public attnc::impl::HostGridBase<HostGridPass> {
 public:
   using Base::Base;
+  /// rowwise_v1: the body is one row's; loop over the rows.
+  void runRowwise(func::FuncOp fn) {
+    Block &body = fn.getBody().front();
+    Operation *ret = body.getTerminator();
+    OpBuilder b(&body, body.begin());
+    Location loc = fn.getLoc();
+    Value rows = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                            paramNamed(fn, "rows"));
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    b.setInsertionPoint(ret);
+    auto loop = scf::ForOp::create(b, loc, c0, rows, c1);
+    SmallVector<Operation *> programOps;
+    for (Operation &op : body.without_terminator())
+      if (&op != loop && c1.getDefiningOp()->isBeforeInBlock(&op))
+        programOps.push_back(&op);
+    for (Operation *op : programOps)
+      op->moveBefore(loop.getBody()->getTerminator());
+    fn.walk([&](tile::ProgramIdOp pid) {
+      pid.replaceAllUsesWith(loop.getInductionVar());
+      pid.erase();
+    });
+  }
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
     auto launch = fn->getAttrOfType<tile::LaunchAttr>("tile.launch");
     if (!launch)
       return;
     StringRef rule = launch.getRule();
+    if (rule == kRowwiseRule)
+      return runRowwise(fn);
     if (rule != kAttentionFwdRule && rule != kDecodeSplitRule &&
         rule != kDecodeCombineRule && rule != kLseMergeRule) {
       fn.emitError() << "attnc-host-grid does not know launch rule '" << rule

@@ -148,4 +148,52 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def FuseElementwise : Pass<"attnc-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Fuse a function's chain of attn elementwise and row ops "
+                "into one row kernel";
+  let description = [{
+    A function whose body is a chain of `attn.map`, `attn.reduce`,
+    `attn.slice` and the named ops (`attn.silu_mul`, `attn.gelu_mul`,
+    `attn.add_rmsnorm`) over its `[rows, d]` / `[d]` arguments becomes one
+    kernel function in the `tile` dialect, written for one row: each input
+    is loaded once (`tile.load_row`, a slice being a column offset), every
+    op works on 1-D tiles of the row in registers, row reductions are
+    `tile.reduce_row`, and each result is stored once (`tile.store_row`).
+    The kernel's arguments follow the `rowwise_v1` launch ABI (see
+    compiler/RowwiseABI.h); arguments are named by their `attn.param`
+    attribute (default `in<i>` / `out<i>`).
+  }];
+  let options = [
+    Option<"threadsPerRow", "threads-per-row", "int64_t", "0",
+           "GPU threads per row (a power of two; 0: by row length)">,
+    Option<"rowsPerProgram", "rows-per-program", "int64_t", "0",
+           "Rows per GPU program (0: by row length)">,
+  ];
+  let dependentDialects = ["::attnc::tile::TileDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def MapRowsToGPU : Pass<"attnc-map-rows-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Map row kernels onto GPU threads with 16-byte vectors";
+  let description = [{
+    Each `rowwise_v1` kernel becomes a `gpu.func`: `block_n` threads share a
+    row, `block_m` rows share a block. A row tile becomes per-thread
+    `vector<8xT>` chunks (thread `l` of a row owns chunks `l, l + block_n,
+    ...`), loaded and stored with 16-byte vector accesses and kept in
+    registers; elementwise ops apply per chunk; `tile.reduce_row` reduces in
+    registers, then with warp shuffles, then (past one warp) through shared
+    memory.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // ATTNC_COMPILER_TRANSFORMS_PASSES

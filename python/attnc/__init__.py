@@ -7,19 +7,28 @@ else libattnc.so on the loader path).
 
 from ._attention import attention
 from ._decode import decode, decode_workspace
-from ._capi import (AttncError, Context, Spec, TensorDesc, build_id,
-                    library_path, validate_attention, version)
+from ._rows import (add_rms_norm, fused_add_rms_norm, gelu_and_mul,
+                    silu_and_mul)
+from ._capi import (AttncError, Context, RowDesc, Spec, TensorDesc, build_id,
+                    library_path, validate_attention, validate_rows,
+                    version)
 
 __all__ = [
     "AttncError",
     "Context",
     "Spec",
+    "RowDesc",
     "TensorDesc",
+    "add_rms_norm",
     "attention",
     "decode",
     "decode_workspace",
     "build_id",
+    "fused_add_rms_norm",
+    "gelu_and_mul",
     "library_path",
+    "silu_and_mul",
     "validate_attention",
+    "validate_rows",
     "version",
 ]

@@ -98,6 +98,23 @@ class _ContextOptions(ctypes.Structure):
     ]
 
 
+class _RowTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("rows", ctypes.c_int64),
+        ("cols", ctypes.c_int64),
+        ("stride", ctypes.c_int64),
+    ]
+
+
+class _RowArgs(ctypes.Structure):
+    _fields_ = [
+        ("rows", ctypes.c_int64),
+        ("count", ctypes.c_int64),
+        ("tensors", _RowTensor * 8),
+    ]
+
+
 _status = ctypes.c_int
 _SIGNATURES = {
     "attnc_version": (ctypes.c_char_p, []),
@@ -131,6 +148,12 @@ _SIGNATURES = {
     "attnc_decode_launch": (
         _status, [ctypes.c_void_p, ctypes.c_void_p,
                   ctypes.POINTER(_DecodeArgs), ctypes.c_void_p]),
+    # Fused elementwise (row) kernels.
+    "attnc_row_validate_json": (
+        _status, [ctypes.c_char_p, ctypes.POINTER(_RowArgs)]),
+    "attnc_row_launch": (
+        _status, [ctypes.c_void_p, ctypes.c_void_p,
+                  ctypes.POINTER(_RowArgs), ctypes.c_void_p]),
 }
 
 
@@ -322,6 +345,41 @@ def validate_attention(spec, q, k, v, o, lse=None):
            "attnc_attention_validate")
 
 
+class RowDesc(NamedTuple):
+    """A row-kernel tensor: device address, rows, columns and the row
+    stride in elements ([d] weights: rows and stride are ignored)."""
+
+    data: int
+    rows: int
+    cols: int
+    stride: int
+
+
+def _row_args_to_c(rows, tensors):
+    if len(tensors) > 8:
+        raise AttncError("attnc: at most 8 tensors per row kernel, got %d"
+                         % len(tensors))
+    args = _RowArgs()
+    args.rows = int(rows)
+    args.count = len(tensors)
+    for i, t in enumerate(tensors):
+        args.tensors[i].data = int(t.data) or None
+        args.tensors[i].rows = int(t.rows)
+        args.tensors[i].cols = int(t.cols)
+        args.tensors[i].stride = int(t.stride)
+    return args
+
+
+def validate_rows(spec_json, rows, tensors):
+    """Checks row-kernel arguments (RowDesc, in the op's ABI order) against
+    a spec (a JSON object string) with the runtime's own validation; needs
+    no GPU. Raises AttncError with the runtime's message."""
+    args = _row_args_to_c(rows, tensors)
+    _check(lib().attnc_row_validate_json(spec_json.encode(),
+                                         ctypes.byref(args)),
+           "attnc_row_validate_json")
+
+
 # --- contexts and kernels ----------------------------------------------------
 
 
@@ -371,6 +429,27 @@ class Context:
                        "attnc_get_kernel(%s)" % (spec,))
                 kernel = self._kernels[spec] = out.value
             return kernel
+
+    def get_kernel_json(self, spec_json):
+        """The kernel handle for a spec given as a JSON object string (the
+        form of spec files; row kernels are asked for this way)."""
+        with self._lock:
+            kernel = self._kernels.get(spec_json)
+            if kernel is None:
+                out = ctypes.c_void_p()
+                _check(lib().attnc_get_kernel_json(self._handle,
+                                                   spec_json.encode(),
+                                                   ctypes.byref(out)),
+                       "attnc_get_kernel_json(%s)" % spec_json)
+                kernel = self._kernels[spec_json] = out.value
+            return kernel
+
+    def launch_rows(self, kernel, rows, tensors, stream=0):
+        """Launches a row kernel; ``tensors`` are RowDesc in ABI order."""
+        args = _row_args_to_c(rows, tensors)
+        _check(lib().attnc_row_launch(self._handle, kernel,
+                                      ctypes.byref(args), stream or None),
+               "attnc_row_launch")
 
     def launch(self, kernel, q, k, v, o, lse=None, stream=0):
         """Launches ``kernel`` on ``stream`` (an integer CUstream, 0: the

@@ -337,6 +337,57 @@ attnc_status attnc_decode_launch(attnc_context *ctx, const attnc_kernel *kernel,
   });
 }
 
+namespace {
+
+attnc::Result<attnc::RowArgs> rowArgsFromC(const attnc_row_args *in) {
+  if (!in)
+    return attnc::Status(attnc::ErrorCode::InvalidArgument, "args is NULL");
+  if (in->count < 0 || in->count > 8)
+    return attnc::Status(attnc::ErrorCode::InvalidArgument,
+                         "attnc_row_args.count must be 0 to 8, got " +
+                             std::to_string(in->count));
+  attnc::RowArgs out;
+  out.rows = in->rows;
+  out.count = static_cast<size_t>(in->count);
+  for (size_t i = 0; i < out.count; ++i)
+    out.tensors[i] = {in->tensors[i].data, in->tensors[i].rows,
+                      in->tensors[i].cols, in->tensors[i].stride};
+  return out;
+}
+
+} // namespace
+
+attnc_status attnc_row_validate_json(const char *spec_json,
+                                     const attnc_row_args *args) {
+  return guarded([&]() -> attnc_status {
+    if (!spec_json)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "spec_json is NULL");
+    auto json = attnc::parseJson(spec_json);
+    if (!json.isOk())
+      return fail(json.status());
+    auto spec = attnc::specFromJson(*json);
+    if (!spec.isOk())
+      return fail(spec.status());
+    auto cargs = rowArgsFromC(args);
+    if (!cargs.isOk())
+      return fail(cargs.status());
+    return report(attnc::validateRowArgs(*spec, *cargs));
+  });
+}
+
+attnc_status attnc_row_launch(attnc_context *ctx, const attnc_kernel *kernel,
+                              const attnc_row_args *args, void *stream) {
+  return guarded([&]() -> attnc_status {
+    if (!ctx || !kernel)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx or kernel is NULL");
+    auto cargs = rowArgsFromC(args);
+    if (!cargs.isOk())
+      return fail(cargs.status());
+    return report(ctx->impl->launch(*kernelFromC(kernel), *cargs,
+                                    static_cast<CUstream>(stream)));
+  });
+}
+
 attnc_status attnc_cache_clear(const char *cache_dir, size_t *removed) {
   return guarded([&]() -> attnc_status {
     auto root = cacheRoot(cache_dir);

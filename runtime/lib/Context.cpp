@@ -241,7 +241,18 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
                           "metadata arch " + meta.arch +
                               " differs from the spec's " + spec.arch));
   const bool decode = spec.op == "decode";
-  if (decode) {
+  if (isElementwiseOp(spec.op)) {
+    if (meta.gridRule != kGridRuleRowwiseV1 || meta.blockM < 1)
+      return context(
+          Status(ErrorCode::Unsupported,
+                 "op " + spec.op + " needs grid rule " + kGridRuleRowwiseV1 +
+                     " with block_m >= 1; metadata has '" + meta.gridRule +
+                     "', block_m " + std::to_string(meta.blockM)));
+    Result<std::vector<RowParamSlot>> plan = planRowParams(spec, meta.params);
+    if (!plan.isOk())
+      return context(plan.status());
+    kernel->rowPlan_ = std::move(plan).value();
+  } else if (decode) {
     // Decode's parameters are a fixed contract (Decode.h), packed in order.
     if (meta.gridRule != kGridRuleDecodeSplitV1 ||
         meta.params != decodeSplitV1Params())
@@ -359,6 +370,10 @@ Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
     return Status(ErrorCode::InvalidArgument,
                   "kernel " + kernel.meta_.entry +
                       " is a decode kernel: launch it with launchDecode");
+  if (isElementwiseOp(kernel.spec_.op))
+    return Status(ErrorCode::InvalidArgument,
+                  "kernel of op " + kernel.spec_.op +
+                      " takes row arguments, not attention arguments");
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
   ATTNC_ASSIGN_OR_RETURN(LaunchGeometry geometry,
                          attentionGeometry(kernel.meta_, args));
@@ -373,6 +388,31 @@ Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
       geometry.block[0], geometry.block[1], geometry.block[2],
       geometry.dynamicSmem, stream, packed.pointers, nullptr);
   if (result != CUDA_SUCCESS) // build the message only on failure
+    return driver_->check(result, "cuLaunchKernel(" + kernel.meta_.entry + ")");
+  return Status::ok();
+}
+
+Status Context::launch(const Kernel &kernel, const RowArgs &args,
+                       CUstream stream) const {
+  if (!isElementwiseOp(kernel.spec_.op))
+    return Status(ErrorCode::InvalidArgument,
+                  "kernel of op " + kernel.spec_.op +
+                      " takes attention arguments, not row arguments");
+  ATTNC_RETURN_IF_ERROR(validateRowArgs(kernel.spec_, args));
+  if (args.rows == 0)
+    return Status::ok();
+  ATTNC_ASSIGN_OR_RETURN(LaunchGeometry geometry,
+                         rowGeometry(kernel.meta_, args));
+  PackedParams packed;
+  ATTNC_RETURN_IF_ERROR(packRowParams(kernel.rowPlan_, args, packed));
+  ScopedContext scope(*driver_, ctx_);
+  if (scope.result() != CUDA_SUCCESS)
+    return driver_->check(scope.result(), "cuCtxPushCurrent");
+  CUresult result = driver_->cuLaunchKernel(
+      kernel.function_, geometry.grid[0], geometry.grid[1], geometry.grid[2],
+      geometry.block[0], geometry.block[1], geometry.block[2],
+      geometry.dynamicSmem, stream, packed.pointers, nullptr);
+  if (result != CUDA_SUCCESS)
     return driver_->check(result, "cuLaunchKernel(" + kernel.meta_.entry + ")");
   return Status::ok();
 }

@@ -47,6 +47,10 @@ double KernelSpec::effectiveScale() const {
   return headDim > 0 ? 1.0 / std::sqrt(static_cast<double>(headDim)) : 0.0;
 }
 
+bool isElementwiseOp(std::string_view op) {
+  return op == "silu_mul" || op == "gelu_mul" || op == "add_rmsnorm";
+}
+
 std::string KernelSpec::canonical() const {
   std::string out;
   out.reserve(256);
@@ -77,6 +81,10 @@ std::string KernelSpec::canonical() const {
   intField("block_n", tuning.blockN);
   intField("stages", tuning.stages);
   intField("warps", tuning.warps);
+  if (isElementwiseOp(op)) {
+    intField("hidden", hidden);
+    field("eps", formatDouble(op == "add_rmsnorm" ? eps : 0.0));
+  }
   if (op == "decode") { // attention specs keep their keys
     intField("page_size", pageSize);
     intField("max_q_len", maxQLen);
@@ -84,10 +92,40 @@ std::string KernelSpec::canonical() const {
   return out;
 }
 
+namespace {
+
+Status validateElementwiseSpec(const KernelSpec &spec) {
+  if (!oneOf(spec.dtype, {"bf16", "fp16"}))
+    return invalid("dtype \"" + spec.dtype +
+                   "\" is not supported (expected \"bf16\" or \"fp16\")");
+  if (spec.hidden < 8 || spec.hidden % 8 != 0)
+    return invalid("hidden must be a positive multiple of 8 (16-byte rows), "
+                   "got " +
+                   std::to_string(spec.hidden));
+  if (spec.op == "add_rmsnorm" && (!std::isfinite(spec.eps) || spec.eps <= 0))
+    return invalid("eps must be finite and > 0 (got " + formatDouble(spec.eps) +
+                   ")");
+  if (!oneOf(spec.arch, {"sm_80", "sm_90a"}))
+    return invalid("arch \"" + spec.arch +
+                   "\" is not supported (expected \"sm_80\" or \"sm_90a\")");
+  const int64_t t = spec.tuning.blockN, r = spec.tuning.blockM;
+  if (t < 0 || r < 0 || (t > 0 && (t & (t - 1)) != 0) || t > 1024 || r > 1024)
+    return invalid("tuning.block_n (threads per row) must be 0 or a power of "
+                   "two up to 1024 and tuning.block_m (rows per program) 0 to "
+                   "1024 (got " +
+                   std::to_string(t) + ", " + std::to_string(r) + ")");
+  return Status::ok();
+}
+
+} // namespace
+
 Status validateSpec(const KernelSpec &spec) {
+  if (isElementwiseOp(spec.op))
+    return validateElementwiseSpec(spec);
   if (!oneOf(spec.op, {"attention_fwd", "decode"}))
     return invalid("op \"" + spec.op + "\" is not supported (expected " +
-                   "\"attention_fwd\" or \"decode\")");
+                   "\"attention_fwd\", \"decode\", \"silu_mul\", "
+                   "\"gelu_mul\" or \"add_rmsnorm\")");
   if (spec.op == "decode") {
     if (spec.pageSize < 1)
       return invalid("decode needs page_size >= 1 (got " +
@@ -197,6 +235,10 @@ Json specToJson(const KernelSpec &spec) {
   out.set("arch", spec.arch);
   out.set("custom_ir", spec.customIr);
   out.set("tuning", std::move(tuning));
+  if (isElementwiseOp(spec.op)) {
+    out.set("hidden", spec.hidden);
+    out.set("eps", spec.eps);
+  }
   if (spec.op == "decode") {
     out.set("page_size", spec.pageSize);
     out.set("max_q_len", spec.maxQLen);
@@ -208,11 +250,15 @@ Result<KernelSpec> specFromJson(const Json &value, const std::string &where) {
   KernelSpec spec;
   JsonObjectReader reader(value, where);
   reader.getString("op", spec.op, false);
+  // Elementwise ops need a row length instead of the attention shape.
+  const bool rows = isElementwiseOp(spec.op);
   reader.getString("dtype", spec.dtype, true);
-  reader.getInt("heads", spec.heads, true);
+  reader.getInt("heads", spec.heads, !rows);
   spec.kvHeads = spec.heads;
   reader.getInt("kv_heads", spec.kvHeads, false);
-  reader.getInt("head_dim", spec.headDim, true);
+  reader.getInt("head_dim", spec.headDim, !rows);
+  reader.getInt("hidden", spec.hidden, rows);
+  reader.getNumber("eps", spec.eps, false);
   reader.getBool("causal", spec.causal, false);
   reader.getInt("window_left", spec.windowLeft, false);
   reader.getInt("window_right", spec.windowRight, false);
@@ -302,6 +348,8 @@ size_t KernelSpecHash::operator()(const KernelSpec &spec) const {
   mix(hashInt(spec.tuning.blockN));
   mix(hashInt(spec.tuning.stages));
   mix(hashInt(spec.tuning.warps));
+  mix(hashInt(spec.hidden));
+  mix(hashDouble(spec.eps));
   mix(hashInt(spec.pageSize));
   mix(hashInt(spec.maxQLen));
   return h;

@@ -548,6 +548,30 @@ def invalid_spec_option_is_reported_by_the_runtime():
                      status=INVALID_ARGUMENT)
 
 
+# --- row kernels: validate_rows through attnc_row_validate_json -------------
+
+
+@test
+def row_arguments_are_checked_by_the_runtime():
+    spec = ('{"op": "add_rmsnorm", "dtype": "bf16", "hidden": 4096, '
+            '"eps": 1e-5}')
+    ok = [attnc.RowDesc(16 * (i + 1), 7, 4096, 4096) for i in range(5)]
+    attnc.validate_rows(spec, 7, ok)
+    bad = list(ok)
+    bad[1] = attnc.RowDesc(0, 7, 4096, 4096)
+    expect_error(lambda: attnc.validate_rows(spec, 7, bad),
+                 "tensor 'residual' is a null pointer", status=INVALID_ARGUMENT)
+    bad = list(ok)
+    bad[3] = attnc.RowDesc(24, 7, 4096, 4096)
+    expect_error(lambda: attnc.validate_rows(spec, 7, bad),
+                 "tensor 'out'", "is not 16-byte aligned")
+    expect_error(lambda: attnc.validate_rows(spec, 7, ok[:2]),
+                 "expected 5 tensors, got 2")
+    expect_error(lambda: attnc.validate_rows(
+        '{"op": "silu_mul", "dtype": "bf16", "hidden": 100}', 1, ok[:2]),
+        "hidden must be a positive multiple of 8")
+
+
 # --- runner ------------------------------------------------------------------
 
 

@@ -33,6 +33,9 @@ struct EmitOptions {
   int64_t warps = 0;     // 0: one warp per 16 query rows (mma)
   int64_t pageSize = 16; // --op decode: the paged cache's page size
   int64_t maxQLen = 1;   // --op decode: most query rows per sequence
+  // Fused elementwise ops (--op add-rmsnorm | silu-mul | gelu-mul).
+  int64_t hidden = 4096;
+  double eps = 1e-6;
 };
 
 void addEmitCommand(CLI::App &app, EmitOptions &opts);

@@ -3,6 +3,7 @@
 
 #include "compiler/Frontend/BuildAttnIR.h"
 #include "compiler/Frontend/BuildDecodeIR.h"
+#include "compiler/Frontend/BuildElementwiseIR.h"
 #include "compiler/Pipelines/MappingChoice.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
@@ -35,8 +36,14 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "the flags below")
       ->check(CLI::ExistingFile);
   emit->add_option("--op", o.op, "Operation to build")
-      ->check(CLI::IsMember(
-          {"attention", "decode", "add-rmsnorm", "silu-mul", "rope"}));
+      ->check(CLI::IsMember({"attention", "decode", "add-rmsnorm", "silu-mul",
+                             "gelu-mul", "rope"}));
+  emit->add_option("--hidden", o.hidden,
+                   "Row length d of an elementwise op's output (silu-mul and "
+                   "gelu-mul read rows of 2d)")
+      ->check(CLI::PositiveNumber);
+  emit->add_option("--eps", o.eps, "RMSNorm epsilon (add-rmsnorm)")
+      ->check(CLI::PositiveNumber);
   emit->add_option("--heads", o.attention.heads, "Query heads")
       ->check(CLI::PositiveNumber);
   emit->add_option("--kv-heads", o.attention.kvHeads,
@@ -75,9 +82,11 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "GPU mapping: auto (wgmma on sm_90a where supported, else "
                    "mma.sync), wgmma, mma (tensor cores) or simt (baseline)")
       ->check(CLI::IsMember({"auto", "wgmma", "mma", "simt"}));
-  emit->add_option("--block-m", o.blockM, "Query rows per program")
+  emit->add_option("--block-m", o.blockM,
+                   "Query rows per program (row kernels: rows per program)")
       ->check(CLI::PositiveNumber);
-  emit->add_option("--block-n", o.blockN, "Keys per KV tile")
+  emit->add_option("--block-n", o.blockN,
+                   "Keys per KV tile (row kernels: threads per row)")
       ->check(CLI::PositiveNumber);
   emit->add_option("--warps", o.warps,
                    "Warps per program (mma: block_m / warps = 16 or 32 query "
@@ -114,10 +123,20 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   }
+  if (o.op == "add-rmsnorm" || o.op == "silu-mul" || o.op == "gelu-mul") {
+    ElementwiseConfig config;
+    config.op = o.op == "add-rmsnorm" ? "add_rmsnorm"
+                : o.op == "silu-mul"  ? "silu_mul"
+                                      : "gelu_mul";
+    config.hidden = o.hidden;
+    config.dtype = o.attention.dtype;
+    config.eps = o.eps;
+    return buildElementwiseModule(ctx, config);
+  }
   if (o.op != "attention" && o.op != "decode") {
     fmt::print(stderr,
-               "attnc: error: --op {} is not implemented yet (only "
-               "'attention' and 'decode' have builders)\n",
+               "attnc: error: --op {} is not implemented yet (builders: "
+               "attention, decode, add-rmsnorm, silu-mul, gelu-mul)\n",
                o.op);
     return nullptr;
   }
@@ -138,6 +157,18 @@ static bool hasDecode(ModuleOp module) {
   bool found = false;
   module.walk([&](attn::DecodeOp) { found = true; });
   return found;
+}
+
+/// Whether the module holds fused elementwise (row) ops rather than
+/// attention.
+static bool hasRowOps(ModuleOp module) {
+  bool rows = false;
+  module.walk([&](Operation *op) {
+    if (isa<attn::MapOp, attn::ReduceOp, attn::SliceOp, attn::SiluMulOp,
+            attn::GeluMulOp, attn::AddRMSNormOp>(op))
+      rows = true;
+  });
+  return rows;
 }
 
 /// The head dim of the module's attention (for tile-size defaults).
@@ -195,13 +226,28 @@ int runEmit(EmitOptions &o) {
     ctx.disableMultithreading();
     pm.enableIRPrinting();
   }
+  const bool rows = hasRowOps(*module);
   bool decodeModule = hasDecode(*module);
   TileOptions tile = defaultTileOptions(
       o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
       headDimOf(*module), causalOf(*module), o.blockM, o.blockN, o.warps);
   if (decodeModule) // one warp per 16 packed query rows
     tile = TileOptions{};
-  if (o.stage != "attn" && decodeModule) {
+  if (rows) {
+    // --block-n: threads per row, --block-m: rows per program.
+    RowOptions rowOptions;
+    rowOptions.threadsPerRow = o.blockN;
+    rowOptions.rowsPerProgram = o.blockM;
+    if (o.stage != "attn")
+      buildRowTilePipeline(pm, rowOptions);
+    if (o.stage == "llvm" || o.stage == "ptx") {
+      fmt::print(stderr,
+                 "attnc: {} path: row kernel (16-byte vectors, "
+                 "shuffle reductions)\n",
+                 o.arch);
+      buildRowGPUPipeline(pm);
+    }
+  } else if (o.stage != "attn" && decodeModule) {
     DecodeTileOptions decode;
     if (o.blockN > 0)
       decode.blockN = o.blockN;
@@ -209,7 +255,7 @@ int runEmit(EmitOptions &o) {
     buildDecodeTilePipeline(pm, decode);
   } else if (o.stage != "attn")
     buildTilePipeline(pm, tile);
-  if (o.stage == "llvm" || o.stage == "ptx") {
+  if (!rows && (o.stage == "llvm" || o.stage == "ptx")) {
     if (o.mapping == "simt") {
       fmt::print(stderr,
                  "attnc: {} path: SIMT (one query row per thread, "
@@ -273,7 +319,10 @@ int runEmit(EmitOptions &o) {
   if (!o.output.empty())
     fmt::print(stderr, "attnc: wrote {} to {}\n",
                o.stage == "ptx" ? "PTX" : o.stage + " IR", o.output);
-  if (o.summary) {
+  if (o.summary && rows) {
+    fmt::print(stderr, "attnc: --summary describes attention kernels only; "
+                       "run ptxas on the PTX for a row kernel\n");
+  } else if (o.summary) {
     std::string reason = "--emit " + o.stage + " produces no PTX";
     if (o.stage == "ptx" && o.output.empty())
       reason = "PTX went to standard output; use -o to keep it";

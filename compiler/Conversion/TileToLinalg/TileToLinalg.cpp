@@ -6,6 +6,7 @@
 // without a GPU. GPU targets map the same tile ops onto threads instead.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Conversion/TileToLinalg/RowsToLinalg.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "dialects/Tile/IR/TileOps.h"
@@ -478,6 +479,7 @@ public:
     patterns
         .add<LowerLoad, LowerStore, LowerDot, LowerScore, LowerSoftmaxUpdate,
              LowerRescale, LowerFinalize, LowerLseAccumulate>(&getContext());
+    populateRowsToLinalgPatterns(patterns);
     ConversionTarget target(getContext());
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, memref::MemRefDialect,
@@ -485,6 +487,7 @@ public:
     target.addIllegalOp<tile::LoadOp, tile::StoreOp, tile::DotOp, tile::ScoreOp,
                         tile::SoftmaxUpdateOp, tile::RescaleOp,
                         tile::FinalizeOp, tile::LseAccumulateOp>();
+    addRowsToLinalgIllegalOps(target);
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

@@ -17,6 +17,9 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <array>
+#include <utility>
+
 using namespace mlir;
 using namespace attnc;
 
@@ -94,4 +97,38 @@ llvm::Expected<uint64_t> HostKernel::lookup(const std::string &name) const {
   if (!symbol)
     return symbol.takeError();
   return symbol->getValue();
+}
+
+namespace {
+
+/// Calls `address` as a function of N uint64_t arguments (pointers and
+/// i64 values are passed alike on the host ABIs attnc runs on).
+template <size_t... I>
+void callWords(uint64_t address, const uint64_t *w, std::index_sequence<I...>) {
+  using Fn = void (*)(decltype(I, uint64_t{})...);
+  reinterpret_cast<Fn>(address)(w[I]...);
+}
+
+template <size_t... N> constexpr auto makeCallTable(std::index_sequence<N...>) {
+  using Caller = void (*)(uint64_t, const uint64_t *);
+  return std::array<Caller, sizeof...(N)>{[](uint64_t a, const uint64_t *w) {
+    callWords(a, w, std::make_index_sequence<N>());
+  }...};
+}
+
+constexpr size_t kMaxWords = 40;
+
+} // namespace
+
+void HostKernel::pointerWords(std::vector<uint64_t> &words, const void *p) {
+  uint64_t v = reinterpret_cast<uintptr_t>(p);
+  words.insert(words.end(), {v, v, 0});
+}
+
+void HostKernel::runWords(const std::vector<uint64_t> &words) const {
+  static constexpr auto table =
+      makeCallTable(std::make_index_sequence<kMaxWords + 1>());
+  if (words.size() > kMaxWords)
+    llvm::report_fatal_error("HostKernel::runWords: too many parameters");
+  table[words.size()](address, words.data());
 }

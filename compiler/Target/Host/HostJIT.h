@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llvm::orc {
 class LLJIT;
@@ -33,6 +34,12 @@ public:
   /// combine), to be called with MLIR's memref calling convention.
   llvm::Expected<uint64_t> lookup(const std::string &name) const;
   uint64_t entryAddress() const { return address; }
+  /// Runs any kernel whose parameters are all rank-0 memrefs (pointers) and
+  /// integers: `words` holds each parameter in order, a pointer `p` as the
+  /// three words (p, p, 0) of MLIR's memref descriptor (see
+  /// pointerWords). At most 40 words.
+  void runWords(const std::vector<uint64_t> &words) const;
+  static void pointerWords(std::vector<uint64_t> &words, const void *p);
 
 private:
   HostKernel() = default;

@@ -11,6 +11,8 @@
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/Attn/IR/AttnEnums.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "dialects/Attn/IR/AttnAttrs.h.inc"
 

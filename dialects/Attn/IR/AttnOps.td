@@ -182,10 +182,11 @@ def Attn_LseMergeOp : Attn_Op<"lse_merge", [Pure,
 //===----------------------------------------------------------------------===//
 
 def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
-                                     ParentOneOf<["AttentionOp"]>]> {
+                                     ParentOneOf<["AttentionOp", "MapOp"]>]> {
   let summary = "Yields the value a scalar region computes";
   let description = [{
-    Terminates the `score` and `mask` regions of `attn.attention`.
+    Terminates the `score` and `mask` regions of `attn.attention` and the
+    body of `attn.map`.
     ```mlir
     attn.yield %s : f32
     ```
@@ -193,5 +194,7 @@ def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
+
+include "dialects/Attn/IR/AttnElementwiseOps.td"
 
 #endif // ATTNC_ATTN_OPS

@@ -234,4 +234,6 @@ def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
 
+include "dialects/Tile/IR/TileRowOps.td"
+
 #endif // ATTNC_TILE_OPS

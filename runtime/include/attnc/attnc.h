@@ -170,6 +170,33 @@ ATTNC_API attnc_status attnc_decode_launch(attnc_context *ctx,
                                            const attnc_kernel *kernel,
                                            const attnc_decode_args *args,
                                            void *stream);
+/* Fused elementwise kernels (ops "silu_mul", "gelu_mul", "add_rmsnorm";
+ * get the kernel with attnc_get_kernel_json, e.g.
+ * {"op": "silu_mul", "dtype": "bf16", "hidden": 14336}). Tensors in the
+ * order of attnc/runtime/RowLaunch.h: silu_mul/gelu_mul: x [rows, 2d],
+ * out [rows, d]; add_rmsnorm: x, residual, weight [d], out, residual_out.
+ * Strides in elements between rows; a [d] tensor ignores rows and stride. */
+typedef struct attnc_row_tensor {
+  const void *data;
+  int64_t rows;
+  int64_t cols;
+  int64_t stride;
+} attnc_row_tensor;
+
+typedef struct attnc_row_args {
+  int64_t rows;
+  int64_t count; /* tensors used, at most 8 */
+  attnc_row_tensor tensors[8];
+} attnc_row_args;
+
+/* Checks row-kernel arguments against a spec (JSON); needs no GPU. */
+ATTNC_API attnc_status attnc_row_validate_json(const char *spec_json,
+                                               const attnc_row_args *args);
+/* Like attnc_attention_launch; rows == 0 launches nothing. */
+ATTNC_API attnc_status attnc_row_launch(attnc_context *ctx,
+                                        const attnc_kernel *kernel,
+                                        const attnc_row_args *args,
+                                        void *stream);
 
 /* Cache maintenance; cache_dir NULL means the default directory. */
 ATTNC_API attnc_status attnc_cache_clear(const char *cache_dir,

@@ -16,6 +16,7 @@
 #include "attnc/runtime/DiskCache.h"
 #include "attnc/runtime/Launch.h"
 #include "attnc/runtime/Resolve.h"
+#include "attnc/runtime/RowLaunch.h"
 #include "attnc/runtime/Spec.h"
 #include "attnc/runtime/Status.h"
 
@@ -73,6 +74,7 @@ private:
   bool fromCubin_ = false;
   bool compiledHere_ = false;
   std::vector<ParamSlot> plan_;
+  std::vector<RowParamSlot> rowPlan_; // row kernels (rowwise_v1)
 };
 
 class Context {
@@ -96,6 +98,11 @@ public:
   // Validates `args` against the kernel's spec, then enqueues the kernel on
   // `stream`. Thread-safe; no allocation, no synchronisation.
   Status launch(const Kernel &kernel, const AttentionArgs &args,
+                CUstream stream) const;
+
+  // The same for a fused elementwise kernel (RowLaunch.h). rows == 0
+  // launches nothing.
+  Status launch(const Kernel &kernel, const RowArgs &args,
                 CUstream stream) const;
 
   // Bytes of scratch memory a launch needs from the caller (split-KV).

@@ -49,6 +49,12 @@ struct KernelSpec {
   // query rows per sequence (speculative decoding).
   int64_t pageSize = 0;
   int64_t maxQLen = 0;
+  // Fused elementwise ops ("silu_mul", "gelu_mul", "add_rmsnorm"): the row
+  // length d (outputs are [rows, d]; the gated ops read [rows, 2d]) and
+  // RMSNorm's epsilon. Attention ignores them (and leaves them out of its
+  // canonical string); elementwise ops ignore the attention fields.
+  int64_t hidden = 0;
+  double eps = 1e-6;
 
   // The softmax scale the kernel applies.
   double effectiveScale() const;
@@ -61,6 +67,9 @@ struct KernelSpec {
 
   bool operator==(const KernelSpec &) const = default;
 };
+
+// Whether `op` names a fused elementwise (row) kernel.
+bool isElementwiseOp(std::string_view op);
 
 // Checks value ranges and the allowed sets of op, dtype and arch.
 Status validateSpec(const KernelSpec &spec);

@@ -1,0 +1,67 @@
+//===- BuildElementwiseIR.cpp - attn IR of the named row kernels ----------===//
+#include "compiler/Frontend/BuildElementwiseIR.h"
+
+#include "attnc/runtime/Spec.h"
+#include "dialects/Attn/IR/AttnOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+using namespace mlir;
+
+OwningOpRef<ModuleOp>
+attnc::buildElementwiseModule(MLIRContext &ctx,
+                              const ElementwiseConfig &config) {
+  ctx.loadDialect<attn::AttnDialect, func::FuncDialect>();
+  Location loc = NameLoc::get(StringAttr::get(&ctx, "attnc --op " + config.op));
+  if (!isElementwiseOp(config.op)) {
+    emitError(loc) << "unknown elementwise op '" << config.op
+                   << "' (expected silu_mul, gelu_mul or add_rmsnorm)";
+    return nullptr;
+  }
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  Type elt =
+      config.dtype == "fp16" ? Type(b.getF16Type()) : Type(b.getBF16Type());
+  int64_t dyn = ShapedType::kDynamic, d = config.hidden;
+  auto rowT = RankedTensorType::get({dyn, d}, elt);
+  auto name = [&](StringRef n) {
+    return b.getDictionaryAttr(
+        b.getNamedAttr("attn.param", b.getStringAttr(n)));
+  };
+  func::FuncOp fn;
+  if (config.op == "add_rmsnorm") {
+    auto wT = RankedTensorType::get({d}, elt);
+    fn = func::FuncOp::create(
+        b, loc, config.op, b.getFunctionType({rowT, rowT, wT}, {rowT, rowT}));
+    fn.setAllArgAttrs(
+        ArrayRef<DictionaryAttr>{name("x"), name("residual"), name("weight")});
+    fn.setAllResultAttrs(
+        ArrayRef<DictionaryAttr>{name("out"), name("residual_out")});
+    Block *body = fn.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    auto op = attn::AddRMSNormOp::create(
+        b, loc, rowT, rowT, body->getArgument(0), body->getArgument(1),
+        body->getArgument(2),
+        b.getF32FloatAttr(static_cast<float>(config.eps)));
+    func::ReturnOp::create(b, loc, op->getResults());
+  } else {
+    auto xT = RankedTensorType::get({dyn, 2 * d}, elt);
+    fn = func::FuncOp::create(b, loc, config.op,
+                              b.getFunctionType({xT}, {rowT}));
+    fn.setAllArgAttrs(ArrayRef<DictionaryAttr>{name("x")});
+    fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{name("out")});
+    Block *body = fn.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    Value r = config.op == "silu_mul"
+                  ? attn::SiluMulOp::create(b, loc, rowT, body->getArgument(0))
+                        .getResult()
+                  : attn::GeluMulOp::create(b, loc, rowT, body->getArgument(0))
+                        .getResult();
+    func::ReturnOp::create(b, loc, r);
+  }
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}

@@ -1,0 +1,178 @@
+//===- RowLaunch.cpp - Launch ABI of the fused elementwise kernels --------===//
+
+#include "attnc/runtime/RowLaunch.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace attnc {
+
+namespace {
+
+Status bad(const KernelSpec &spec, const std::string &message) {
+  return Status(ErrorCode::InvalidArgument,
+                "invalid " + spec.op + " arguments: " + message);
+}
+
+std::string pointerText(const void *p) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%p", p);
+  return buf;
+}
+
+} // namespace
+
+std::vector<RowTensorRole> rowTensorRoles(const KernelSpec &spec) {
+  const int64_t d = spec.hidden;
+  if (spec.op == "silu_mul" || spec.op == "gelu_mul")
+    return {{"x", false, false, 2 * d}, {"out", false, true, d}};
+  if (spec.op == "add_rmsnorm")
+    return {{"x", false, false, d},
+            {"residual", false, false, d},
+            {"weight", true, false, d},
+            {"out", false, true, d},
+            {"residual_out", false, true, d}};
+  return {};
+}
+
+Status validateRowArgs(const KernelSpec &spec, const RowArgs &args) {
+  std::vector<RowTensorRole> roles = rowTensorRoles(spec);
+  if (roles.empty())
+    return bad(spec, "op is not a row kernel");
+  if (args.count != roles.size())
+    return bad(spec, "expected " + std::to_string(roles.size()) +
+                         " tensors, got " + std::to_string(args.count));
+  if (args.rows < 0)
+    return bad(spec, "rows must be >= 0, got " + std::to_string(args.rows));
+  const int64_t elt = elementSize(spec);
+  for (size_t i = 0; i < roles.size(); ++i) {
+    const RowTensorRole &role = roles[i];
+    const RowTensorArg &t = args.tensors[i];
+    std::string name = std::string("tensor '") + role.name + "'";
+    if (!t.data)
+      return bad(spec, name + " is a null pointer");
+    if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
+      return bad(spec, name + " at " + pointerText(t.data) +
+                           " is not 16-byte aligned");
+    if (t.cols != role.cols)
+      return bad(spec,
+                 name + " has " + std::to_string(t.cols) +
+                     " columns, expected " + std::to_string(role.cols) +
+                     (role.vector
+                          ? ""
+                          : " (hidden " + std::to_string(spec.hidden) + ")"));
+    if (role.vector)
+      continue;
+    if (t.rows != args.rows)
+      return bad(spec, name + " has " + std::to_string(t.rows) +
+                           " rows, expected " + std::to_string(args.rows));
+    if (t.stride < t.cols)
+      return bad(spec, name + " has row stride " + std::to_string(t.stride) +
+                           ", less than its " + std::to_string(t.cols) +
+                           " columns (rows must not overlap)");
+    if ((t.stride * elt) % 16 != 0)
+      return bad(spec, name + " has row stride " + std::to_string(t.stride) +
+                           " elements, not a multiple of 16 bytes");
+  }
+  return Status::ok();
+}
+
+Result<std::vector<RowParamSlot>>
+planRowParams(const KernelSpec &spec, const std::vector<KernelParam> &params) {
+  std::vector<RowTensorRole> roles = rowTensorRoles(spec);
+  if (params.size() > kMaxKernelParams)
+    return Status(ErrorCode::Unsupported, "too many kernel parameters");
+  std::vector<RowParamSlot> plan;
+  for (const KernelParam &p : params) {
+    RowParamSlot slot{RowParamSlot::Source::Rows, 0, p.kind};
+    bool found = p.name == "rows";
+    for (size_t i = 0; i < roles.size() && !found; ++i) {
+      if (p.name == roles[i].name) {
+        slot = {RowParamSlot::Source::Pointer, static_cast<uint8_t>(i), p.kind};
+        found = true;
+      } else if (!roles[i].vector &&
+                 p.name == std::string(roles[i].name) + "_stride") {
+        slot = {RowParamSlot::Source::Stride, static_cast<uint8_t>(i), p.kind};
+        found = true;
+      }
+    }
+    if (!found)
+      return Status(ErrorCode::Unsupported, "kernel parameter '" + p.name +
+                                                "' is unknown to op " +
+                                                spec.op);
+    bool pointer = slot.source == RowParamSlot::Source::Pointer;
+    if (pointer ? p.kind != ParamKind::Ptr
+                : (p.kind != ParamKind::I64 && p.kind != ParamKind::I32))
+      return Status(ErrorCode::Unsupported,
+                    "kernel parameter '" + p.name + "' has kind " +
+                        paramKindName(p.kind) + ", expected " +
+                        (pointer ? "ptr" : "i64 or i32"));
+    plan.push_back(slot);
+  }
+  return plan;
+}
+
+Status packRowParams(const std::vector<RowParamSlot> &plan, const RowArgs &args,
+                     PackedParams &out) {
+  out.count = plan.size();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const RowParamSlot &slot = plan[i];
+    uint64_t &cell = out.storage[i];
+    cell = 0;
+    const RowTensorArg &t = args.tensors[slot.tensor];
+    if (slot.source == RowParamSlot::Source::Pointer) {
+      std::memcpy(&cell, &t.data, sizeof(void *));
+    } else {
+      int64_t v =
+          slot.source == RowParamSlot::Source::Rows ? args.rows : t.stride;
+      if (slot.kind == ParamKind::I32) {
+        if (v > INT32_MAX || v < INT32_MIN)
+          return Status(ErrorCode::InvalidArgument,
+                        "a row-kernel parameter does not fit in 32 bits");
+        int32_t narrow = static_cast<int32_t>(v);
+        std::memcpy(&cell, &narrow, sizeof(narrow));
+      } else {
+        std::memcpy(&cell, &v, sizeof(v));
+      }
+    }
+    out.pointers[i] = &cell;
+  }
+  return Status::ok();
+}
+
+Result<LaunchGeometry> rowGeometry(const KernelMetadata &meta,
+                                   const RowArgs &args) {
+  if (meta.blockM < 1)
+    return Status(ErrorCode::CacheCorrupt, "row kernel with block_m < 1");
+  int64_t programs = (args.rows + meta.blockM - 1) / meta.blockM;
+  if (programs > INT32_MAX)
+    return Status(ErrorCode::InvalidArgument,
+                  std::to_string(args.rows) + " rows need " +
+                      std::to_string(programs) +
+                      " programs, more than CUDA's grid allows");
+  LaunchGeometry g;
+  g.grid = {static_cast<uint32_t>(programs), 1, 1};
+  for (int i = 0; i < 3; ++i)
+    g.block[i] = static_cast<uint32_t>(meta.block[i]);
+  g.dynamicSmem = static_cast<uint32_t>(meta.dynamicSmem);
+  return g;
+}
+
+RowTraffic rowTraffic(const KernelSpec &spec, int64_t rows) {
+  const int64_t e = elementSize(spec), d = spec.hidden, n = rows * d;
+  RowTraffic t;
+  if (spec.op == "silu_mul" || spec.op == "gelu_mul") {
+    t.fused = 3 * n * e; // read 2d, write d
+    // act(x[:d]) -> tmp, then tmp * x[d:] -> out: read d, write d; read 2d,
+    // write d.
+    t.unfused = 5 * n * e;
+  } else if (spec.op == "add_rmsnorm") {
+    t.fused = 4 * n * e + d * e; // read x, residual, weight; write two
+    // x + residual -> h; then the norm reads h (twice: the square-sum and the
+    // scaling) and writes out.
+    t.unfused = (3 * n + 3 * n) * e + d * e;
+  }
+  return t;
+}
+
+} // namespace attnc

@@ -1,0 +1,174 @@
+//===- RowLaunchTest.cpp - row-kernel specs, validation and packing -------===//
+#include "attnc/runtime/RowLaunch.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+using namespace attnc;
+
+namespace {
+
+KernelSpec rmsSpec() {
+  KernelSpec s;
+  s.op = "add_rmsnorm";
+  s.hidden = 4096;
+  return s;
+}
+
+alignas(16) char arena[1024];
+
+RowArgs rmsArgs(int64_t rows) {
+  RowArgs a;
+  a.rows = rows;
+  a.count = 5;
+  for (size_t i = 0; i < 5; ++i)
+    a.tensors[i] = {arena + 16 * i, rows, 4096, 4096};
+  a.tensors[2] = {arena + 32, 1, 4096, 4096}; // weight
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("row specs: validation, canonical form and JSON", "[rows]") {
+  KernelSpec s = rmsSpec();
+  CHECK(validateSpec(s).isOk());
+  std::string canonical = s.canonical();
+  CHECK(canonical.find("op=add_rmsnorm") != std::string::npos);
+  CHECK(canonical.find(";hidden=4096;eps=1e-06") != std::string::npos);
+  // The row knobs reach the key.
+  KernelSpec other = s;
+  other.hidden = 2048;
+  CHECK(other.canonical() != canonical);
+  other = s;
+  other.eps = 1e-5;
+  CHECK(other.canonical() != canonical);
+  other = s;
+  other.tuning.blockN = 64;
+  CHECK(other.canonical() != canonical);
+  // eps is not a knob of silu_mul.
+  KernelSpec a = s, b = s;
+  a.op = b.op = "silu_mul";
+  b.eps = 1e-3;
+  CHECK(a.canonical() == b.canonical());
+  // Attention keys are unchanged by the row fields.
+  KernelSpec att;
+  att.heads = att.kvHeads = 8;
+  att.headDim = 64;
+  CHECK(att.canonical().find("hidden") == std::string::npos);
+
+  s.hidden = 100;
+  CHECK(validateSpec(s).message() ==
+        "invalid kernel spec: hidden must be a positive multiple of 8 "
+        "(16-byte rows), got 100");
+  s = rmsSpec();
+  s.eps = 0;
+  CHECK(validateSpec(s).message() ==
+        "invalid kernel spec: eps must be finite and > 0 (got 0)");
+  s = rmsSpec();
+  s.tuning.blockN = 48;
+  CHECK_FALSE(validateSpec(s).isOk());
+
+  auto parsed = parseSpecFile(
+      R"({"specs": [{"op": "silu_mul", "dtype": "bf16", "hidden": 14336}]})");
+  REQUIRE(parsed.isOk());
+  CHECK((*parsed)[0].hidden == 14336);
+  CHECK((*parsed)[0].op == "silu_mul");
+  auto back = parseSpecFile(writeSpecFile(*parsed));
+  REQUIRE(back.isOk());
+  CHECK((*back)[0] == (*parsed)[0]);
+  auto missing =
+      parseSpecFile(R"({"specs": [{"op": "silu_mul", "dtype": "bf16"}]})");
+  CHECK_FALSE(missing.isOk());
+}
+
+TEST_CASE("row arguments: each error names the tensor", "[rows]") {
+  KernelSpec s = rmsSpec();
+  CHECK(validateRowArgs(s, rmsArgs(7)).isOk());
+  CHECK(validateRowArgs(s, rmsArgs(0)).isOk());
+
+  RowArgs a = rmsArgs(7);
+  a.tensors[1].data = nullptr;
+  CHECK(validateRowArgs(s, a).message() ==
+        "invalid add_rmsnorm arguments: tensor 'residual' is a null pointer");
+  a = rmsArgs(7);
+  a.tensors[3].data = arena + 2;
+  CHECK(validateRowArgs(s, a).message().find("tensor 'out' at ") !=
+        std::string::npos);
+  CHECK(validateRowArgs(s, a).message().find("is not 16-byte aligned") !=
+        std::string::npos);
+  a = rmsArgs(7);
+  a.tensors[2].cols = 4095;
+  CHECK(validateRowArgs(s, a).message() ==
+        "invalid add_rmsnorm arguments: tensor 'weight' has 4095 columns, "
+        "expected 4096");
+  a = rmsArgs(7);
+  a.tensors[4].rows = 6;
+  CHECK(validateRowArgs(s, a).message() ==
+        "invalid add_rmsnorm arguments: tensor 'residual_out' has 6 rows, "
+        "expected 7");
+  a = rmsArgs(7);
+  a.tensors[0].stride = 4100;
+  CHECK(validateRowArgs(s, a).message() ==
+        "invalid add_rmsnorm arguments: tensor 'x' has row stride 4100 "
+        "elements, not a multiple of 16 bytes");
+  a = rmsArgs(7);
+  a.tensors[0].stride = 4088;
+  CHECK(validateRowArgs(s, a).message().find("less than its 4096 columns") !=
+        std::string::npos);
+  a = rmsArgs(7);
+  a.count = 2;
+  CHECK(validateRowArgs(s, a).message() ==
+        "invalid add_rmsnorm arguments: expected 5 tensors, got 2");
+}
+
+TEST_CASE("row parameters are packed by name", "[rows]") {
+  KernelSpec s = rmsSpec();
+  std::vector<KernelParam> params = {{"x", ParamKind::Ptr},
+                                     {"residual", ParamKind::Ptr},
+                                     {"weight", ParamKind::Ptr},
+                                     {"out", ParamKind::Ptr},
+                                     {"residual_out", ParamKind::Ptr},
+                                     {"rows", ParamKind::I64},
+                                     {"x_stride", ParamKind::I64},
+                                     {"residual_stride", ParamKind::I64},
+                                     {"out_stride", ParamKind::I32},
+                                     {"residual_out_stride", ParamKind::I64}};
+  auto plan = planRowParams(s, params);
+  REQUIRE(plan.isOk());
+  RowArgs a = rmsArgs(9);
+  a.tensors[3].stride = 8192;
+  PackedParams packed;
+  REQUIRE(packRowParams(*plan, a, packed).isOk());
+  CHECK(packed.count == params.size());
+  const void *p = nullptr;
+  std::memcpy(&p, packed.pointers[2], sizeof(p));
+  CHECK(p == a.tensors[2].data);
+  int64_t rows = 0;
+  std::memcpy(&rows, packed.pointers[5], sizeof(rows));
+  CHECK(rows == 9);
+  int32_t outStride = 0;
+  std::memcpy(&outStride, packed.pointers[8], sizeof(outStride));
+  CHECK(outStride == 8192);
+
+  params.push_back({"weight_stride", ParamKind::I64}); // weights have none
+  CHECK(planRowParams(s, params).status().message() ==
+        "kernel parameter 'weight_stride' is unknown to op add_rmsnorm");
+
+  KernelMetadata meta;
+  meta.blockM = 4;
+  meta.block = {128, 1, 1};
+  auto g = rowGeometry(meta, rmsArgs(9));
+  REQUIRE(g.isOk());
+  CHECK(g->grid[0] == 3);
+  CHECK(g->block[0] == 128);
+}
+
+TEST_CASE("SiluAndMul moves 0.70 GB fused against 1.17 GB unfused", "[rows]") {
+  KernelSpec s;
+  s.op = "silu_mul";
+  s.hidden = 14336;
+  RowTraffic t = rowTraffic(s, 8192);
+  CHECK(t.fused == 704643072);    // 0.70 GB
+  CHECK(t.unfused == 1174405120); // 1.17 GB
+}
