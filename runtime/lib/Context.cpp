@@ -308,8 +308,10 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
                                              std::string(kDecodeCombineEntry) +
                                              ")"));
   }
-  // Above 48 KiB of dynamic shared memory a kernel must opt in, once.
-  if (meta.dynamicSmem > 48 * 1024) {
+  // A kernel opts in to its dynamic shared memory, once: above 48 KiB it
+  // must, and at exactly 48 KiB so must it when it has any static shared
+  // memory too (the limit counts both).
+  if (meta.dynamicSmem > 0) {
     result = driver_->cuFuncSetAttribute(
         kernel->function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         static_cast<int>(meta.dynamicSmem));

@@ -294,12 +294,18 @@ TEST_CASE("large dynamic shared memory is opted into once, at load",
   CHECK(fake().lastLaunch().dynamicSmem == 160 * 1024);
   CHECK(f.stats().setAttributeCalls == 1);
 
-  // At or below 48 KiB no opt-in is needed.
+  // At 48 KiB too (any static shared memory would push it over), but not
+  // without dynamic shared memory.
   Fixture small;
   auto context2 = small.context();
   small.compiler->dynamicSmem = 48 * 1024;
   REQUIRE(context2->getKernel(spec).isOk());
-  CHECK(small.stats().setAttributeCalls == 0);
+  CHECK(small.stats().setAttributeCalls == 1);
+  Fixture none;
+  auto context4 = none.context();
+  none.compiler->dynamicSmem = 0;
+  REQUIRE(context4->getKernel(spec).isOk());
+  CHECK(none.stats().setAttributeCalls == 0);
 
   // More than the device allows is reported at load.
   Fixture huge;
