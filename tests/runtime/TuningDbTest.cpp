@@ -123,9 +123,15 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
 
   TuningChoice other = chooseTuning(&db, "NVIDIA H200", s, {1, 16384, 16384});
   CHECK_FALSE(other.fromDatabase);
-  CHECK(other.tuning.blockM == 128);
-  CHECK(other.tuning.blockN == 32);
-  CHECK(other.tuning.warps == 4);
+  CHECK(other.tuning.blockM == 64); // sm_90a, D128: the wgmma tiles
+  CHECK(other.tuning.blockN == 64);
+  KernelSpec ampere = s;
+  ampere.arch = "sm_80";
+  TuningConfig mma =
+      chooseTuning(&db, "NVIDIA H200", ampere, {1, 16384, 16384}).tuning;
+  CHECK(mma.blockM == 128);
+  CHECK(mma.blockN == 32);
+  CHECK(mma.warps == 4);
   CHECK_THAT(other.why, Catch::Contains("no database entry"));
 
   KernelSpec d256 = s;
