@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct SummaryInput {
   std::string ptxPath; // empty: no PTX was kept
   std::string ptxMissingReason;
   std::string ptx; // the PTX text, for ptxas
+  // Per kernel: the dynamic shared memory and threads the mapping recorded
+  // (ptxas sees only static shared memory).
+  std::map<std::string, std::pair<int64_t, int64_t>> launch;
 };
 void printSummary(const SummaryInput &in);
 

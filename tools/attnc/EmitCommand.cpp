@@ -1,6 +1,7 @@
 //===- EmitCommand.cpp - attnc emit ---------------------------------------===//
 #include "tools/attnc/Commands.h"
 
+#include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 #include "compiler/Frontend/BuildAttnIR.h"
 #include "compiler/Frontend/BuildDecodeIR.h"
 #include "compiler/Frontend/BuildElementwiseIR.h"
@@ -327,8 +328,16 @@ int runEmit(EmitOptions &o) {
     if (o.stage == "ptx" && o.output.empty())
       reason = "PTX went to standard output; use -o to keep it";
     bool kept = o.stage == "ptx" && !o.output.empty();
-    printSummary({o, *originalAttention, kept ? o.output : "", reason,
-                  kept ? text : std::string()});
+    SummaryInput summary{
+        o,      *originalAttention,          kept ? o.output : "",
+        reason, kept ? text : std::string(), {}};
+    if (auto all =
+            (*module)->getAttrOfType<DictionaryAttr>("attnc.launch_info"))
+      for (NamedAttribute kernel : all)
+        if (auto info = gpu_emit::launchInfo(*module, kernel.getName()))
+          summary.launch[kernel.getName().str()] = {info->dynamicSmem,
+                                                    info->threads};
+    printSummary(summary);
   }
   return 0;
 }

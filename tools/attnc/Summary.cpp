@@ -62,11 +62,17 @@ void printSummary(const SummaryInput &in) {
     PtxasResult r = runPtxas(in.ptx, o.arch, ATTNC_PTXAS_PATH);
     if (!r.ok)
       fmt::print("ptxas:  FAILED for {}:\n{}\n", o.arch, r.log);
-    for (const KernelResources &k : r.kernels)
-      fmt::print("ptxas:  {} ({}): {} registers, {} bytes shared memory, "
-                 "{} bytes stack, spills {} B stored / {} B loaded\n",
-                 k.name, o.arch, k.registers, k.sharedBytes, k.stackFrameBytes,
-                 k.spillStoreBytes, k.spillLoadBytes);
+    for (const KernelResources &k : r.kernels) {
+      auto it = in.launch.find(k.name);
+      int64_t dynamicSmem = it == in.launch.end() ? 0 : it->second.first;
+      int64_t threads = it == in.launch.end() ? 0 : it->second.second;
+      fmt::print("ptxas:  {} ({}): {} registers, {} threads, {} bytes shared "
+                 "memory ({} dynamic + {} static), {} bytes stack, spills {} B "
+                 "stored / {} B loaded\n",
+                 k.name, o.arch, k.registers, threads,
+                 dynamicSmem + k.sharedBytes, dynamicSmem, k.sharedBytes,
+                 k.stackFrameBytes, k.spillStoreBytes, k.spillLoadBytes);
+    }
   }
 
   AttentionProblem p = problemOf(op, o);
