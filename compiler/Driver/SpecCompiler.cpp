@@ -23,6 +23,42 @@
 
 using namespace mlir;
 
+namespace {
+
+DialectRegistry allDialects() {
+  DialectRegistry registry;
+  attnc::registerAllDialects(registry);
+  return registry;
+}
+
+/// What every compile of a spec needs: a context with all of attnc's
+/// dialects, whose diagnostics are collected into the compile error.
+struct CompileSession {
+  explicit CompileSession(const attnc::KernelSpec &spec)
+      : spec(spec), ctx(allDialects(), MLIRContext::Threading::DISABLED),
+        collect(&ctx, [this](Diagnostic &d) {
+          llvm::raw_string_ostream os(diagnostics);
+          os << d.getLocation() << ": " << d.str() << "\n";
+          return success();
+        }) {
+    ctx.loadAllAvailableDialects();
+    ctx.printOpOnDiagnostic(false);
+  }
+
+  attnc::Status fail(const std::string &what) const {
+    return attnc::Status(attnc::ErrorCode::CompileError,
+                         what + " for spec '" + spec.canonical() + "'\n" +
+                             diagnostics);
+  }
+
+  const attnc::KernelSpec &spec;
+  MLIRContext ctx;
+  std::string diagnostics;
+  ScopedDiagnosticHandler collect;
+};
+
+} // namespace
+
 attnc::AttentionConfig attnc::attentionConfigOf(const KernelSpec &spec) {
   AttentionConfig c;
   c.heads = spec.heads;
@@ -48,22 +84,9 @@ attnc::AttentionConfig attnc::attentionConfigOf(const KernelSpec &spec) {
 static attnc::Result<attnc::CompiledKernel>
 compileRowKernel(const attnc::KernelSpec &spec) {
   using namespace attnc;
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
-  ctx.loadAllAvailableDialects();
-  ctx.printOpOnDiagnostic(false);
-  std::string diagnostics;
-  ScopedDiagnosticHandler collect(&ctx, [&](Diagnostic &d) {
-    llvm::raw_string_ostream os(diagnostics);
-    os << d.getLocation() << ": " << d.str() << "\n";
-    return success();
-  });
-  auto fail = [&](const std::string &what) {
-    return Status(ErrorCode::CompileError, what + " for spec '" +
-                                               spec.canonical() + "'\n" +
-                                               diagnostics);
-  };
+  CompileSession session(spec);
+  MLIRContext &ctx = session.ctx;
+  auto fail = [&](const std::string &what) { return session.fail(what); };
   ElementwiseConfig config;
   config.op = spec.op;
   config.hidden = spec.hidden;
@@ -130,22 +153,9 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
                   "attnc can compile only ops 'attention_fwd' and 'decode' "
                   "so far, not '" +
                       spec.op + "'");
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
-  ctx.loadAllAvailableDialects();
-  ctx.printOpOnDiagnostic(false);
-  std::string diagnostics;
-  ScopedDiagnosticHandler collect(&ctx, [&](Diagnostic &d) {
-    llvm::raw_string_ostream os(diagnostics);
-    os << d.getLocation() << ": " << d.str() << "\n";
-    return success();
-  });
-  auto fail = [&](const std::string &what) {
-    return Status(ErrorCode::CompileError, what + " for spec '" +
-                                               spec.canonical() + "'\n" +
-                                               diagnostics);
-  };
+  CompileSession session(spec);
+  MLIRContext &ctx = session.ctx;
+  auto fail = [&](const std::string &what) { return session.fail(what); };
 
   OwningOpRef<ModuleOp> module =
       spec.customIr.empty() ? buildAttentionModule(ctx, attentionConfigOf(spec))
@@ -215,22 +225,9 @@ attnc::SpecCompiler::compileDecode(const KernelSpec &spec) {
     return Status(ErrorCode::Unsupported,
                   "op 'decode' is built from its spec; custom IR is not "
                   "supported for it yet");
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
-  ctx.loadAllAvailableDialects();
-  ctx.printOpOnDiagnostic(false);
-  std::string diagnostics;
-  ScopedDiagnosticHandler collect(&ctx, [&](Diagnostic &d) {
-    llvm::raw_string_ostream os(diagnostics);
-    os << d.getLocation() << ": " << d.str() << "\n";
-    return success();
-  });
-  auto fail = [&](const std::string &what) {
-    return Status(ErrorCode::CompileError, what + " for spec '" +
-                                               spec.canonical() + "'\n" +
-                                               diagnostics);
-  };
+  CompileSession session(spec);
+  MLIRContext &ctx = session.ctx;
+  auto fail = [&](const std::string &what) { return session.fail(what); };
   OwningOpRef<ModuleOp> module = buildDecodeModule(ctx, decodeConfigOf(spec));
   if (!module)
     return fail("the decode does not verify");
