@@ -24,7 +24,7 @@ attnc::MappingChoice attnc::chooseTensorCoreMapping(const std::string &arch,
     c.mapping = GPUMapping::MMA;
     c.why = arch + " has no wgmma";
   } else if (std::string reason = wgmma::unsupportedReason(
-                 headDim, tile.blockM, tile.blockN, elementBits);
+                 headDim, tile.blockM, tile.blockN, elementBits, tile.kvStages);
              !reason.empty()) {
     c.mapping = GPUMapping::MMA;
     c.why = "fallback: the wgmma mapping " + reason;
@@ -42,7 +42,7 @@ void attnc::buildMappingPipeline(mlir::OpPassManager &pm, GPUMapping mapping,
                                  const TileOptions &tile) {
   switch (mapping) {
   case GPUMapping::WGMMA:
-    buildWGMMAPipeline(pm);
+    buildWGMMAPipeline(pm, tile);
     return;
   case GPUMapping::MMA:
     buildMMAPipeline(pm, tile);

@@ -20,7 +20,8 @@ using namespace mlir;
 attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
                                              int64_t headDim, bool causal,
                                              int64_t blockM, int64_t blockN,
-                                             int64_t warps) {
+                                             int64_t warps,
+                                             int64_t stages) {
   TileOptions t;
   if (mapping == GPUMapping::SIMT) {
     t.blockM = 64;
@@ -34,11 +35,15 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
     t.blockN = h.blockN;
     if (!warps && !blockM && h.warps)
       warps = h.warps;
+    if (!stages && h.stages)
+      stages = h.stages;
   }
   if (blockM > 0)
     t.blockM = blockM;
   if (blockN > 0)
     t.blockN = blockN;
+  if (stages > 0)
+    t.kvStages = stages;
   if (mapping == GPUMapping::MMA) {
     t.rowsPerWarp = warps > 0 ? t.blockM / warps : 16;
     // Two m16 tiles per warp leave no registers for Q's fragments.
@@ -129,8 +134,10 @@ void attnc::buildMMAPipeline(OpPassManager &pm, const TileOptions &options) {
   addGPUToNVVM(pm);
 }
 
-void attnc::buildWGMMAPipeline(OpPassManager &pm) {
-  pm.addPass(createMapTileToWGMMA());
+void attnc::buildWGMMAPipeline(OpPassManager &pm, const TileOptions &options) {
+  MapTileToWGMMAOptions wgmma;
+  wgmma.kvStages = options.kvStages;
+  pm.addPass(createMapTileToWGMMA(wgmma));
   addGPUToNVVM(pm);
   // wgmma (and its fences) are PTX-builder ops: inline PTX before
   // translation, after everything else has reached NVVM.

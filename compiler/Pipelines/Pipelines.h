@@ -15,6 +15,8 @@ struct TileOptions {
   // staged in shared memory rather than held in registers.
   int64_t rowsPerWarp = 16;
   bool qInSmem = false;
+  // wgmma mapping: tiles in each of the K and V shared-memory rings.
+  int64_t kvStages = 2;
 };
 
 /// The GPU mapping a kernel is lowered with.
@@ -25,9 +27,10 @@ enum class GPUMapping { MMA, SIMT, WGMMA };
 /// runtime's heuristicTuning (TuningDb.h); Q goes to shared memory where
 /// registers would not hold it (32 rows per warp, or head dim 256). SIMT:
 /// 64 rows (threads) and 32 keys, to bound the per-thread registers.
+/// `stages` sets the wgmma mapping's K/V ring depth (default 2).
 TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim, bool causal,
                                int64_t blockM = 0, int64_t blockN = 0,
-                               int64_t warps = 0);
+                               int64_t warps = 0, int64_t stages = 0);
 
 /// attn (graph level) -> tile (kernel level).
 void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);
@@ -59,7 +62,8 @@ void buildMMAPipeline(mlir::OpPassManager &pm, const TileOptions &options = {});
 
 /// tile -> NVVM (with wgmma as inline PTX) for sm_90a through the wgmma
 /// mapping (one warpgroup per 64 query rows; see TileToWGMMA.cpp).
-void buildWGMMAPipeline(mlir::OpPassManager &pm);
+void buildWGMMAPipeline(mlir::OpPassManager &pm,
+                        const TileOptions &options = {});
 
 /// Row kernels (fused elementwise): 0 = chosen by row length.
 struct RowOptions {

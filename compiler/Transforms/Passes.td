@@ -138,7 +138,14 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
     softmax and the store use the m16n8 C layout each warp holds. Block:
     2 · block_m threads. Head dims 64 and 128, 16-bit inputs; other variants
     are rejected with a diagnostic (the drivers fall back to mma.sync).
+    Schedule: K and V copied into rings of kv-stages tiles, kv-stages - 1
+    tiles ahead; the softmax of tile j runs under the P·V wgmma of tile
+    j - 1.
   }];
+  let options = [
+    Option<"kvStages", "kv-stages", "int64_t", /*default=*/"2",
+           "Tiles in each of the K and V shared-memory rings (2-4)">,
+  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",

@@ -162,6 +162,55 @@ std::vector<Case> correctnessCases() {
   c.spec.tuning.blockM = 128;
   c.spec.tuning.blockN = 64;
   cs.push_back(c);
+  // The wgmma K/V rings (kv-stages): one tile only (prologue and epilogue
+  // alone), two tiles, three stages with fewer tiles than stages, and
+  // 128-key tiles with rows that see no key at all.
+  c = {"wgmma 128x128 s2, D128, Sq=Skv=100 (one tile)",
+       spec(2, 2, 128, "bf16"),
+       1,
+       100,
+       100,
+       true};
+  c.spec.tuning = {128, 128, 2, 0};
+  cs.push_back(c);
+  c = {"wgmma 64x64 s3, D128 causal, Sq=Skv=130 (fewer tiles than stages)",
+       spec(4, 2, 128, "bf16"),
+       2,
+       130,
+       130,
+       false};
+  c.spec.causal = true;
+  c.spec.tuning = {64, 64, 3, 0};
+  cs.push_back(c);
+  c = {"wgmma 128x128 s3, D64 fp16, Sq=1000 Skv=1777, window (300,40)",
+       spec(4, 1, 64, "fp16"),
+       2,
+       1000,
+       1777,
+       true};
+  c.spec.windowLeft = 300;
+  c.spec.windowRight = 40;
+  c.spec.tuning = {128, 128, 3, 0};
+  cs.push_back(c);
+  c = {"wgmma 128x128 s2, D128 causal, Sq=700 > Skv=333 (masked rows), "
+       "softcap 20",
+       spec(4, 4, 128, "bf16"),
+       1,
+       700,
+       333,
+       true};
+  c.spec.causal = true;
+  c.spec.softcap = 20.0;
+  c.spec.tuning = {128, 128, 2, 0};
+  cs.push_back(c);
+  c = {"wgmma 192x64 s4, D128, Sq=Skv=2049",
+       spec(3, 1, 128, "bf16"),
+       1,
+       2049,
+       2049,
+       false};
+  c.spec.tuning = {192, 64, 4, 0};
+  cs.push_back(c);
   c = {"sm_80 mma.sync, same as the first case",
        cs[0].spec,
        cs[0].batch,
@@ -179,17 +228,27 @@ std::vector<Case> benchCases() {
   // mma.sync; wgmma takes 2 x block_m threads whatever the warps), compared
   // in one run.
   struct Tiles {
-    int64_t headDim, blockM, blockN, warps;
+    int64_t headDim, blockM, blockN, warps, stages;
     const char *name;
   };
   const Tiles tiles[] = {
-      {128, 0, 0, 0, "default"},      {128, 128, 64, 4, "128x64 w4"},
-      {128, 128, 32, 4, "128x32 w4"}, {128, 64, 64, 4, "64x64 w4"},
-      {128, 128, 64, 8, "128x64 w8"}, {64, 0, 0, 0, "default"},
-      {64, 128, 64, 4, "128x64 w4"},  {64, 128, 128, 4, "128x128 w4"},
-      {64, 64, 64, 4, "64x64 w4"},    {256, 0, 0, 0, "default"},
-      {256, 64, 32, 4, "64x32 w4"},   {256, 128, 32, 8, "128x32 w8"},
-      {256, 64, 64, 4, "64x64 w4"}};
+      {128, 0, 0, 0, 0, "default"},
+      {128, 128, 128, 0, 2, "128x128 s2"},
+      {128, 128, 64, 0, 2, "128x64 s2"},
+      {128, 128, 64, 0, 3, "128x64 s3"},
+      {128, 64, 128, 0, 2, "64x128 s2"},
+      {128, 64, 64, 0, 2, "64x64 s2"},
+      {128, 128, 128, 0, 3, "128x128 s3"},
+      {128, 192, 64, 0, 2, "192x64 s2"},
+      {128, 128, 64, 4, 0, "128x64 w4"},
+      {128, 128, 32, 4, 0, "128x32 w4"},
+      {64, 0, 0, 0, 0, "default"},
+      {64, 128, 128, 0, 2, "128x128 s2"},
+      {64, 128, 128, 0, 3, "128x128 s3"},
+      {64, 192, 128, 0, 2, "192x128 s2"},
+      {64, 128, 64, 4, 0, "128x64 w4"},
+      {256, 0, 0, 0, 0, "default"},
+      {256, 64, 32, 4, 0, "64x32 w4"}};
   std::vector<Case> cs;
   for (const Tiles &t : tiles)
     for (bool causal : {false, true}) {
@@ -202,13 +261,14 @@ std::vector<Case> benchCases() {
       c.spec.tuning.blockM = t.blockM;
       c.spec.tuning.blockN = t.blockN;
       c.spec.tuning.warps = t.warps;
+      c.spec.tuning.stages = t.stages;
       c.tiles = t.name;
       cs.push_back(c);
     }
   // The same tiles through sm_80's mma.sync mapping where sm_90a takes
   // wgmma (D = 64, 128): the two mappings side by side.
   for (size_t i = 0, n = cs.size(); i < n; ++i)
-    if (cs[i].spec.headDim <= 128) {
+    if (cs[i].spec.headDim <= 128 && cs[i].spec.tuning.stages == 0) {
       Case c = cs[i];
       c.spec.arch = "sm_80";
       cs.push_back(c);

@@ -32,6 +32,7 @@ struct EmitOptions {
   int64_t blockM = 0;           // 0: the mapping's default for the head dim
   int64_t blockN = 0;
   int64_t warps = 0;     // 0: one warp per 16 query rows (mma)
+  int64_t stages = 0;    // 0: the default K/V ring depth (wgmma)
   int64_t pageSize = 16; // --op decode: the paged cache's page size
   int64_t maxQLen = 1;   // --op decode: most query rows per sequence
   // Fused elementwise ops (--op add-rmsnorm | silu-mul | gelu-mul).

@@ -93,6 +93,10 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "Warps per program (mma: block_m / warps = 16 or 32 query "
                    "rows per warp)")
       ->check(CLI::PositiveNumber);
+  emit->add_option("--stages", o.stages,
+                   "wgmma: tiles in each of the K and V shared-memory rings "
+                   "(2-4; default 2)")
+      ->check(CLI::Range(2, 4));
   emit->add_option("--page-size", o.pageSize,
                    "--op decode: tokens per page of the paged KV cache")
       ->check(CLI::PositiveNumber);
@@ -231,7 +235,8 @@ int runEmit(EmitOptions &o) {
   bool decodeModule = hasDecode(*module);
   TileOptions tile = defaultTileOptions(
       o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
-      headDimOf(*module), causalOf(*module), o.blockM, o.blockN, o.warps);
+      headDimOf(*module), causalOf(*module), o.blockM, o.blockN, o.warps,
+      o.stages);
   if (decodeModule) // one warp per 16 packed query rows
     tile = TileOptions{};
   if (rows) {

@@ -75,7 +75,10 @@ struct Frags {
 
 class WGMMAEmitter : public gpu_emit::TileEmitter<WGMMAEmitter> {
 public:
-  using TileEmitter::TileEmitter;
+  WGMMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
+               tile::LaunchAttr launch, ArrayRef<Value> buffers,
+               int64_t kvStages)
+      : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages) {}
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -110,30 +113,37 @@ private:
   Value fromRows(VectorType t, ArrayRef<Value> rows);
   Value quadReduce(Value x, bool max);
 
-  /// cp.async of rows [row, row + R) of a [B, H, S, D] view into `buf` in
-  /// the swizzled layout, zero past the sequence end; one commit group.
-  void issueStage(tile::LoadOp op, Value buf, Value row, bool barrier);
-  void waitForStaged(Value buf);
-  /// The descriptor of the bytes at `offset` in `buf`.
-  Value descriptor(Value buf, int64_t offset, int64_t lbo, int64_t sbo);
-  /// S = Q·Kᵀ (both from shared memory) for this warpgroup's 64 rows.
-  SmallVector<Value> wgmmaQK(Value q, Value k, int64_t n, int64_t d);
-  /// O += P·V with P in registers (A fragments), V from shared memory.
-  SmallVector<Value> wgmmaPV(ArrayRef<Value> p, Value v, ArrayRef<Value> acc,
-                             int64_t d);
+  /// cp.async of rows [row, row + R) of a [B, H, S, D] view into `buf` (or
+  /// stage `stage` of the ring `buf`) in the swizzled layout, zero past the
+  /// sequence end and wherever `live` is false; no commit.
+  void issueStage(tile::LoadOp op, Value buf, Value row, Value stage = {},
+                  Value live = {});
+  void commitGroup() { NVVM::CpAsyncCommitGroupOp::create(b, loc); }
+  /// cp.async.wait_group(pending), then the proxy fence and a barrier: the
+  /// copies of every thread are visible to wgmma.
+  void waitForCopies(int64_t pending);
+  /// The descriptor of the bytes at `offset` (+ `dynOffset` bytes) in `buf`.
+  Value descriptor(Value buf, int64_t offset, int64_t lbo, int64_t sbo,
+                   Value dynOffset = {});
+  /// Issues S = Q·Kᵀ (both from shared memory) for this warpgroup's 64
+  /// rows as one commit group; the accumulators are valid after the wait.
+  Value issueQK(Value q, Value k, Value kOffset, int64_t n, int64_t d);
+  /// Issues O += P·V with P in registers (A fragments), V from shared
+  /// memory, as one commit group.
+  Value issuePV(ArrayRef<Value> p, Value v, Value vOffset, int64_t keys,
+                ArrayRef<Value> acc, int64_t d);
+  void waitWGMMA(int64_t pending) {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
+  }
+  /// The n8 tiles of an accumulator struct of `n` f32 (after its wait).
+  SmallVector<Value> unpack(Value acc, int64_t n);
+  LogicalResult emitKVLoop(scf::ForOp op);
 
   DenseMap<Value, Frags> frags;
   DenseMap<Value, Value> baseDesc; // buffer -> its descriptor at offset 0
   Value tid, g, t4, rowInTile, qRowBytes; // qRowBytes: warpgroup's Q rows
   unsigned nextStage = 0;
-  int64_t committedGroups = 0;
-  DenseMap<Value, int64_t> groupOf;
-  struct Prefetch {
-    tile::LoadOp load;
-    Value buf;
-    scf::ForOp loop;
-  };
-  std::optional<Prefetch> prefetch;
+  int64_t kvStages;
 };
 
 Value WGMMAEmitter::fromRows(VectorType t, ArrayRef<Value> rows) {
@@ -178,20 +188,22 @@ void WGMMAEmitter::setUp() {
 }
 
 Value WGMMAEmitter::descriptor(Value buf, int64_t offset, int64_t lbo,
-                               int64_t sbo) {
+                               int64_t sbo, Value dynOffset) {
   int64_t fields = ((offset >> 4) & 0x3FFF) | ((lbo >> 4) & 0x3FFF) << 16 |
                    ((sbo >> 4) & 0x3FFF) << 32;
-  return arith::AddIOp::create(b, loc, baseDesc.lookup(buf), i64(fields));
+  Value desc = arith::AddIOp::create(b, loc, baseDesc.lookup(buf), i64(fields));
+  if (dynOffset) // a ring stage: whole 1 KiB atoms, so no carry out of [0,14)
+    desc = arith::AddIOp::create(
+        b, loc, desc, arith::ShRUIOp::create(b, loc, dynOffset, i64(4)));
+  return desc;
 }
 
 void WGMMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
-                              bool barrier) {
+                              Value stage, Value live) {
   auto t = op.getResult().getType();
   int64_t rows = t.getDimSize(0), dim = t.getDimSize(1);
   Value view = map.lookup(op.getSource());
   Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
-  if (barrier) // nobody may still read the previous tile from `buf`
-    gpu::BarrierOp::create(b, loc);
   int64_t chunksPerRow = dim / 8;
   int64_t threads = 2 * launch.getBlockM();
   Value seq = memref::DimOp::create(b, loc, view, 2);
@@ -215,28 +227,27 @@ void WGMMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
         Value seqRow = add(row, r);
         Value inside =
             arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, seqRow, seq);
+        if (live)
+          inside = arith::AndIOp::create(b, l, inside, live);
         // Past the end: read 0 of 8 elements (zero fill) from a valid
         // address (the last row).
         Value srcRow = arith::MinSIOp::create(
             b, l, seqRow, arith::SubIOp::create(b, l, seq, idx(1)));
         Value n = arith::SelectOp::create(b, l, inside, idx(8), idx(0));
+        SmallVector<Value> dst{dstRow, dstCol};
+        if (stage)
+          dst.insert(dst.begin(), stage);
         nvgpu::DeviceAsyncCopyOp::create(
-            b, l, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buf,
-            ValueRange{dstRow, dstCol}, view,
-            ValueRange{batch, head, srcRow, mul(c, 8)}, b.getIndexAttr(8), n,
+            b, l, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buf, dst,
+            view, ValueRange{batch, head, srcRow, mul(c, 8)},
+            b.getIndexAttr(8), n,
             b.getUnitAttr()); // .cg: L2 only
         scf::YieldOp::create(b, l);
       });
-  NVVM::CpAsyncCommitGroupOp::create(b, loc);
-  groupOf[buf] = committedGroups++;
 }
 
-void WGMMAEmitter::waitForStaged(Value buf) {
-  auto it = groupOf.find(buf);
-  if (it == groupOf.end())
-    return;
-  NVVM::CpAsyncWaitGroupOp::create(b, loc,
-                                   int32_t(committedGroups - it->second - 1));
+void WGMMAEmitter::waitForCopies(int64_t pending) {
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, int32_t(pending));
   // cp.async wrote through the generic proxy; wgmma reads through the async
   // proxy: order the two, then make every thread's copies visible.
   NVVM::FenceProxyOp::create(
@@ -244,29 +255,21 @@ void WGMMAEmitter::waitForStaged(Value buf) {
       NVVM::SharedSpaceAttr::get(b.getContext(),
                                  NVVM::SharedSpace::shared_cta));
   gpu::BarrierOp::create(b, loc);
-  groupOf.erase(it);
 }
 
 LogicalResult WGMMAEmitter::emitRowLoad(tile::LoadOp op) {
-  // Q: the first buffer (the frame stages row-owned tiles too), staged
-  // like K.
+  // Q: the first buffer (the frame stages row-owned tiles too), in a commit
+  // group of its own that the KV loop's first wait covers.
   Value buf = buffers[nextStage++];
-  issueStage(op, buf, map.lookup(op.getRow()), /*barrier=*/false);
+  issueStage(op, buf, map.lookup(op.getRow()));
+  commitGroup();
   frags[op.getResult()] = {Frags::Smem, {buf}};
   return success();
 }
 
 LogicalResult WGMMAEmitter::emitStage(tile::LoadOp op) {
-  if (prefetch && prefetch->load == op) { // issued an iteration ahead
-    frags[op.getResult()] = {Frags::Smem, {prefetch->buf}};
-    return success();
-  }
-  if (nextStage >= buffers.size())
-    return op.emitError("more staged tiles than workgroup buffers");
-  Value buf = buffers[nextStage++];
-  issueStage(op, buf, map.lookup(op.getRow()), /*barrier=*/true);
-  frags[op.getResult()] = {Frags::Smem, {buf}};
-  return success();
+  return op.emitError("the wgmma mapping stages K/V tiles only in the KV "
+                      "loop of an attention kernel");
 }
 
 /// The struct of `n` f32 that nvvm.wgmma.mma_async carries accumulators in.
@@ -287,8 +290,15 @@ static SmallVector<Value> tilesFromFlat(OpBuilder &b, Location loc,
   return tiles;
 }
 
-SmallVector<Value> WGMMAEmitter::wgmmaQK(Value q, Value k, int64_t n,
-                                         int64_t d) {
+SmallVector<Value> WGMMAEmitter::unpack(Value acc, int64_t n) {
+  SmallVector<Value> flat;
+  for (int64_t i = 0; i < n; ++i)
+    flat.push_back(LLVM::ExtractValueOp::create(b, loc, acc, i));
+  return tilesFromFlat(b, loc, flat);
+}
+
+Value WGMMAEmitter::issueQK(Value q, Value k, Value kOffset, int64_t n,
+                            int64_t d) {
   MLIRContext *ctx = b.getContext();
   Type elt = cast<MemRefType>(q.getType()).getElementType();
   int64_t qRows = cast<MemRefType>(q.getType()).getDimSize(0);
@@ -304,7 +314,7 @@ SmallVector<Value> WGMMAEmitter::wgmmaQK(Value q, Value k, int64_t n,
                    wgmma::kSwizzleAtomBytes),
         arith::ShRUIOp::create(b, loc, qRowBytes, i64(4)));
     Value descB = descriptor(k, block * n * wgmma::kSwizzleBytes + within, 16,
-                             wgmma::kSwizzleAtomBytes);
+                             wgmma::kSwizzleAtomBytes, kOffset);
     acc = NVVM::WgmmaMmaAsyncOp::create(
         b, loc, structT, acc, descA, descB,
         NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
@@ -320,17 +330,12 @@ SmallVector<Value> WGMMAEmitter::wgmmaQK(Value q, Value k, int64_t n,
         NVVM::MMAIntOverflowAttr());
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  SmallVector<Value> flat;
-  for (int64_t i = 0; i < n / 2; ++i)
-    flat.push_back(LLVM::ExtractValueOp::create(b, loc, acc, i));
-  return tilesFromFlat(b, loc, flat);
+  return acc;
 }
 
-SmallVector<Value> WGMMAEmitter::wgmmaPV(ArrayRef<Value> p, Value v,
-                                         ArrayRef<Value> acc, int64_t d) {
+Value WGMMAEmitter::issuePV(ArrayRef<Value> p, Value v, Value vOffset,
+                            int64_t keys, ArrayRef<Value> acc, int64_t d) {
   Type elt = cast<MemRefType>(v.getType()).getElementType();
-  int64_t keys = cast<MemRefType>(v.getType()).getDimSize(0);
   int64_t nAcc = d / 2;
   SmallVector<Value> flat;
   for (Value tileReg : acc)
@@ -359,6 +364,7 @@ SmallVector<Value> WGMMAEmitter::wgmmaPV(ArrayRef<Value> p, Value v,
   auto structT = accStruct(b.getContext(), nAcc);
   Value one = LLVM::ConstantOp::create(b, loc, b.getI32Type(), 1);
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  Value result;
   for (int64_t j = 0; j < keys / 16; ++j) {
     SmallVector<Value> operands(flat);
     for (int64_t i = 0; i < 4; ++i)
@@ -367,7 +373,7 @@ SmallVector<Value> WGMMAEmitter::wgmmaPV(ArrayRef<Value> p, Value v,
     // Keys [16j, 16j + 16): two 8-key groups, 2 KiB in.
     operands.push_back(descriptor(v, j * 16 * wgmma::kSwizzleBytes,
                                   keys * wgmma::kSwizzleBytes,
-                                  wgmma::kSwizzleAtomBytes));
+                                  wgmma::kSwizzleAtomBytes, vOffset));
     operands.push_back(one);
     auto asmOp = LLVM::InlineAsmOp::create(
         b, loc, structT, operands, asmText, constraints,
@@ -375,66 +381,17 @@ SmallVector<Value> WGMMAEmitter::wgmmaPV(ArrayRef<Value> p, Value v,
         LLVM::TailCallKind::None,
         LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
         /*operand_attrs=*/ArrayAttr());
+    result = asmOp.getResult(0);
     for (int64_t i = 0; i < nAcc; ++i)
-      flat[i] = LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i);
+      flat[i] = LLVM::ExtractValueOp::create(b, loc, result, i);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  return tilesFromFlat(b, loc, flat);
+  return result;
 }
 
 LogicalResult WGMMAEmitter::emitDot(tile::DotOp op) {
-  auto lhsIt = frags.find(op.getLhs()), rhsIt = frags.find(op.getRhs());
-  if (lhsIt == frags.end() || rhsIt == frags.end() ||
-      rhsIt->second.kind != Frags::Smem)
-    return op.emitError("wgmma dot expects a staged rhs");
-  Value rhs = rhsIt->second.regs[0];
-  auto rt = op.getResult().getType();
-  SmallVector<Value> c;
-  if (op.getTransposeB() && lhsIt->second.kind == Frags::Smem && !op.getAcc()) {
-    Value lhs = lhsIt->second.regs[0];
-    // One wait for the newer of the two groups covers both (Q's copy is
-    // only waited for once, not every iteration).
-    auto q = groupOf.find(lhs), k = groupOf.find(rhs);
-    if (q != groupOf.end() && k != groupOf.end() && q->second < k->second)
-      groupOf.erase(q);
-    waitForStaged(lhs);
-    waitForStaged(rhs);
-    c = wgmmaQK(lhs, rhs, rt.getDimSize(1),
-                cast<MemRefType>(lhs.getType()).getDimSize(1));
-  } else if (!op.getTransposeB() && lhsIt->second.kind == Frags::A) {
-    waitForStaged(rhs);
-    SmallVector<Value> acc;
-    if (op.getAcc()) {
-      acc = frags[op.getAcc()].regs;
-    } else {
-      auto cT = VectorType::get({2, 2}, b.getF32Type());
-      acc.assign(
-          rt.getDimSize(1) / 8,
-          arith::ConstantOp::create(b, loc, DenseElementsAttr::get(cT, 0.0f)));
-    }
-    c = wgmmaPV(lhsIt->second.regs, rhs, acc, rt.getDimSize(1));
-  } else {
-    return op.emitError("wgmma dot expects Q·Kᵀ from shared memory or P·V "
-                        "with P in registers");
-  }
-  frags[op.getResult()] = {Frags::C, std::move(c)};
-  if (prefetch && op.getRhs() == prefetch->load.getResult()) {
-    // Every warpgroup has waited for its QKᵀ: copy the next K tile under
-    // the softmax and P·V.
-    gpu::BarrierOp::create(b, loc);
-    scf::ForOp loop = prefetch->loop;
-    Value next =
-        arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
-    Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next,
-                                       loop.getUpperBound());
-    Value row =
-        arith::SelectOp::create(b, loc, more, next, loop.getInductionVar());
-    // Past the end the copy repeats the current tile (never read), so that
-    // the group count is the same on every path.
-    issueStage(prefetch->load, prefetch->buf, row, /*barrier=*/false);
-  }
-  return success();
+  return op.emitError("the wgmma mapping expects its tile.dots in the KV "
+                      "loop of an attention kernel (Q·Kᵀ, then P·V)");
 }
 
 LogicalResult WGMMAEmitter::emitScore(tile::ScoreOp op) {
@@ -642,70 +599,229 @@ LogicalResult WGMMAEmitter::emitStore(tile::StoreOp op) {
   return success();
 }
 
-/// The first staged load of a KV loop when it can be issued an iteration
-/// ahead: its row is the induction variable and another staged load follows.
-static tile::LoadOp prefetchable(scf::ForOp op) {
-  SmallVector<tile::LoadOp> staged;
-  for (auto load : op.getBody()->getOps<tile::LoadOp>())
-    if (!gpu_emit::isRowOwnedLoad(load))
-      staged.push_back(load);
-  if (staged.size() < 2 || staged[0].getRow() != op.getInductionVar())
-    return {};
-  tile::LoadOp k = staged[0];
-  for (Value v : SmallVector<Value>{k.getSource(), k.getBatch(), k.getHead()})
-    if (!op.isDefinedOutsideOfLoop(v))
-      return {};
-  return staged[0];
+/// The attention KV loop as the wgmma schedule takes it: K and V staged at
+/// the induction variable, S = Q·Kᵀ with Q from before the loop, the
+/// softmax ops, and last O = P·V + rescale(O, α) yielded.
+struct KVLoop {
+  tile::LoadOp k, v;
+  tile::DotOp qk, pv;
+  tile::RescaleOp rescale;
+  unsigned accArg; // the iter arg that carries O
+};
+
+static FailureOr<KVLoop> matchKVLoop(scf::ForOp op) {
+  KVLoop m;
+  Operation *last = op.getBody()->getTerminator()->getPrevNode();
+  auto pv = dyn_cast_or_null<tile::DotOp>(last);
+  if (!pv || pv.getTransposeB() || !pv.getAcc() || !pv->hasOneUse())
+    return failure();
+  m.pv = pv;
+  m.rescale = pv.getAcc().getDefiningOp<tile::RescaleOp>();
+  auto arg = dyn_cast<BlockArgument>(m.rescale ? m.rescale.getAcc() : Value());
+  if (!m.rescale || !m.rescale->hasOneUse() || !arg ||
+      arg.getOwner() != op.getBody() || !arg.hasOneUse() ||
+      arg.getArgNumber() == 0)
+    return failure();
+  m.accArg = arg.getArgNumber() - 1;
+  if (op.getBody()->getTerminator()->getOperand(m.accArg) != pv.getResult())
+    return failure();
+  for (auto dot : op.getBody()->getOps<tile::DotOp>())
+    if (dot != pv && dot.getTransposeB() && !dot.getAcc() &&
+        op.isDefinedOutsideOfLoop(dot.getLhs()))
+      m.qk = dot;
+  SmallVector<tile::LoadOp> staged = gpu_emit::prefetchableLoads(op);
+  if (!m.qk || staged.size() != 2)
+    return failure();
+  m.k = m.qk.getRhs().getDefiningOp<tile::LoadOp>();
+  m.v = pv.getRhs().getDefiningOp<tile::LoadOp>();
+  if (!m.k || !m.v || !llvm::is_contained(staged, m.k) ||
+      !llvm::is_contained(staged, m.v) || m.k == m.v)
+    return failure();
+  return m;
 }
 
 LogicalResult WGMMAEmitter::emitFor(scf::ForOp op) {
-  tile::LoadOp ahead = prefetchable(op);
-  if (ahead && !prefetch) {
-    if (nextStage >= buffers.size())
-      return ahead.emitError("more staged tiles than workgroup buffers");
-    Value buf = buffers[nextStage++];
-    issueStage(ahead, buf, map.lookup(op.getLowerBound()), /*barrier=*/false);
-    prefetch = Prefetch{ahead, buf, {}};
-  }
-  SmallVector<Value> inits;
+  if (failed(matchKVLoop(op)))
+    return op.emitError("the wgmma mapping expects the attention KV loop "
+                        "(K and V tiles, Q·Kᵀ, softmax, then P·V into the "
+                        "rescaled accumulator)");
+  return emitKVLoop(op);
+}
+
+// The schedule (S = kvStages, tile j of the loop):
+//   prologue  copy K_0 .. K_{S-2} and V_0 .. V_{S-3}, one group per tile
+//   iter j    wait for K_j and V_{j-1}; barrier (every warpgroup is past
+//             iteration j-1, so K_{j-1} and V_{j-2} are free); copy K_{j+S-1}
+//             and V_{j+S-2} into their stages; issue QKᵀ_j, then P_{j-1}·V_{j-1}
+//             into O; wait for QKᵀ_j only; score and softmax of tile j under
+//             the P·V wgmma; wait for it; O = α_j · O; P_j stays in registers
+//   epilogue  O += P_last · V_last
+// so the softmax of a tile runs while the tensor cores do the previous
+// tile's P·V (FlashAttention-3's intra-warpgroup overlap), and the copies
+// of K and V run S - 1 tiles ahead. The first tile is peeled (no P·V
+// before it), and the whole loop is skipped when it has no tile (fully
+// masked rows keep O = 0, m = -inf, l = 0).
+LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
+  KVLoop kv = *matchKVLoop(op);
+  const int64_t S = kvStages;
+  if (nextStage + 2 > buffers.size())
+    return op.emitError("more staged tiles than workgroup buffers");
+  // The frame carves the rings in the order of the loads.
+  bool kFirst = kv.k->isBeforeInBlock(kv.v);
+  Value kRing = buffers[nextStage + (kFirst ? 0 : 1)];
+  Value vRing = buffers[nextStage + (kFirst ? 1 : 0)];
+  nextStage += 2;
+  Value qBuf = frags[kv.qk.getLhs()].regs[0];
+  int64_t n = kv.qk.getResult().getType().getDimSize(1);
+  int64_t d = cast<MemRefType>(qBuf.getType()).getDimSize(1);
+  int64_t keys = kv.v.getResult().getType().getDimSize(0);
+  int64_t kStageBytes = n * d * 2, vStageBytes = keys * d * 2;
+
+  Value lb = map.lookup(op.getLowerBound()), ub = map.lookup(op.getUpperBound());
+  Value step = map.lookup(op.getStep());
+  auto tileRow = [&](Value t) { // lb + t · step
+    return add(lb, arith::MulIOp::create(b, loc, t, step));
+  };
+  auto stageOf = [&](Value t) { return arith::RemUIOp::create(b, loc, t, idx(S)); };
+  auto stageBytes = [&](Value stage, int64_t bytes) {
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                      mul(stage, bytes));
+  };
+  // Copies of tile t (K or V) into its stage, nothing past the loop's end.
+  auto copyTile = [&](tile::LoadOp load, Value ring, Value t) {
+    Value row = tileRow(t);
+    Value live =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, ub);
+    issueStage(load, ring, row, stageOf(t), live);
+  };
+
+  // The loop state: the tile loop's iter args, then P of the previous tile.
   SmallVector<std::pair<Frags::Kind, size_t>> shapes;
+  SmallVector<Value> inits;
   for (Value v : op.getInitArgs()) {
     const Frags &f = frags[v];
     shapes.push_back({f.kind, f.regs.size()});
     llvm::append_range(inits, f.regs);
   }
-  auto loop = scf::ForOp::create(b, loc, map.lookup(op.getLowerBound()),
-                                 map.lookup(op.getUpperBound()),
-                                 map.lookup(op.getStep()), inits);
-  map.map(op.getInductionVar(), loop.getInductionVar());
-  if (prefetch && prefetch->load->getParentOp() == op)
-    prefetch->loop = loop;
+  size_t stateRegs = inits.size();
   auto unflatten = [&](ValueRange flat, ValueRange tileValues) {
     size_t at = 0;
     for (auto [i, v] : llvm::enumerate(tileValues)) {
-      auto [kind, n] = shapes[i];
-      frags[v] = {kind, SmallVector<Value>(flat.slice(at, n))};
-      at += n;
+      auto [kind, count] = shapes[i];
+      frags[v] = {kind, SmallVector<Value>(flat.slice(at, count))};
+      at += count;
     }
   };
-  unflatten(loop.getRegionIterArgs(), op.getRegionIterArgs());
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    for (Operation &nested : op.getBody()->without_terminator())
+  auto yielded = [&]() { // after a body: the new state, O before its P·V
+    SmallVector<Value> out;
+    for (auto [i, v] : llvm::enumerate(
+             op.getBody()->getTerminator()->getOperands()))
+      llvm::append_range(out, i == kv.accArg
+                                  ? frags[kv.rescale.getResult()].regs
+                                  : frags[v].regs);
+    return out;
+  };
+
+  // One iteration at `iv` with the state `state` (the P of the previous
+  // tile after the tile loop's iter args, or none on the first).
+  auto body = [&](Value iv, ValueRange state, bool first) -> LogicalResult {
+    map.map(op.getInductionVar(), iv);
+    unflatten(state.take_front(stateRegs), op.getRegionIterArgs());
+    SmallVector<Value> pPrev(state.drop_front(stateRegs));
+    Value t = arith::DivUIOp::create(b, loc,
+                                     arith::SubIOp::create(b, loc, iv, lb), step);
+    Value oAcc;
+    for (Operation &nested : op.getBody()->without_terminator()) {
+      loc = nested.getLoc();
+      if (&nested == kv.k || &nested == kv.v || &nested == kv.rescale)
+        continue;
+      if (&nested == kv.qk) {
+        waitForCopies(S - 2);
+        copyTile(kv.k, kRing, add(t, S - 1));
+        if (S >= 2)
+          copyTile(kv.v, vRing, add(t, S - 2));
+        commitGroup();
+        Value s = issueQK(qBuf, kRing, stageBytes(stageOf(t), kStageBytes), n,
+                          d);
+        if (!first) {
+          Value prev = arith::SubIOp::create(b, loc, t, idx(1));
+          oAcc = issuePV(pPrev, vRing, stageBytes(stageOf(prev), vStageBytes),
+                         keys, frags[op.getRegionIterArgs()[kv.accArg]].regs,
+                         d);
+        }
+        waitWGMMA(first ? 0 : 1); // QKᵀ_j; P·V_{j-1} runs on
+        frags[kv.qk.getResult()] = {Frags::C, unpack(s, n / 2)};
+        continue;
+      }
+      if (&nested == kv.pv) {
+        if (!first) {
+          waitWGMMA(0);
+          frags[kv.rescale.getAcc()] = {Frags::C, unpack(oAcc, d / 2)};
+        }
+        loc = kv.rescale.getLoc();
+        if (failed(emitRescale(kv.rescale)))
+          return failure();
+        continue;
+      }
       if (failed(emitOp(nested)))
         return failure();
-    SmallVector<Value> yields;
-    for (Value v : op.getBody()->getTerminator()->getOperands())
-      llvm::append_range(yields, frags[v].regs);
-    scf::YieldOp::create(b, loc, yields);
+    }
+    return success();
+  };
+
+  Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub);
+  auto guard = scf::IfOp::create(b, loc, TypeRange(ValueRange(inits)), any,
+                                 /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(guard.elseBlock());
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0); // Q's copy
+    scf::YieldOp::create(b, loc, inits);
+
+    b.setInsertionPointToStart(guard.thenBlock());
+    // Prologue: tiles 0 .. S-2 of K and 0 .. S-3 of V, one group each.
+    for (int64_t i = 0; i + 1 < S; ++i) {
+      copyTile(kv.k, kRing, idx(i));
+      if (i >= 1)
+        copyTile(kv.v, vRing, idx(i - 1));
+      commitGroup();
+    }
+    if (failed(body(lb, inits, /*first=*/true)))
+      return failure();
+    SmallVector<Value> state = yielded();
+    llvm::append_range(state, frags[kv.pv.getLhs()].regs);
+    auto loop = scf::ForOp::create(b, loc, add(lb, step), ub, step, state);
+    {
+      OpBuilder::InsertionGuard lg(b);
+      b.setInsertionPointToStart(loop.getBody());
+      if (failed(body(loop.getInductionVar(), loop.getRegionIterArgs(),
+                      /*first=*/false)))
+        return failure();
+      SmallVector<Value> next = yielded();
+      llvm::append_range(next, frags[kv.pv.getLhs()].regs);
+      scf::YieldOp::create(b, loc, next);
+    }
+    // Epilogue: O += P_last · V_last.
+    unflatten(ValueRange(loop.getResults()).take_front(stateRegs),
+              op.getResults());
+    SmallVector<Value> pLast(
+        ValueRange(loop.getResults()).drop_front(stateRegs));
+    Value tLast = arith::DivUIOp::create(
+        b, loc,
+        arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, ub, lb),
+                              idx(1)),
+        step);
+    waitForCopies(0);
+    Value o = issuePV(pLast, vRing, stageBytes(stageOf(tLast), vStageBytes),
+                      keys, frags[op.getResult(kv.accArg)].regs, d);
+    waitWGMMA(0);
+    frags[op.getResult(kv.accArg)] = {Frags::C, unpack(o, d / 2)};
+    SmallVector<Value> results;
+    for (Value r : op.getResults())
+      llvm::append_range(results, frags[r].regs);
+    scf::YieldOp::create(b, loc, results);
   }
-  unflatten(loop.getResults(), op.getResults());
-  if (prefetch && prefetch->loop == loop) {
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-    groupOf.erase(prefetch->buf);
-    prefetch.reset();
-  }
+  unflatten(guard.getResults(), op.getResults());
   return success();
 }
 
@@ -727,10 +843,20 @@ void MapTileToWGMMAPass::runOnOperation() {
           [&](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
               tile::LaunchAttr launch,
               ArrayRef<Value> buffers) -> LogicalResult {
-            std::string why = wgmma::unsupportedReason(kernel, launch);
+            std::string why =
+                wgmma::unsupportedReason(kernel, launch, kvStages);
             if (!why.empty())
               return kernel.emitError() << "the wgmma mapping " << why;
-            return WGMMAEmitter(kernel, gpuFunc, launch, buffers).emit();
+            return WGMMAEmitter(kernel, gpuFunc, launch, buffers, kvStages)
+                .emit();
+          },
+          // K and V of the KV loop: rings of kv-stages tiles.
+          [&](tile::LoadOp load) -> int64_t {
+            auto loop = load->getParentOfType<scf::ForOp>();
+            return loop && llvm::is_contained(gpu_emit::prefetchableLoads(loop),
+                                              load)
+                       ? int64_t(kvStages)
+                       : 1;
           })))
     signalPassFailure();
 }

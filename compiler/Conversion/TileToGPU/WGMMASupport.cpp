@@ -7,7 +7,8 @@ using namespace mlir;
 
 std::string attnc::wgmma::unsupportedReason(int64_t headDim, int64_t blockM,
                                             int64_t blockN,
-                                            int64_t elementBits) {
+                                            int64_t elementBits,
+                                            int64_t stages) {
   if (elementBits != 16)
     return "needs 16-bit (bf16/f16) inputs";
   if (headDim != 64 && headDim != 128)
@@ -20,14 +21,19 @@ std::string attnc::wgmma::unsupportedReason(int64_t headDim, int64_t blockM,
   if (blockN % 16 != 0 || blockN > 256)
     return "needs block_n a multiple of 16 up to 256, not " +
            std::to_string(blockN);
-  if (smemBytes(headDim, blockM, blockN) > kSmemLimit)
-    return "needs Q, K and V tiles within 227 KiB of shared memory, not " +
-           std::to_string(smemBytes(headDim, blockM, blockN)) + " bytes";
+  if (stages < 2 || stages > 4)
+    return "needs 2 to 4 K/V stages, not " + std::to_string(stages);
+  if (smemBytes(headDim, blockM, blockN, stages) > kSmemLimit)
+    return "needs the Q tile and " + std::to_string(stages) +
+           "-stage K/V rings within 227 KiB of shared memory, not " +
+           std::to_string(smemBytes(headDim, blockM, blockN, stages)) +
+           " bytes";
   return "";
 }
 
 std::string attnc::wgmma::unsupportedReason(func::FuncOp kernel,
-                                            tile::LaunchAttr launch) {
+                                            tile::LaunchAttr launch,
+                                            int64_t stages) {
   int64_t headDim = -1, blockN = -1, bits = 16;
   bool consistent = true;
   kernel.walk([&](tile::LoadOp load) {
@@ -46,5 +52,5 @@ std::string attnc::wgmma::unsupportedReason(func::FuncOp kernel,
   });
   if (!consistent || headDim < 0 || blockN < 0)
     return "needs one Q tile of block_m rows and K/V tiles of one shape";
-  return unsupportedReason(headDim, launch.getBlockM(), blockN, bits);
+  return unsupportedReason(headDim, launch.getBlockM(), blockN, bits, stages);
 }

@@ -23,19 +23,21 @@ inline constexpr int64_t kSwizzleAtomBytes = 1024;
 /// Dynamic shared memory an sm_90 block may opt in to (227 KiB).
 inline constexpr int64_t kSmemLimit = 227 * 1024;
 
-/// Shared memory the mapping uses: Q, K and V tiles (16-bit elements).
-inline int64_t smemBytes(int64_t headDim, int64_t blockM, int64_t blockN) {
-  return (blockM + 2 * blockN) * headDim * 2;
+/// Shared memory the mapping uses: the Q tile and rings of `stages` K and
+/// V tiles (16-bit elements).
+inline int64_t smemBytes(int64_t headDim, int64_t blockM, int64_t blockN,
+                         int64_t stages) {
+  return (blockM + 2 * stages * blockN) * headDim * 2;
 }
 
 /// Why a variant cannot take the wgmma mapping ("" when it can), as the end
 /// of a sentence "the wgmma mapping ...".
 std::string unsupportedReason(int64_t headDim, int64_t blockM, int64_t blockN,
-                              int64_t elementBits);
+                              int64_t elementBits, int64_t stages);
 
 /// The same for a tile kernel (its Q/K/V tile shapes and launch).
 std::string unsupportedReason(mlir::func::FuncOp kernel,
-                              attnc::tile::LaunchAttr launch);
+                              attnc::tile::LaunchAttr launch, int64_t stages);
 
 } // namespace attnc::wgmma
 
