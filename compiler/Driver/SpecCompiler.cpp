@@ -171,10 +171,9 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
     causal = op.getCausal();
     elementBits = op.getElementType().getIntOrFloatBitWidth();
   });
-  TileOptions tile =
-      defaultTileOptions(GPUMapping::MMA, headDim, causal, spec.tuning.blockM,
-                         spec.tuning.blockN, spec.tuning.warps,
-                         spec.tuning.stages);
+  TileOptions tile = defaultTileOptions(GPUMapping::MMA, headDim, causal,
+                                        spec.tuning.blockM, spec.tuning.blockN,
+                                        spec.tuning.warps, spec.tuning.stages);
   // sm_90a takes the wgmma mapping where it supports the variant; anything
   // else (and any other target) mma.sync. The metadata names the choice.
   MappingChoice choice =

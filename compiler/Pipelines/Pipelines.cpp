@@ -20,8 +20,7 @@ using namespace mlir;
 attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
                                              int64_t headDim, bool causal,
                                              int64_t blockM, int64_t blockN,
-                                             int64_t warps,
-                                             int64_t stages) {
+                                             int64_t warps, int64_t stages) {
   TileOptions t;
   if (mapping == GPUMapping::SIMT) {
     t.blockM = 64;

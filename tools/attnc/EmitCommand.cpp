@@ -233,10 +233,10 @@ int runEmit(EmitOptions &o) {
   }
   const bool rows = hasRowOps(*module);
   bool decodeModule = hasDecode(*module);
-  TileOptions tile = defaultTileOptions(
-      o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
-      headDimOf(*module), causalOf(*module), o.blockM, o.blockN, o.warps,
-      o.stages);
+  TileOptions tile = defaultTileOptions(o.mapping == "simt" ? GPUMapping::SIMT
+                                                            : GPUMapping::MMA,
+                                        headDimOf(*module), causalOf(*module),
+                                        o.blockM, o.blockN, o.warps, o.stages);
   if (decodeModule) // one warp per 16 packed query rows
     tile = TileOptions{};
   if (rows) {

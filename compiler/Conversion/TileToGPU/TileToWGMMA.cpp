@@ -239,8 +239,8 @@ void WGMMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
           dst.insert(dst.begin(), stage);
         nvgpu::DeviceAsyncCopyOp::create(
             b, l, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buf, dst,
-            view, ValueRange{batch, head, srcRow, mul(c, 8)},
-            b.getIndexAttr(8), n,
+            view, ValueRange{batch, head, srcRow, mul(c, 8)}, b.getIndexAttr(8),
+            n,
             b.getUnitAttr()); // .cg: L2 only
         scf::YieldOp::create(b, l);
       });
@@ -652,9 +652,10 @@ LogicalResult WGMMAEmitter::emitFor(scf::ForOp op) {
 //   prologue  copy K_0 .. K_{S-2} and V_0 .. V_{S-3}, one group per tile
 //   iter j    wait for K_j and V_{j-1}; barrier (every warpgroup is past
 //             iteration j-1, so K_{j-1} and V_{j-2} are free); copy K_{j+S-1}
-//             and V_{j+S-2} into their stages; issue QKᵀ_j, then P_{j-1}·V_{j-1}
-//             into O; wait for QKᵀ_j only; score and softmax of tile j under
-//             the P·V wgmma; wait for it; O = α_j · O; P_j stays in registers
+//             and V_{j+S-2} into their stages; issue QKᵀ_j, then
+//             P_{j-1}·V_{j-1} into O; wait for QKᵀ_j only; score and softmax of
+//             tile j under the P·V wgmma; wait for it; O = α_j · O; P_j stays
+//             in registers
 //   epilogue  O += P_last · V_last
 // so the softmax of a tile runs while the tensor cores do the previous
 // tile's P·V (FlashAttention-3's intra-warpgroup overlap), and the copies
@@ -677,12 +678,15 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   int64_t keys = kv.v.getResult().getType().getDimSize(0);
   int64_t kStageBytes = n * d * 2, vStageBytes = keys * d * 2;
 
-  Value lb = map.lookup(op.getLowerBound()), ub = map.lookup(op.getUpperBound());
+  Value lb = map.lookup(op.getLowerBound()),
+        ub = map.lookup(op.getUpperBound());
   Value step = map.lookup(op.getStep());
   auto tileRow = [&](Value t) { // lb + t · step
     return add(lb, arith::MulIOp::create(b, loc, t, step));
   };
-  auto stageOf = [&](Value t) { return arith::RemUIOp::create(b, loc, t, idx(S)); };
+  auto stageOf = [&](Value t) {
+    return arith::RemUIOp::create(b, loc, t, idx(S));
+  };
   auto stageBytes = [&](Value stage, int64_t bytes) {
     return arith::IndexCastOp::create(b, loc, b.getI64Type(),
                                       mul(stage, bytes));
@@ -714,8 +718,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   };
   auto yielded = [&]() { // after a body: the new state, O before its P·V
     SmallVector<Value> out;
-    for (auto [i, v] : llvm::enumerate(
-             op.getBody()->getTerminator()->getOperands()))
+    for (auto [i, v] :
+         llvm::enumerate(op.getBody()->getTerminator()->getOperands()))
       llvm::append_range(out, i == kv.accArg
                                   ? frags[kv.rescale.getResult()].regs
                                   : frags[v].regs);
@@ -728,8 +732,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     map.map(op.getInductionVar(), iv);
     unflatten(state.take_front(stateRegs), op.getRegionIterArgs());
     SmallVector<Value> pPrev(state.drop_front(stateRegs));
-    Value t = arith::DivUIOp::create(b, loc,
-                                     arith::SubIOp::create(b, loc, iv, lb), step);
+    Value t = arith::DivUIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, iv, lb), step);
     Value oAcc;
     for (Operation &nested : op.getBody()->without_terminator()) {
       loc = nested.getLoc();
@@ -741,13 +745,13 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         if (S >= 2)
           copyTile(kv.v, vRing, add(t, S - 2));
         commitGroup();
-        Value s = issueQK(qBuf, kRing, stageBytes(stageOf(t), kStageBytes), n,
-                          d);
+        Value s =
+            issueQK(qBuf, kRing, stageBytes(stageOf(t), kStageBytes), n, d);
         if (!first) {
           Value prev = arith::SubIOp::create(b, loc, t, idx(1));
-          oAcc = issuePV(pPrev, vRing, stageBytes(stageOf(prev), vStageBytes),
-                         keys, frags[op.getRegionIterArgs()[kv.accArg]].regs,
-                         d);
+          oAcc =
+              issuePV(pPrev, vRing, stageBytes(stageOf(prev), vStageBytes),
+                      keys, frags[op.getRegionIterArgs()[kv.accArg]].regs, d);
         }
         waitWGMMA(first ? 0 : 1); // QKᵀ_j; P·V_{j-1} runs on
         frags[kv.qk.getResult()] = {Frags::C, unpack(s, n / 2)};

@@ -6,8 +6,7 @@
 using namespace mlir;
 
 std::string attnc::wgmma::unsupportedReason(int64_t headDim, int64_t blockM,
-                                            int64_t blockN,
-                                            int64_t elementBits,
+                                            int64_t blockN, int64_t elementBits,
                                             int64_t stages) {
   if (elementBits != 16)
     return "needs 16-bit (bf16/f16) inputs";
