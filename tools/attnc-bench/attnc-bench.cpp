@@ -2,7 +2,7 @@
 //
 //   attnc-bench [--bundle DIR] [--heads 32 --kv-heads 8 --head-dim 128
 //               --dtype bf16 --causal --batch 1 --seq-len 4096 --arch sm_90a]
-//               [--block-m M --block-n N --warps W] [--baseline unfused]
+//               [--block-m M --block-n N --warps W --stages S] [--baseline unfused]
 //               [--reps 20]
 //
 // Loads attnc's fused attention for the spec from the cache (or a bundle),
@@ -103,6 +103,8 @@ Options parse(int argc, char **argv) {
       o.spec.tuning.blockN = integer();
     else if (a == "--warps")
       o.spec.tuning.warps = integer();
+    else if (a == "--stages")
+      o.spec.tuning.stages = integer();
     else
       die("unknown argument '" + a + "' (see the header of attnc-bench.cpp)");
   }
