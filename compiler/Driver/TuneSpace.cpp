@@ -36,10 +36,9 @@ tuneKnobs(const KernelSpec &spec,
   std::vector<TuneKnob> knobs;
   auto knob = [&](std::string name, std::vector<std::string> values,
                   std::function<void(TuneCandidate &, int64_t)> set) {
-    knobs.push_back({std::move(name), std::move(values),
-                     [set](TuneCandidate &c, const std::string &v) {
-                       set(c, toInt(v));
-                     }});
+    knobs.push_back(
+        {std::move(name), std::move(values),
+         [set](TuneCandidate &c, const std::string &v) { set(c, toInt(v)); }});
   };
   if (spec.op == "decode") {
     // The split kernel's key tile (64 spills at D = 128 on sm_90a: kept in
@@ -53,10 +52,9 @@ tuneKnobs(const KernelSpec &spec,
     std::vector<std::string> mappings =
         spec.arch == "sm_90a" ? std::vector<std::string>{"wgmma", "mma"}
                               : std::vector<std::string>{""};
-    knobs.push_back({"mapping", mappings,
-                     [](TuneCandidate &c, const std::string &v) {
-                       c.tuning.mapping = v;
-                     }});
+    knobs.push_back(
+        {"mapping", mappings,
+         [](TuneCandidate &c, const std::string &v) { c.tuning.mapping = v; }});
     knob("block_m", numbers({64, 128}),
          [](TuneCandidate &c, int64_t v) { c.tuning.blockM = v; });
     knob("block_n", numbers({32, 64, 128}),
@@ -80,15 +78,15 @@ tuneKnobs(const KernelSpec &spec,
       std::string known;
       for (const TuneKnob &k : knobs)
         known += (known.empty() ? "" : ", ") + k.name;
-      return Status(ErrorCode::InvalidArgument,
-                    "no knob '" + name + "' for op " + spec.op + " (knobs: " +
-                        known + ")");
+      return Status(ErrorCode::InvalidArgument, "no knob '" + name +
+                                                    "' for op " + spec.op +
+                                                    " (knobs: " + known + ")");
     }
     for (const std::string &v : values) {
       int64_t parsed = 0;
       auto r = std::from_chars(v.data(), v.data() + v.size(), parsed);
-      bool number = r.ec == std::errc() && r.ptr == v.data() + v.size() &&
-                    parsed >= 0;
+      bool number =
+          r.ec == std::errc() && r.ptr == v.data() + v.size() && parsed >= 0;
       if (name != "mapping" && !number)
         return Status(ErrorCode::InvalidArgument,
                       "knob " + name + ": '" + v +
@@ -99,8 +97,7 @@ tuneKnobs(const KernelSpec &spec,
   return knobs;
 }
 
-std::string staticRejection(const KernelSpec &spec,
-                            const TuneCandidate &c) {
+std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
   const TuningConfig &t = c.tuning;
   if (spec.op == "decode") {
     if (t.blockN <= 0 || t.blockN % 16)
@@ -110,8 +107,8 @@ std::string staticRejection(const KernelSpec &spec,
   if (t.mapping == "wgmma") {
     if (t.warps != 0)
       return "wgmma takes one warpgroup per 64 rows; warps is not a knob";
-    std::string why = wgmma::unsupportedReason(spec.headDim, t.blockM,
-                                               t.blockN, 16);
+    std::string why =
+        wgmma::unsupportedReason(spec.headDim, t.blockM, t.blockN, 16);
     return why.empty() ? "" : "the wgmma mapping " + why;
   }
   // mma.sync (explicitly, or the only mapping of the target).

@@ -32,10 +32,9 @@ struct TuneKnob {
 /// The knobs swept for `spec` (op attention_fwd or decode) and their values.
 /// `overrides` (knob name -> values) replaces a knob's values; an unknown
 /// name or a value that is not a number (except for "mapping") is an error.
-Result<std::vector<TuneKnob>>
-tuneKnobs(const KernelSpec &spec,
-          const std::map<std::string, std::vector<std::string>> &overrides =
-              {});
+Result<std::vector<TuneKnob>> tuneKnobs(
+    const KernelSpec &spec,
+    const std::map<std::string, std::vector<std::string>> &overrides = {});
 
 /// Why a mapping cannot take the candidate ("" when it can): checked before
 /// compiling.

@@ -161,22 +161,22 @@ Result<std::unique_ptr<Context>> Context::create(ContextOptions options) {
   if (!dbPath.empty()) {
     Result<TuningDb> db = TuningDb::load(dbPath);
     if (!db.isOk())
-      return db.status().withContext("tuning database" +
-                                     std::string(c.options_.tuningDb.empty()
-                                                     ? " ($ATTNC_TUNING_DB)"
-                                                     : ""));
+      return Status(db.status())
+          .withContext("tuning database" +
+                       std::string(c.options_.tuningDb.empty()
+                                       ? " ($ATTNC_TUNING_DB)"
+                                       : ""));
     c.tuningDb_ = std::move(db).value();
   }
   c.gpuName_ = c.options_.gpuName;
   if (c.gpuName_.empty() && driver->cuDeviceGetName) {
     char name[256] = {0};
-    if (driver->cuDeviceGetName(name, sizeof(name) - 1, device) ==
-        CUDA_SUCCESS)
+    if (driver->cuDeviceGetName(name, sizeof(name) - 1, device) == CUDA_SUCCESS)
       c.gpuName_ = name;
   }
   const char *logEnv = std::getenv("ATTNC_LOG_TUNING");
-  c.logTuning_ = c.options_.logTuning ||
-                 (logEnv && *logEnv && std::string(logEnv) != "0");
+  c.logTuning_ =
+      c.options_.logTuning || (logEnv && *logEnv && std::string(logEnv) != "0");
   // Only decode's split heuristic reads it; a driver that does not say
   // leaves a default there.
   if (driver->cuDeviceGetAttribute(&c.smCount_,

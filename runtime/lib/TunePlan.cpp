@@ -92,10 +92,11 @@ std::vector<TuneJob> shardJobs(const SweepPlan &plan,
         const TuneCandidate &cand = group.candidates[c];
         if (!cand.heuristic || !cand.dropped.empty())
           continue;
-        bool have = std::any_of(mine.begin(), mine.end(), [&](const TuneJob &j) {
-          return j.group == job.group && j.problem == job.problem &&
-                 j.candidate == c;
-        });
+        bool have =
+            std::any_of(mine.begin(), mine.end(), [&](const TuneJob &j) {
+              return j.group == job.group && j.problem == job.problem &&
+                     j.candidate == c;
+            });
         if (!have)
           out.push_back({job.group, job.problem, c});
       }
@@ -139,12 +140,12 @@ double estimateSweepSeconds(const SweepPlan &plan,
                            : problemFlops(spec, size) / 300e12;
     double inputBytes =
         decode ? decodeKvBytes(spec, size)
-               : 2.0 * size.batch * (spec.heads * size.seqQ +
-                                     2 * spec.kvHeads * size.seqKV) *
+               : 2.0 * size.batch *
+                     (spec.heads * size.seqQ + 2 * spec.kvHeads * size.seqKV) *
                      spec.headDim;
     if (problems.insert({job.group, job.problem}).second)
-      total += 0.5 + inputBytes / 1e9 +
-               48.0 * 2 * size.seqKV * spec.headDim / 4e9;
+      total +=
+          0.5 + inputBytes / 1e9 + 48.0 * 2 * size.seqKV * spec.headDim / 4e9;
     // load + correctness launch and read-back + warm-up + timed launches
     // (at least 10, up to 0.15 s).
     double timed = std::clamp(0.15, 10 * kernel, 50 * kernel);
@@ -255,10 +256,12 @@ Result<SweepPlan> SweepPlan::parse(std::string_view json,
                              tuningFromJson(*tuning, cat + ".tuning"));
       if (!ids.insert(cand.id).second)
         return Status(ErrorCode::ParseError,
-                      cat + ".id: '" + cand.id + "' is not unique in its group");
+                      cat + ".id: '" + cand.id +
+                          "' is not unique in its group");
       if (cand.splits < 0 || cand.splits > 256)
         return Status(ErrorCode::ParseError,
-                      cat + ".splits: expected 0 (the runtime's choice) to 256");
+                      cat +
+                          ".splits: expected 0 (the runtime's choice) to 256");
       g.candidates.push_back(std::move(cand));
     }
     plan.groups.push_back(std::move(g));

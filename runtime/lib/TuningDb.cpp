@@ -192,7 +192,8 @@ TuningChoice chooseTuning(const TuningDb *db, const std::string &gpu,
       if (r->tuning == TuningConfig{})
         choice.why += " (the compiler's default won the sweep)";
       if (r->heuristicMs > 0)
-        choice.why += ", " + std::to_string(r->heuristicMs / r->ms).substr(0, 4) +
+        choice.why += ", " +
+                      std::to_string(r->heuristicMs / r->ms).substr(0, 4) +
                       "x the heuristic";
       return choice;
     }

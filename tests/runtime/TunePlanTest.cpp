@@ -83,10 +83,11 @@ TEST_CASE("malformed plans are rejected with the place", "[tune]") {
   std::string group = R"({"name": "g", "spec": {"op": "attention_fwd",
       "heads": 16, "head_dim": 128}, "problems": [{"batch": 1, "seq_q": 8,
       "seq_kv": 8}], "candidates": [)";
-  CHECK_THAT(bad(R"({"version": 1, "groups": [)" + group +
-                 R"({"id": "c0", "tuning": {}}, {"id": "c0", "tuning": {}}]}]})"),
-             Catch::Contains("plan.groups[0].candidates[1].id") &&
-                 Catch::Contains("not unique"));
+  CHECK_THAT(
+      bad(R"({"version": 1, "groups": [)" + group +
+          R"({"id": "c0", "tuning": {}}, {"id": "c0", "tuning": {}}]}]})"),
+      Catch::Contains("plan.groups[0].candidates[1].id") &&
+          Catch::Contains("not unique"));
   CHECK_THAT(bad(R"({"version": 1, "groups": [)" + group +
                  R"({"id": "c0", "tuning": {}, "splits": 999}]}]})"),
              Catch::Contains("splits"));
@@ -115,8 +116,8 @@ TEST_CASE("jobs skip dropped candidates; shards split them deterministically",
       const TuneJob &j = a[k];
       const TuneCandidate &c = plan.groups[j.group].candidates[j.candidate];
       // Every problem a shard runs starts with its baseline.
-      bool first = k == 0 || a[k - 1].group != j.group ||
-                   a[k - 1].problem != j.problem;
+      bool first =
+          k == 0 || a[k - 1].group != j.group || a[k - 1].problem != j.problem;
       if (first)
         CHECK(c.heuristic);
       if (!c.heuristic)
@@ -170,8 +171,7 @@ TEST_CASE("a tuned mapping is part of the key only when set", "[tune]") {
   bad.arch = "sm_80";
   CHECK_THAT(validateSpec(bad).message(), Catch::Contains("sm_90a"));
   // Spec files carry it.
-  Result<TuningConfig> t =
-      tuningFromJson(tuningToJson(mma.tuning), "tuning");
+  Result<TuningConfig> t = tuningFromJson(tuningToJson(mma.tuning), "tuning");
   REQUIRE(t.isOk());
   CHECK(t->mapping == "mma");
 }

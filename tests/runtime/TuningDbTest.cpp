@@ -84,8 +84,8 @@ TEST_CASE("the database round-trips through its file", "[tuning]") {
   Result<TuningDb> back = TuningDb::load(path);
   REQUIRE(back.isOk());
   CHECK(back->serialize() == db.serialize());
-  const TuningRecord *r =
-      back->find("NVIDIA H200", "sm_90a", untunedSpecKey(s), "decode b<=1 kv<=1024");
+  const TuningRecord *r = back->find("NVIDIA H200", "sm_90a", untunedSpecKey(s),
+                                     "decode b<=1 kv<=1024");
   REQUIRE(r);
   CHECK(r->tuning.blockN == 32);
   CHECK(r->ms == 0.5);

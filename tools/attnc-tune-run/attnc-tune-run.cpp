@@ -17,10 +17,10 @@
 int main(int argc, char **argv) {
   attnc::TuneRunOptions o;
   auto usage = [] {
-    std::fprintf(stderr,
-                 "usage: attnc-tune-run --plan PLAN.json [--bundle DIR] "
-                 "[--db OUT.json] [--table OUT.md] [--shard i/n] [--device N] "
-                 "[--gpu-name NAME] [--seed N] [--min-reps N] [--max-reps N]\n");
+    std::fprintf(
+        stderr, "usage: attnc-tune-run --plan PLAN.json [--bundle DIR] "
+                "[--db OUT.json] [--table OUT.md] [--shard i/n] [--device N] "
+                "[--gpu-name NAME] [--seed N] [--min-reps N] [--max-reps N]\n");
     return 2;
   };
   for (int i = 1; i < argc; ++i) {

@@ -4,8 +4,8 @@
 
 #include "attnc/runtime/Spec.h"
 #include "attnc/runtime/TuningDb.h"
-#include "tools/attnc-tune-run/TuneRunner.h"
 #include "compiler/Frontend/AttentionConfig.h"
+#include "tools/attnc-tune-run/TuneRunner.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -44,7 +44,8 @@ void addTuneCommand(CLI::App &app, TuneOptions &o) {
   plan->add_option("--knob", p.knobs,
                    "NAME=V1,V2,...: sweep these values of a knob (mapping, "
                    "block_m, block_n, warps, stages; decode: block_n, splits)");
-  plan->add_option("-o,--output", p.output, "Directory for plan.json + bundle/");
+  plan->add_option("-o,--output", p.output,
+                   "Directory for plan.json + bundle/");
   plan->add_option("-j,--jobs", p.jobs, "Compile threads (default: cores)")
       ->check(CLI::NonNegativeNumber);
   plan->add_flag("--dry-run", p.dryRun,

@@ -118,8 +118,9 @@ int runTunePlan(const TunePlanOptions &o) {
   for (const std::string &k : o.knobs) {
     size_t eq = k.find('=');
     if (eq == std::string::npos || eq == 0) {
-      fmt::print(stderr, "attnc: error: --knob expects NAME=V1,V2,... (got "
-                         "'{}')\n",
+      fmt::print(stderr,
+                 "attnc: error: --knob expects NAME=V1,V2,... (got "
+                 "'{}')\n",
                  k);
       return 1;
     }
@@ -188,8 +189,8 @@ int runTunePlan(const TunePlanOptions &o) {
       std::lock_guard<std::mutex> lock(printMutex);
       fmt::print(stderr, "attnc: {}\n", m);
     };
-    int jobs = o.jobs > 0 ? o.jobs
-                          : std::max(1u, std::thread::hardware_concurrency());
+    int jobs =
+        o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
     fmt::print(stderr, "attnc tune plan: compiling {} kernels on {} threads\n",
                tasks.size(), jobs);
     std::atomic<size_t> next{0}, done{0};
@@ -289,8 +290,8 @@ int runTunePlan(const TunePlanOptions &o) {
         fmt::print("  keep {:>4} {:<22} regs {:>4} smem {:>7}\n", c.id,
                    c.label(), c.registers, c.smemBytes);
     for (const TuneCandidate &c : g.candidates)
-      if (!c.dropped.empty() && (o.verbose || c.registers >= 0 ||
-                                 c.dropped.rfind("compile", 0) == 0))
+      if (!c.dropped.empty() &&
+          (o.verbose || c.registers >= 0 || c.dropped.rfind("compile", 0) == 0))
         fmt::print("  drop {:>4} {:<22} {}\n", c.id, c.label(), c.dropped);
     if (!o.verbose) {
       size_t quiet = 0;

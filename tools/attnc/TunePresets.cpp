@@ -90,8 +90,8 @@ Result<std::vector<TuneGroup>> tunePreset(const std::string &name,
   decode.spec.pageSize = 256;
   decode.spec.maxQLen = 1;
   decode.spec.arch = arch;
-  decode.problems = {{1, 1, 131072}, {16, 1, 32768}, {64, 1, 4096},
-                     {64, 1, 16384}};
+  decode.problems = {
+      {1, 1, 131072}, {16, 1, 32768}, {64, 1, 4096}, {64, 1, 16384}};
   decode.name = groupName(decode.spec);
   groups.push_back(std::move(decode));
   return groups;

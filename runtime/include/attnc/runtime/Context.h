@@ -22,9 +22,9 @@
 #include "attnc/runtime/TuningDb.h"
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -126,9 +126,7 @@ public:
   // The device name tuning records are matched on, and the database (null
   // when none was given).
   const std::string &gpuName() const { return gpuName_; }
-  const TuningDb *tuningDb() const {
-    return tuningDb_ ? &*tuningDb_ : nullptr;
-  }
+  const TuningDb *tuningDb() const { return tuningDb_ ? &*tuningDb_ : nullptr; }
 
   // Validates `args` against the kernel's spec, then enqueues the kernel on
   // `stream`. Thread-safe; no allocation, no synchronisation.

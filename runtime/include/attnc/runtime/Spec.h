@@ -84,8 +84,8 @@ int64_t elementSize(const KernelSpec &spec);
 // JSON form used by spec files. Optional keys take the defaults above;
 // "kv_heads" defaults to "heads"; unknown keys are errors.
 Json specToJson(const KernelSpec &spec);
-// The {"block_m", "block_n", "stages", "warps"[, "mapping"]} object of spec files and
-// tuning databases; absent keys stay 0, unknown keys are errors.
+// The {"block_m", "block_n", "stages", "warps"[, "mapping"]} object of spec
+// files and tuning databases; absent keys stay 0, unknown keys are errors.
 Json tuningToJson(const TuningConfig &tuning);
 Result<TuningConfig> tuningFromJson(const Json &value,
                                     const std::string &where);

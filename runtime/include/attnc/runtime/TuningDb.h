@@ -48,8 +48,8 @@ struct TuningRecord {
   std::string spec;   // canonical spec string with the tuning zeroed
   std::string bucket; // problemBucket()
   TuningConfig tuning;
-  double ms = 0;     // median time of the sweep's problem
-  double tflops = 0; // for the reader; not used to rank
+  double ms = 0;          // median time of the sweep's problem
+  double tflops = 0;      // for the reader; not used to rank
   double heuristicMs = 0; // the heuristic default in the same sweep; 0: unknown
   int64_t splits = 0;     // decode: split count to launch with; 0: runtime's
 };
