@@ -81,6 +81,7 @@ TEST_CASE("malformed plans are rejected with the place", "[tune]") {
     return r.status().message();
   };
   std::string group = R"({"name": "g", "spec": {"op": "attention_fwd",
+      "dtype": "bf16", "arch": "sm_90a",
       "heads": 16, "head_dim": 128}, "problems": [{"batch": 1, "seq_q": 8,
       "seq_kv": 8}], "candidates": [)";
   CHECK_THAT(
