@@ -493,6 +493,13 @@ int runTuneSweep(const TuneRunOptions &o) {
     std::printf("skipped: no CUDA device\n");
     return 77;
   }
+  const DriverApi &d = **driver;
+  if (!d.cuMemAlloc || !d.cuMemFree || !d.cuMemcpyHtoD || !d.cuMemcpyDtoH ||
+      !d.cuMemsetD8 || !d.cuCtxSynchronize || !d.cuCtxSetCurrent ||
+      !d.cuEventCreate || !d.cuEventRecord || !d.cuEventSynchronize ||
+      !d.cuEventElapsedTime || !d.cuEventDestroy)
+    return fail("the CUDA driver " + d.library +
+                " lacks memory, copy or event entry points a sweep needs");
   ContextOptions options;
   options.cacheDir = bundle;
   options.device = o.device;
@@ -559,6 +566,17 @@ int runTuneSweep(const TuneRunOptions &o) {
   std::ostringstream table, details;
   table << "| group | problem | default | best | best config | gain |\n"
         << "|---|---|---|---|---|---|\n";
+  auto save = [&]() -> Status {
+    if (!o.tablePath.empty()) {
+      std::ofstream md(o.tablePath);
+      md << "# attnc tune: " << gpu << ", shard " << shard << "/" << shards
+         << "\n\n"
+         << "default = the runtime's heuristic config (no database entry); "
+            "gain = default time / best time.\n\n"
+         << table.str();
+    }
+    return o.dbPath.empty() ? Status::ok() : db.save(o.dbPath);
+  };
   int status = 0;
   for (size_t begin = 0; begin < jobs.size();) {
     size_t end = begin;
@@ -697,25 +715,20 @@ int runTuneSweep(const TuneRunOptions &o) {
             ? (std::to_string(baseMs / best->ms).substr(0, 5) + "x").c_str()
             : "-");
     table << row;
+    // After every problem, so that a sweep cut short (a timeout, a kernel
+    // that faults and takes the context with it) keeps what it measured.
+    if (Status st = save(); !st.isOk())
+      return fail(st.message());
     begin = end;
   }
   progress(jobs.size(), jobs.size(), elapsed(), 0, "done", true);
   std::fprintf(stderr, "\n");
   std::printf("\nResults on %s (shard %d/%d, %.0f s):\n\n%s", gpu.c_str(),
               shard, shards, elapsed(), table.str().c_str());
-  if (!o.tablePath.empty()) {
-    std::ofstream md(o.tablePath);
-    md << "# attnc tune: " << gpu << ", shard " << shard << "/" << shards
-       << "\n\n"
-       << "default = the runtime's heuristic config (no database entry); "
-          "gain = default time / best time.\n\n"
-       << table.str();
-  }
-  if (!o.dbPath.empty()) {
-    if (Status s = db.save(o.dbPath); !s.isOk())
-      return fail(s.message());
+  if (Status st = save(); !st.isOk())
+    return fail(st.message());
+  if (!o.dbPath.empty())
     std::printf("\nwrote %zu records to %s\n", db.size(), o.dbPath.c_str());
-  }
   return status;
 }
 
