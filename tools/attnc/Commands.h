@@ -112,7 +112,7 @@ struct TuneOptions {
     std::vector<std::string> knobs; // NAME=V1,V2
     std::string output;
     int jobs = 0; // 0: one per core
-    bool dryRun = false, verbose = false, cubin = true;
+    bool dryRun = false, verbose = false, cubin = true, run = false;
     std::string ptxasPath = ATTNC_PTXAS_PATH;
   } plan;
   TuneRunOptions run;

@@ -53,6 +53,12 @@ void addTuneCommand(CLI::App &app, TuneOptions &o) {
   plan->add_flag("-v,--verbose", p.verbose, "List every dropped combination");
   plan->add_flag("!--no-cubin", p.cubin, "Bundle PTX only");
   plan->add_option("--ptxas", p.ptxasPath, "ptxas for the resource report");
+  // Both halves in one command, where the compiler and a GPU are both here.
+  plan->add_flag("--run", p.run,
+                 "Then run the sweep on this machine's GPU (as `tune run`)");
+  plan->add_option("--db", o.run.dbPath, "--run: tuning database to write");
+  plan->add_option("--table", o.run.tablePath, "--run: results table");
+  plan->add_option("--shard", o.run.shard, "--run: i/n");
 
   CLI::App *run = tune->add_subcommand(
       "run", "On a GPU: check and time a plan's candidates, write the "
@@ -94,12 +100,22 @@ void addTuneCommand(CLI::App &app, TuneOptions &o) {
 int runTune(CLI::App &app, const TuneOptions &o) {
   CLI::App *tune = app.get_subcommand("tune");
   if (tune->got_subcommand("plan")) {
+    if (o.plan.run && o.plan.dryRun) {
+      fmt::print(stderr, "attnc: error: --run needs a compiled plan, not "
+                         "--dry-run\n");
+      return 1;
+    }
     if (o.plan.output.empty() && !o.plan.dryRun) {
       fmt::print(stderr, "attnc: error: tune plan needs -o DIR (or "
                          "--dry-run)\n");
       return 1;
     }
-    return runTunePlan(o.plan);
+    int rc = runTunePlan(o.plan);
+    if (rc != 0 || !o.plan.run)
+      return rc;
+    TuneRunOptions run = o.run;
+    run.planPath = o.plan.output + "/plan.json";
+    return runTuneSweep(run);
   }
   if (tune->got_subcommand("run"))
     return runTuneSweep(o.run);
