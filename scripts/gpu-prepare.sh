@@ -34,4 +34,12 @@ for b in attnc-gpu-attention attnc-gpu-decode attnc-gpu-elementwise attnc-bench 
   cp "$build/bin/$b" "$stage/bin/"
 done
 cp "$build/lib/libattnc.so" "$stage/lib/"
+
+# Autotuning sweep (issue #9): PEERS.md's D=128 prefill cells (causal and
+# not) and decode cells; the candidates compiled into .gpu/tune/bundle, the
+# plan (with the dropped ones and why) in .gpu/tune/plan.json, run by
+# gpu-run.sh's `tune` step with the runtime-only attnc-tune-run.
+"$build/bin/attnc" tune plan --preset peers-d128 -o "$stage/tune" -j "$(nproc)" \
+  | tee "$stage/tune-plan.txt"
+cp "$build/bin/attnc-tune-run" "$stage/bin/"
 du -sh "$stage"

@@ -62,6 +62,11 @@ step elementwise-bench "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundl
 step unfused-baseline "$stage/bin/attnc-bench" --bundle "$stage/bundle" \
   --heads 16 --kv-heads 16 --head-dim 128 --batch 4 --seq-len 4096 \
   --baseline unfused
+# Autotuning sweep (issue #9): check and time every kept candidate of
+# .gpu/tune/plan.json; the database, the results table (default vs best,
+# gain per cell) and the per-candidate log under $OUT.
+step tune timeout 540 "$stage/bin/attnc-tune-run" --plan "$stage/tune/plan.json" \
+  --db "$out/tuning.json" --table "$out/tune-results.md"
 export ATTNC_LIBRARY=$PWD/$stage/lib/libattnc.so ATTNC_CACHE_DIR=$PWD/$stage/bundle
 export PYTHONUNBUFFERED=1
 step python-gpu python3 tests/python/test_gpu_binding.py

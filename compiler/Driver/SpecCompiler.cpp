@@ -178,6 +178,15 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   // else (and any other target) mma.sync. The metadata names the choice.
   MappingChoice choice =
       chooseTensorCoreMapping(spec.arch, headDim, elementBits, tile);
+  // A tuned spec may name its mapping (attnc tune sweeps both on sm_90a).
+  if (spec.tuning.mapping == "mma" && choice.mapping != GPUMapping::MMA) {
+    choice.mapping = GPUMapping::MMA;
+    choice.name = mappingName(GPUMapping::MMA);
+    choice.why = "the spec's tuning names mma.sync";
+  } else if (spec.tuning.mapping == "wgmma" &&
+             choice.mapping != GPUMapping::WGMMA) {
+    return fail("tuning.mapping \"wgmma\" cannot be honoured: " + choice.why);
+  }
   PassManager pm(&ctx);
   buildTilePipeline(pm, tile);
   buildMappingPipeline(pm, choice.mapping, tile);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace attnc {
 
@@ -152,6 +153,30 @@ Result<std::unique_ptr<Context>> Context::create(ContextOptions options) {
       driver->cuDeviceGetAttribute(
           &c.ccMinor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
       "cuDeviceGetAttribute"));
+  // The tuning database and the name its records use for this device.
+  std::string dbPath = c.options_.tuningDb;
+  if (dbPath.empty())
+    if (const char *env = std::getenv("ATTNC_TUNING_DB"))
+      dbPath = env;
+  if (!dbPath.empty()) {
+    Result<TuningDb> db = TuningDb::load(dbPath);
+    if (!db.isOk())
+      return Status(db.status())
+          .withContext("tuning database" +
+                       std::string(c.options_.tuningDb.empty()
+                                       ? " ($ATTNC_TUNING_DB)"
+                                       : ""));
+    c.tuningDb_ = std::move(db).value();
+  }
+  c.gpuName_ = c.options_.gpuName;
+  if (c.gpuName_.empty() && driver->cuDeviceGetName) {
+    char name[256] = {0};
+    if (driver->cuDeviceGetName(name, sizeof(name) - 1, device) == CUDA_SUCCESS)
+      c.gpuName_ = name;
+  }
+  const char *logEnv = std::getenv("ATTNC_LOG_TUNING");
+  c.logTuning_ =
+      c.options_.logTuning || (logEnv && *logEnv && std::string(logEnv) != "0");
   // Only decode's split heuristic reads it; a driver that does not say
   // leaves a default there.
   if (driver->cuDeviceGetAttribute(&c.smCount_,
@@ -364,6 +389,39 @@ Result<const Kernel *> Context::getKernel(const KernelSpec &requested) {
   byKey_.emplace(key, std::move(kernel));
   bySpec_.emplace(*spec, result);
   return result;
+}
+
+TuningChoice Context::chooseTuning(const KernelSpec &spec,
+                                   const ProblemSize &size) const {
+  return attnc::chooseTuning(tuningDb(), gpuName_, spec, size);
+}
+
+Result<const Kernel *> Context::getKernelFor(const KernelSpec &spec,
+                                             const ProblemSize &size,
+                                             TuningChoice *out) {
+  TuningChoice choice = chooseTuning(spec, size);
+  KernelSpec tuned = spec;
+  if (choice.fromDatabase)
+    tuned.tuning = choice.tuning;
+  if (logTuning_) {
+    std::string line = "attnc: tuning of " + untunedSpecKey(spec) + " for " +
+                       problemBucket(size) + ": " +
+                       writeJson(tuningToJson(choice.tuning), -1) +
+                       (choice.decodeSplits > 0
+                            ? " splits " + std::to_string(choice.decodeSplits)
+                            : "") +
+                       " (" + choice.why + ")";
+    bool first;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      first = loggedChoices_.insert(line).second;
+    }
+    if (first)
+      warn(line);
+  }
+  if (out)
+    *out = choice;
+  return getKernel(tuned);
 }
 
 Status Context::launch(const Kernel &kernel, const AttentionArgs &args,

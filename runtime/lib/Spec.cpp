@@ -81,6 +81,8 @@ std::string KernelSpec::canonical() const {
   intField("block_n", tuning.blockN);
   intField("stages", tuning.stages);
   intField("warps", tuning.warps);
+  if (!tuning.mapping.empty())
+    field("mapping", tuning.mapping);
   if (isElementwiseOp(op)) {
     intField("hidden", hidden);
     field("eps", formatDouble(op == "add_rmsnorm" ? eps : 0.0));
@@ -185,6 +187,17 @@ Status validateSpec(const KernelSpec &spec) {
       return invalid(std::string("tuning.") + name +
                      " must be >= 0, 0 meaning default (got " +
                      std::to_string(value) + ")");
+  if (!spec.tuning.mapping.empty()) {
+    if (!oneOf(spec.tuning.mapping, {"wgmma", "mma"}))
+      return invalid("tuning.mapping \"" + spec.tuning.mapping +
+                     "\" is not supported (expected \"wgmma\", \"mma\" or "
+                     "empty for the compiler's choice)");
+    if (spec.op != "attention_fwd")
+      return invalid("tuning.mapping applies to op \"attention_fwd\" only");
+    if (spec.tuning.mapping == "wgmma" && spec.arch != "sm_90a")
+      return invalid("tuning.mapping \"wgmma\" needs arch \"sm_90a\" (got \"" +
+                     spec.arch + "\")");
+  }
   return Status::ok();
 }
 
@@ -199,6 +212,8 @@ Json tuningToJson(const TuningConfig &tuning) {
   out.set("block_n", tuning.blockN);
   out.set("stages", tuning.stages);
   out.set("warps", tuning.warps);
+  if (!tuning.mapping.empty())
+    out.set("mapping", tuning.mapping);
   return out;
 }
 
@@ -210,6 +225,7 @@ Result<TuningConfig> tuningFromJson(const Json &value,
   reader.getInt("block_n", tuning.blockN, false);
   reader.getInt("stages", tuning.stages, false);
   reader.getInt("warps", tuning.warps, false);
+  reader.getString("mapping", tuning.mapping, false);
   ATTNC_RETURN_IF_ERROR(reader.finish());
   return tuning;
 }
@@ -348,6 +364,7 @@ size_t KernelSpecHash::operator()(const KernelSpec &spec) const {
   mix(hashInt(spec.tuning.blockN));
   mix(hashInt(spec.tuning.stages));
   mix(hashInt(spec.tuning.warps));
+  mix(hashString(spec.tuning.mapping));
   mix(hashInt(spec.hidden));
   mix(hashDouble(spec.eps));
   mix(hashInt(spec.pageSize));

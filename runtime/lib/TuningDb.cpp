@@ -15,6 +15,12 @@ namespace attnc {
 
 std::string problemBucket(const ProblemSize &size) {
   std::string kind = size.seqQ <= 16 ? "decode" : "prefill";
+  if (kind == "decode") {
+    int64_t batch = 1;
+    while (batch < size.batch)
+      batch *= 2;
+    kind += " b<=" + std::to_string(batch);
+  }
   if (size.seqKV > 131072)
     return kind + " kv>131072";
   int64_t bound = 1024;
@@ -38,8 +44,18 @@ static std::string recordKey(const std::string &gpu, const std::string &arch,
 void TuningDb::record(const TuningRecord &r) {
   std::string key = recordKey(r.gpu, r.arch, r.spec, r.bucket);
   auto it = records_.find(key);
-  if (it == records_.end() || r.ms < it->second.ms)
+  if (it == records_.end()) {
     records_[key] = r;
+    return;
+  }
+  // The heuristic's time: the smaller of the two sweeps' (a conservative
+  // gain), when both measured it.
+  double heuristic = it->second.heuristicMs;
+  if (r.heuristicMs > 0 && (heuristic <= 0 || r.heuristicMs < heuristic))
+    heuristic = r.heuristicMs;
+  if (r.ms < it->second.ms)
+    it->second = r;
+  it->second.heuristicMs = heuristic;
 }
 
 const TuningRecord *TuningDb::find(const std::string &gpu,
@@ -66,6 +82,10 @@ std::string TuningDb::serialize() const {
     item.set("tuning", tuningToJson(r.tuning));
     item.set("ms", r.ms);
     item.set("tflops", r.tflops);
+    if (r.heuristicMs > 0)
+      item.set("heuristic_ms", r.heuristicMs);
+    if (r.splits > 0)
+      item.set("splits", r.splits);
     records.push(std::move(item));
   }
   Json doc = Json::object();
@@ -98,12 +118,17 @@ Result<TuningDb> TuningDb::parse(std::string_view json,
     item.getString("bucket", r.bucket, true);
     item.getNumber("ms", r.ms, true);
     item.getNumber("tflops", r.tflops, false);
+    item.getNumber("heuristic_ms", r.heuristicMs, false);
+    item.getInt("splits", r.splits, false);
     const Json *tuning = item.getValue("tuning", Json::Kind::Object, true);
     ATTNC_RETURN_IF_ERROR(item.finish());
     ATTNC_ASSIGN_OR_RETURN(r.tuning, tuningFromJson(*tuning, at + ".tuning"));
     if (!(r.ms > 0))
       return Status(ErrorCode::ParseError,
                     at + ".ms: expected a positive time in milliseconds");
+    if (r.splits < 0 || r.splits > 256)
+      return Status(ErrorCode::ParseError,
+                    at + ".splits: expected 0 (the runtime's choice) to 256");
     db.record(r);
   }
   return db;
@@ -151,7 +176,7 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
 TuningChoice chooseTuning(const TuningDb *db, const std::string &gpu,
                           const KernelSpec &spec, const ProblemSize &size) {
   TuningChoice choice;
-  if (spec.tuning.blockM > 0 || spec.tuning.blockN > 0) {
+  if (!(spec.tuning == TuningConfig{})) {
     choice.tuning = spec.tuning;
     choice.why = "the spec names its tuning";
     return choice;
@@ -161,8 +186,15 @@ TuningChoice chooseTuning(const TuningDb *db, const std::string &gpu,
     if (const TuningRecord *r =
             db->find(gpu, spec.arch, untunedSpecKey(spec), bucket)) {
       choice.tuning = r->tuning;
+      choice.decodeSplits = r->splits;
       choice.fromDatabase = true;
       choice.why = "tuning database: fastest on " + gpu + " for " + bucket;
+      if (r->tuning == TuningConfig{})
+        choice.why += " (the compiler's default won the sweep)";
+      if (r->heuristicMs > 0)
+        choice.why += ", " +
+                      std::to_string(r->heuristicMs / r->ms).substr(0, 4) +
+                      "x the heuristic";
       return choice;
     }
   }

@@ -544,3 +544,63 @@ TEST_CASE("the C ABI drives the same path", "[fake-driver][capi]") {
   CHECK(attnc_cache_clear(dir.c_str(), &removed) == ATTNC_OK);
   CHECK(removed == 0);
 }
+
+TEST_CASE("getKernelFor takes the tuning database's config into the key",
+          "[fake-driver][tune]") {
+  Fixture f;
+  KernelSpec spec = sampleSpec();
+  ProblemSize size{2, 4096, 4096};
+  TuningRecord r;
+  r.gpu = "Fake GPU";
+  r.arch = spec.arch;
+  r.spec = untunedSpecKey(spec);
+  r.bucket = problemBucket(size);
+  r.tuning.blockM = 128;
+  r.tuning.blockN = 32;
+  r.tuning.warps = 8;
+  r.ms = 1.0;
+  TuningDb db;
+  db.record(r);
+  std::string path = f.dir.path() + "/tuning.json";
+  REQUIRE(db.save(path).isOk());
+
+  ContextOptions options = f.options();
+  options.tuningDb = path;
+  options.gpuName = "Fake GPU";
+  options.logTuning = true;
+  Result<std::unique_ptr<Context>> created = Context::create(options);
+  REQUIRE(created.isOk());
+  Context &ctx = **created;
+  ctx.setCompiler(f.compiler);
+  REQUIRE(ctx.tuningDb());
+  CHECK(ctx.gpuName() == "Fake GPU");
+
+  TuningChoice hit;
+  Result<const Kernel *> tuned = ctx.getKernelFor(spec, size, &hit);
+  REQUIRE(tuned.isOk());
+  CHECK(hit.fromDatabase);
+  CHECK((*tuned)->spec().tuning == r.tuning);
+  // Another bucket: the compiler's default, the spec as it was.
+  TuningChoice miss;
+  Result<const Kernel *> plain =
+      ctx.getKernelFor(spec, {1, 16384, 16384}, &miss);
+  REQUIRE(plain.isOk());
+  CHECK_FALSE(miss.fromDatabase);
+  CHECK_THAT(miss.why, Catch::Contains("no database entry for Fake GPU"));
+  CHECK((*plain)->spec().tuning == TuningConfig{});
+  CHECK((*plain)->key() != (*tuned)->key());
+  CHECK(f.compiler->calls == 2);
+  // Said once per spec and bucket, with the reason.
+  REQUIRE(ctx.getKernelFor(spec, size).isOk());
+  size_t said = 0;
+  for (const std::string &w : f.warnings)
+    said += w.find("tuning database: fastest on Fake GPU") != std::string::npos;
+  CHECK(said == 1);
+
+  // A database that does not load is an error of create().
+  ContextOptions broken = f.options();
+  broken.tuningDb = f.dir.path() + "/missing.json";
+  Result<std::unique_ptr<Context>> bad = Context::create(broken);
+  REQUIRE_FALSE(bad.isOk());
+  CHECK_THAT(bad.status().message(), Catch::Contains("tuning database"));
+}

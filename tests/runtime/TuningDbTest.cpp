@@ -35,12 +35,13 @@ TuningRecord rec(const KernelSpec &s, const std::string &bucket, int64_t blockN,
 } // namespace
 
 TEST_CASE("problem sizes fall into power-of-two buckets", "[tuning]") {
-  CHECK(problemBucket({1, 1, 100}) == "decode kv<=1024");
-  CHECK(problemBucket({1, 16, 1024}) == "decode kv<=1024");
+  CHECK(problemBucket({1, 1, 100}) == "decode b<=1 kv<=1024");
+  CHECK(problemBucket({1, 16, 1024}) == "decode b<=1 kv<=1024");
+  CHECK(problemBucket({48, 1, 16384}) == "decode b<=64 kv<=16384");
   CHECK(problemBucket({1, 17, 1025}) == "prefill kv<=2048");
   CHECK(problemBucket({4, 4096, 4096}) == "prefill kv<=4096");
   CHECK(problemBucket({1, 4096, 131072}) == "prefill kv<=131072");
-  CHECK(problemBucket({1, 1, 131073}) == "decode kv>131072");
+  CHECK(problemBucket({1, 1, 131073}) == "decode b<=1 kv>131072");
 }
 
 TEST_CASE("the tuning is not part of the record key", "[tuning]") {
@@ -76,15 +77,15 @@ TEST_CASE("the database round-trips through its file", "[tuning]") {
   KernelSpec s = spec128();
   TuningDb db;
   db.record(rec(s, "prefill kv<=4096", 64, 2.25));
-  db.record(rec(s, "decode kv<=1024", 32, 0.5));
+  db.record(rec(s, "decode b<=1 kv<=1024", 32, 0.5));
   TempDir dir;
   std::string path = dir.path() + "/tuning.json";
   REQUIRE(db.save(path).isOk());
   Result<TuningDb> back = TuningDb::load(path);
   REQUIRE(back.isOk());
   CHECK(back->serialize() == db.serialize());
-  const TuningRecord *r =
-      back->find("NVIDIA H200", "sm_90a", untunedSpecKey(s), "decode kv<=1024");
+  const TuningRecord *r = back->find("NVIDIA H200", "sm_90a", untunedSpecKey(s),
+                                     "decode b<=1 kv<=1024");
   REQUIRE(r);
   CHECK(r->tuning.blockN == 32);
   CHECK(r->ms == 0.5);

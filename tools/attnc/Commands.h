@@ -5,6 +5,7 @@
 #include "attnc/runtime/Spec.h"
 #include "attnc/runtime/TuningDb.h"
 #include "compiler/Frontend/AttentionConfig.h"
+#include "tools/attnc-tune-run/TuneRunner.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -97,7 +98,28 @@ struct TuneOptions {
     return s;
   }();
   ProblemSize size{1, 4096, 4096};
+  // attnc tune plan
+  struct Plan {
+    std::string preset;   // "peers-d128", "peers"; empty: one group
+    std::string problems; // "B:SQ:SKV,..."
+    KernelSpec spec = [] {
+      KernelSpec s;
+      s.heads = 16;
+      s.kvHeads = 16;
+      s.headDim = 128;
+      return s;
+    }();
+    std::string arch = "sm_90a";
+    std::vector<std::string> knobs; // NAME=V1,V2
+    std::string output;
+    int jobs = 0; // 0: one per core
+    bool dryRun = false, verbose = false, cubin = true, run = false;
+    std::string ptxasPath = ATTNC_PTXAS_PATH;
+  } plan;
+  TuneRunOptions run;
 };
+using TunePlanOptions = TuneOptions::Plan;
+int runTunePlan(const TunePlanOptions &opts);
 void addTuneCommand(CLI::App &app, TuneOptions &opts);
 int runTune(CLI::App &app, const TuneOptions &opts);
 

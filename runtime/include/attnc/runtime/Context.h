@@ -19,9 +19,12 @@
 #include "attnc/runtime/RowLaunch.h"
 #include "attnc/runtime/Spec.h"
 #include "attnc/runtime/Status.h"
+#include "attnc/runtime/TuningDb.h"
 
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -47,6 +50,16 @@ struct ContextOptions {
   // cache it beside the PTX.
   bool linkCubin = true;
   LogFn log; // warnings; empty: write them to stderr
+  // Tuning database (TuningDb.h) that getKernelFor consults: a path; empty:
+  // $ATTNC_TUNING_DB when set, else none. A file that does not load is an
+  // error of create().
+  std::string tuningDb;
+  // The device name database records are matched on; empty: the driver's
+  // (e.g. "NVIDIA H200").
+  std::string gpuName;
+  // Log each tuning choice (once per spec and problem bucket) through `log`;
+  // also on when $ATTNC_LOG_TUNING is set to anything but "0".
+  bool logTuning = false;
 };
 
 class Kernel {
@@ -94,6 +107,26 @@ public:
   // Thread-safe; a miss compiles under the context's lock, so concurrent
   // misses are serialised. The kernel lives as long as the Context.
   Result<const Kernel *> getKernel(const KernelSpec &spec);
+
+  // The configuration a launch of `spec` on a problem of `size` takes: the
+  // spec's own tuning when it names one; else the tuning database's entry
+  // for this GPU, arch, spec and size bucket; else the compiler's default
+  // (heuristicTuning), with the reason in `why`.
+  TuningChoice chooseTuning(const KernelSpec &spec,
+                            const ProblemSize &size) const;
+
+  // getKernel for that choice: a database entry becomes the spec's tuning
+  // (so it is part of the cache key); the default leaves the spec as it is.
+  // `choice` (optional) receives the choice; pass its decodeSplits on as
+  // DecodeArgs::numSplits.
+  Result<const Kernel *> getKernelFor(const KernelSpec &spec,
+                                      const ProblemSize &size,
+                                      TuningChoice *choice = nullptr);
+
+  // The device name tuning records are matched on, and the database (null
+  // when none was given).
+  const std::string &gpuName() const { return gpuName_; }
+  const TuningDb *tuningDb() const { return tuningDb_ ? &*tuningDb_ : nullptr; }
 
   // Validates `args` against the kernel's spec, then enqueues the kernel on
   // `stream`. Thread-safe; no allocation, no synchronisation.
@@ -158,6 +191,11 @@ private:
   std::shared_ptr<KernelCompiler> compiler_;
   std::unordered_map<std::string, std::unique_ptr<Kernel>> byKey_;
   std::unordered_map<KernelSpec, const Kernel *, KernelSpecHash> bySpec_;
+
+  std::optional<TuningDb> tuningDb_;
+  std::string gpuName_;
+  bool logTuning_ = false;
+  std::set<std::string> loggedChoices_; // guarded by mutex_
 };
 
 // Whether a kernel built for `arch` ("sm_80", "sm_90a") can run on a device

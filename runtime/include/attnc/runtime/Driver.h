@@ -42,6 +42,7 @@ namespace attnc {
 // Entry points only tests and tools use (memory, streams, graphs); null when
 // the library lacks them.
 #define ATTNC_CUDA_OPTIONAL_FUNCTIONS(X)                                       \
+  X(cuDeviceGetName)                                                           \
   X(cuCtxSetCurrent)                                                           \
   X(cuCtxSynchronize)                                                          \
   X(cuFuncGetAttribute)                                                        \

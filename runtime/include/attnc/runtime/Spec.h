@@ -26,6 +26,10 @@ struct TuningConfig {
   int64_t blockN = 0;
   int64_t stages = 0;
   int64_t warps = 0;
+  // Prefill attention's GPU mapping: "" (auto: wgmma on sm_90a where the
+  // variant allows it, else mma.sync), "wgmma" or "mma". In the canonical
+  // string only when set, so untuned keys are unchanged.
+  std::string mapping;
 
   bool operator==(const TuningConfig &) const = default;
 };
@@ -80,8 +84,8 @@ int64_t elementSize(const KernelSpec &spec);
 // JSON form used by spec files. Optional keys take the defaults above;
 // "kv_heads" defaults to "heads"; unknown keys are errors.
 Json specToJson(const KernelSpec &spec);
-// The {"block_m", "block_n", "stages", "warps"} object of spec files and
-// tuning databases; absent keys stay 0, unknown keys are errors.
+// The {"block_m", "block_n", "stages", "warps"[, "mapping"]} object of spec
+// files and tuning databases; absent keys stay 0, unknown keys are errors.
 Json tuningToJson(const TuningConfig &tuning);
 Result<TuningConfig> tuningFromJson(const Json &value,
                                     const std::string &where);

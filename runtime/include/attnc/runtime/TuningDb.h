@@ -11,7 +11,10 @@
 //   {"version": 1, "records": [{"gpu": "NVIDIA H200", "arch": "sm_90a",
 //     "spec": "<canonical spec, tuning zeroed>", "bucket": "prefill kv<=4096",
 //     "tuning": {"block_m": 64, "block_n": 64, "stages": 0, "warps": 0},
-//     "ms": 2.13, "tflops": 258.1}, ...]}
+//     "ms": 2.13, "tflops": 258.1, "heuristic_ms": 2.40, "splits": 0}, ...]}
+// ("heuristic_ms": the heuristic default's time in the same sweep, for the
+// gain; "splits": decode's split count, a launch-time knob, 0 = the
+// runtime's choice; both optional.)
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_RUNTIME_TUNINGDB_H
@@ -34,7 +37,9 @@ struct ProblemSize {
 };
 
 /// Sizes that behave alike share a bucket: decode (seq_q <= 16) or prefill,
-/// and seq_kv rounded up to a power of two from 1024 to 131072 (or above).
+/// and seq_kv rounded up to a power of two from 1024 to 131072 (or above);
+/// decode also rounds the batch up to a power of two (its grid, and so its
+/// best split count, scales with the batch).
 std::string problemBucket(const ProblemSize &size);
 
 struct TuningRecord {
@@ -43,8 +48,10 @@ struct TuningRecord {
   std::string spec;   // canonical spec string with the tuning zeroed
   std::string bucket; // problemBucket()
   TuningConfig tuning;
-  double ms = 0;     // median time of the sweep's problem
-  double tflops = 0; // for the reader; not used to rank
+  double ms = 0;          // median time of the sweep's problem
+  double tflops = 0;      // for the reader; not used to rank
+  double heuristicMs = 0; // the heuristic default in the same sweep; 0: unknown
+  int64_t splits = 0;     // decode: split count to launch with; 0: runtime's
 };
 
 /// The canonical string a record keys on: the spec without its tuning.
@@ -85,6 +92,7 @@ TuningConfig heuristicTuning(const KernelSpec &spec);
 
 struct TuningChoice {
   TuningConfig tuning;
+  int64_t decodeSplits = 0; // decode: DecodeArgs::numSplits (0: runtime's)
   bool fromDatabase = false;
   std::string why; // one line for logs and `attnc tune choose`
 };
