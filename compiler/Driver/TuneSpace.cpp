@@ -55,7 +55,7 @@ tuneKnobs(const KernelSpec &spec,
     knobs.push_back(
         {"mapping", mappings,
          [](TuneCandidate &c, const std::string &v) { c.tuning.mapping = v; }});
-    knob("block_m", numbers({64, 128}),
+    knob("block_m", numbers({64, 128, 192}),
          [](TuneCandidate &c, int64_t v) { c.tuning.blockM = v; });
     knob("block_n", numbers({32, 64, 128}),
          [](TuneCandidate &c, int64_t v) { c.tuning.blockN = v; });
@@ -64,7 +64,7 @@ tuneKnobs(const KernelSpec &spec,
     knob("warps", numbers({0, 4, 8}),
          [](TuneCandidate &c, int64_t v) { c.tuning.warps = v; });
     // The K/V ring depth, when a mapping reads it (0: the mapping's own).
-    knob("stages", numbers({0}),
+    knob("stages", numbers({0, 3}),
          [](TuneCandidate &c, int64_t v) { c.tuning.stages = v; });
   } else {
     return Status(ErrorCode::InvalidArgument,
@@ -108,12 +108,15 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
     if (t.warps != 0)
       return "wgmma takes one warpgroup per 64 rows; warps is not a knob";
     std::string why =
-        wgmma::unsupportedReason(spec.headDim, t.blockM, t.blockN, 16);
+        wgmma::unsupportedReason(spec.headDim, t.blockM, t.blockN, 16,
+                                 t.stages > 0 ? t.stages : 2);
     return why.empty() ? "" : "the wgmma mapping " + why;
   }
   // mma.sync (explicitly, or the only mapping of the target).
   if (t.warps <= 0)
     return "mma.sync needs warps (rows per warp = block_m / warps)";
+  if (t.stages != 0)
+    return "mma.sync's K/V rings are two tiles; stages is a wgmma knob";
   if (t.blockM % t.warps != 0 ||
       (t.blockM / t.warps != 16 && t.blockM / t.warps != 32))
     return "mma.sync takes 16 or 32 query rows per warp, not block_m " +

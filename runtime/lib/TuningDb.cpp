@@ -158,9 +158,14 @@ Status TuningDb::save(const std::string &path) const {
 TuningConfig heuristicTuning(const KernelSpec &spec) {
   TuningConfig t;
   if (spec.arch == "sm_90a" && spec.headDim == 128) {
-    // The wgmma mapping (one warpgroup per 64 rows): 64x64 measured best.
-    t.blockM = 64;
-    t.blockN = 64;
+    // The wgmma mapping (one warpgroup per 64 rows, K/V rings of 2 tiles),
+    // H200 at S = 4k (bench/RESULTS.md, session 3): 192x64 (3 warpgroups)
+    // 375 TFLOP/s non-causal, 128x128 306 causal; 64x64 only 260/238 (its
+    // 80 KiB leave 2 blocks = 2 warpgroups per SM).
+    t.blockM = spec.causal ? 128 : 192;
+    t.blockN = spec.causal ? 128 : 64;
+    t.stages = 2;
+    return t;
   } else if (spec.headDim <= 128) {
     t.blockM = 128;
     // 64-key tiles spill at 32 rows per warp above head dim 64.
