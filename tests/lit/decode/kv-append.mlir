@@ -1,6 +1,6 @@
 // RUN: attnc-opt %s -split-input-file | attnc-opt -split-input-file | FileCheck %s --check-prefix=ROUNDTRIP
 // RUN: attnc-opt %s -split-input-file -attnc-tile-decode | FileCheck %s --check-prefix=TILE
-// RUN: attnc-opt %s -split-input-file -attnc-tile-decode -attnc-map-kv-append-to-gpu | FileCheck %s --check-prefix=GPU
+// RUN: attnc-opt %s -split-input-file -attnc-tile-decode -attnc-map-kv-append-to-gpu | FileCheck %s --check-prefix=MAP
 
 // ROUNDTRIP-LABEL: func @kv_append
 // ROUNDTRIP: attn.kv_append %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x8x128xbf16>, tensor<?xi64>, tensor<?x8x16x128xbf16> -> tensor<?x8x16x128xbf16>, tensor<?x8x16x128xbf16>
@@ -15,9 +15,10 @@
 // TILE: %[[T:.*]] = arith.divui %[[ROW]], %{{.*}} : index
 // TILE: %[[H:.*]] = arith.remui %[[ROW]], %{{.*}} : index
 // TILE: %[[SLOT:.*]] = memref.load %{{.*}}[%[[T]]] : memref<?xi64, strided<[1]>>
-// TILE: arith.cmpi sge, %[[SLOT]]
-// TILE: arith.cmpi slt, %[[SLOT]]
-// TILE: scf.if
+// TILE-DAG: %[[NEG:.*]] = arith.cmpi sge, %[[SLOT]]
+// TILE-DAG: %[[END:.*]] = arith.cmpi slt, %[[SLOT]]
+// TILE: %[[OK:.*]] = arith.andi
+// TILE: scf.if %[[OK]]
 // TILE: %[[PAGE:.*]] = arith.divui
 // TILE: %[[OFF:.*]] = arith.remui
 // TILE: %[[K:.*]] = tile.load_row %{{.*}}[%[[T]], %[[H]], %{{.*}}] : memref<?x8x128xbf16, strided<[?, ?, 1]>> -> tensor<128xbf16>
@@ -27,18 +28,18 @@
 
 // On the GPU: 16 threads per row (one 16-byte vector each), 8 rows per
 // block, rows past the end do nothing; the copies sit under the slot check.
-// GPU: gpu.func @kv_append(
-// GPU-SAME: known_block_size = array<i32: 128, 1, 1>
-// GPU: gpu.thread_id x
-// GPU: arith.cmpi ult
-// GPU: scf.if
-// GPU: memref.load
-// GPU: scf.if
-// GPU: vector.load {{.*}} {alignment = 16 : i64} : memref<?x8x128xbf16, strided<[?, ?, 1]>>, vector<8xbf16>
-// GPU: vector.store {{.*}} {alignment = 16 : i64} : memref<?x8x16x128xbf16, strided<[?, ?, ?, 1]>>, vector<8xbf16>
-// GPU: vector.load
-// GPU: vector.store
-// GPU-NOT: tile.
+// MAP: gpu.func @kv_append(
+// MAP-SAME: known_block_size = array<i32: 128, 1, 1>
+// MAP: gpu.thread_id x
+// MAP: arith.cmpi ult
+// MAP: scf.if
+// MAP: memref.load
+// MAP: scf.if
+// MAP: vector.load {{.*}} {alignment = 16 : i64} : memref<?x8x128xbf16, strided<[?, ?, 1]>>, vector<8xbf16>
+// MAP: vector.store {{.*}} {alignment = 16 : i64} : memref<?x8x16x128xbf16, strided<[?, ?, ?, 1]>>, vector<8xbf16>
+// MAP: vector.load
+// MAP: vector.store
+// MAP-NOT: tile.
 func.func @kv_append(%k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %slots: tensor<?xi64>,
                      %kc: tensor<?x8x16x128xbf16>, %vc: tensor<?x8x16x128xbf16>)
     -> (tensor<?x8x16x128xbf16>, tensor<?x8x16x128xbf16>) {
@@ -52,8 +53,8 @@ func.func @kv_append(%k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %slots:
 // Head dim 64 at page 1 (fp16): 8 threads per row, 16 rows per block.
 // TILE-LABEL: func.func @small(
 // TILE-SAME: attributes {tile.launch = #tile.launch<"kv_append_v1", 16, 8, 2>, tile.row_length = 64 : i64}
-// GPU: gpu.func @small(
-// GPU-SAME: known_block_size = array<i32: 128, 1, 1>
+// MAP: gpu.func @small(
+// MAP-SAME: known_block_size = array<i32: 128, 1, 1>
 func.func @small(%k: tensor<?x2x64xf16>, %v: tensor<?x2x64xf16>, %slots: tensor<?xi64>,
                  %kc: tensor<?x2x1x64xf16>, %vc: tensor<?x2x1x64xf16>)
     -> (tensor<?x2x1x64xf16>, tensor<?x2x1x64xf16>) {
