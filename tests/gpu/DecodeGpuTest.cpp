@@ -941,6 +941,8 @@ int main(int argc, char **argv) {
         KernelSpec checked = benchSpec(row.page, bn, st);
         checked.hasLse = true; // the sweep's correctness case
         add(checked);
+        checked.pageSize = 4097; // and its paged == contiguous check
+        add(checked);
       }
     std::ofstream(writeSpecs) << writeSpecFile(specs);
     return 0;
