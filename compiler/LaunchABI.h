@@ -59,6 +59,10 @@ inline constexpr std::array<const char *, 21> kDecodeSplitParams = {
     "k_stride_p", "k_stride_h", "k_stride_s", "v_stride_p",  "v_stride_h",
     "v_stride_s"};
 
+/// A unit attribute on a decode split kernel: its paged, length-bounded K/V
+/// loads may be copied a tile ahead (tuning.stages = 2).
+inline constexpr const char *kPrefetchPagedAttr = "tile.prefetch_paged";
+
 /// The combine of the partials (`decode_combine_v1`): grid (ceil(seq_q /
 /// block_m), heads, batch); O [B, Hq, seq_q, D] and LSE [B, Hq, seq_q] with
 /// strides, as in attention_fwd_v1.
@@ -103,6 +107,31 @@ inline llvm::SmallVector<mlir::Type> lseMergeParamTypes(mlir::MLIRContext *ctx,
   auto f32Ptr = mlir::MemRefType::get({}, mlir::Float32Type::get(ctx));
   llvm::SmallVector<mlir::Type> types{ptr, f32Ptr, ptr, f32Ptr, ptr, f32Ptr};
   types.append(kLseMergeParams.size() - types.size(),
+               mlir::IntegerType::get(ctx, 64));
+  return types;
+}
+
+/// attn.kv_append (`kv_append_v1`): one program per (token, KV head) row,
+/// `rows` = tokens x kv_heads, row r = (token r / Hkv, head r mod Hkv); a
+/// program copies the row of key and value to slot slot_mapping[token] of
+/// the caches (skipped when negative or >= num_pages x page_size). Grid:
+/// (ceil(rows / block_m), 1, 1), block: block_n x block_m threads (block_n
+/// threads per row in 16-byte vectors). key/value [tokens, Hkv, D] and the
+/// caches [pages, Hkv, page_size, D] have strides (elements, innermost 1);
+/// slot_mapping [tokens] i64 is contiguous.
+inline constexpr const char *kKVAppendRule = "kv_append_v1";
+inline constexpr std::array<const char *, 17> kKVAppendParams = {
+    "key",         "value",       "slot_mapping", "key_cache",   "value_cache",
+    "rows",        "num_pages",   "k_stride_t",   "k_stride_h",  "v_stride_t",
+    "v_stride_h",  "kc_stride_p", "kc_stride_h",  "kc_stride_s", "vc_stride_p",
+    "vc_stride_h", "vc_stride_s"};
+
+inline llvm::SmallVector<mlir::Type> kvAppendParamTypes(mlir::MLIRContext *ctx,
+                                                        mlir::Type elt) {
+  auto ptr = mlir::MemRefType::get({}, elt);
+  auto i64Ptr = mlir::MemRefType::get({}, mlir::IntegerType::get(ctx, 64));
+  llvm::SmallVector<mlir::Type> types{ptr, ptr, i64Ptr, ptr, ptr};
+  types.append(kKVAppendParams.size() - types.size(),
                mlir::IntegerType::get(ctx, 64));
   return types;
 }

@@ -57,6 +57,8 @@ step attention-gpu "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle"
 step attention-bench "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
 step decode-gpu "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle"
 step decode-bench "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench
+# Every split-kernel variant (block_n x stages x split policy) side by side.
+step decode-sweep "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --sweep
 step elementwise-gpu "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle"
 step elementwise-bench "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle" --bench
 step unfused-baseline "$stage/bin/attnc-bench" --bundle "$stage/bundle" \
@@ -71,6 +73,7 @@ export ATTNC_LIBRARY=$PWD/$stage/lib/libattnc.so ATTNC_CACHE_DIR=$PWD/$stage/bun
 export PYTHONUNBUFFERED=1
 step python-gpu python3 tests/python/test_gpu_binding.py
 step python-gpu-decode python3 tests/python/test_gpu_decode.py
+step python-gpu-cache-ops python3 tests/python/test_gpu_cache_ops.py
 step python-gpu-rows python3 tests/python/test_gpu_rows.py
 step compare timeout 420 python3 bench/compare.py --out "$out/RESULTS.md" ${ATTNC_BENCH_ARGS:-}
 exit $status

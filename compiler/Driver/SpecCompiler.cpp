@@ -1,6 +1,7 @@
 //===- SpecCompiler.cpp - the runtime's compiler hook, backed by MLIR -----===//
 #include "compiler/Driver/SpecCompiler.h"
 
+#include "attnc/runtime/CacheOps.h"
 #include "attnc/runtime/Decode.h"
 #include "attnc/runtime/Launch.h"
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
@@ -142,10 +143,97 @@ compileRowKernel(const attnc::KernelSpec &spec) {
   return out;
 }
 
+/// Op "kv_append": attn.kv_append -> its row kernel -> 16-byte vector
+/// copies (KVAppendToGPU) -> PTX.
+static attnc::Result<attnc::CompiledKernel>
+compileKVAppend(const attnc::KernelSpec &spec) {
+  using namespace attnc;
+  CompileSession session(spec);
+  MLIRContext &ctx = session.ctx;
+  auto fail = [&](const std::string &what) { return session.fail(what); };
+  KVAppendConfig config;
+  config.kvHeads = spec.kvHeads;
+  config.headDim = spec.headDim;
+  config.dtype = spec.dtype;
+  config.pageSize = spec.pageSize;
+  OwningOpRef<ModuleOp> module = buildKVAppendModule(ctx, config);
+  if (!module)
+    return fail("the kv_append does not verify");
+  PassManager pm(&ctx);
+  buildDecodeTilePipeline(pm, {});
+  if (failed(pm.run(*module)))
+    return fail("tiling failed");
+  CompiledKernel out;
+  KernelMetadata &meta = out.meta;
+  module->walk([&](func::FuncOp fn) {
+    auto launch = fn->getAttrOfType<tile::LaunchAttr>("tile.launch");
+    if (!launch || launch.getRule() != kKVAppendRule)
+      return;
+    meta.entry = fn.getName().str();
+    meta.block = {launch.getBlockN() * launch.getBlockM(), 1, 1};
+    meta.blockM = launch.getBlockM();
+  });
+  if (meta.entry.empty())
+    return fail("no kv_append kernel");
+  meta.arch = spec.arch;
+  meta.gridRule = kKVAppendRule;
+  meta.params = kvAppendV1Params();
+  PassManager gpuPm(&ctx);
+  buildKVAppendGPUPipeline(gpuPm);
+  if (failed(gpuPm.run(*module)))
+    return fail("lowering failed");
+  FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
+  if (failed(ptx))
+    return fail("PTX emission failed");
+  out.ptx = std::move(*ptx);
+  return out;
+}
+
+/// Op "lse_merge": attn.lse_merge -> its tile kernel -> the mma.sync
+/// mapping's combine path -> PTX.
+static attnc::Result<attnc::CompiledKernel>
+compileLseMerge(const attnc::KernelSpec &spec) {
+  using namespace attnc;
+  CompileSession session(spec);
+  MLIRContext &ctx = session.ctx;
+  auto fail = [&](const std::string &what) { return session.fail(what); };
+  OwningOpRef<ModuleOp> module =
+      buildLseMergeModule(ctx, attentionConfigOf(spec));
+  if (!module)
+    return fail("the lse_merge does not verify");
+  PassManager pm(&ctx);
+  buildDecodeTilePipeline(pm, {});
+  buildMMAPipeline(pm);
+  if (failed(pm.run(*module)))
+    return fail("lowering failed");
+  FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
+  if (failed(ptx))
+    return fail("PTX emission failed");
+  CompiledKernel out;
+  out.ptx = std::move(*ptx);
+  KernelMetadata &meta = out.meta;
+  meta.entry = "lse_merge";
+  meta.arch = spec.arch;
+  std::optional<gpu_emit::KernelLaunchInfo> info =
+      gpu_emit::launchInfo(*module, meta.entry);
+  if (!info)
+    return fail("the lse_merge kernel has no launch geometry");
+  meta.block = {info->threads, 1, 1};
+  meta.blockM = kLseMergeRows;
+  meta.dynamicSmem = info->dynamicSmem;
+  meta.gridRule = kLseMergeRule;
+  meta.params = lseMergeV1Params();
+  return out;
+}
+
 attnc::Result<attnc::CompiledKernel>
 attnc::SpecCompiler::compile(const KernelSpec &spec) {
   if (spec.op == "decode")
     return compileDecode(spec);
+  if (spec.op == "kv_append")
+    return compileKVAppend(spec);
+  if (spec.op == "lse_merge")
+    return compileLseMerge(spec);
   if (isElementwiseOp(spec.op))
     return compileRowKernel(spec);
   if (spec.op != "attention_fwd")
@@ -243,6 +331,8 @@ attnc::SpecCompiler::compileDecode(const KernelSpec &spec) {
   DecodeTileOptions tile;
   if (spec.tuning.blockN > 0)
     tile.blockN = spec.tuning.blockN;
+  if (spec.tuning.stages > 0)
+    tile.stages = spec.tuning.stages;
   tile.maxQLen = spec.maxQLen;
   PassManager pm(&ctx);
   buildDecodeTilePipeline(pm, tile);

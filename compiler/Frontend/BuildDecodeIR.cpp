@@ -58,3 +58,68 @@ OwningOpRef<ModuleOp> attnc::buildDecodeModule(MLIRContext &ctx,
     return nullptr;
   return module;
 }
+
+static Type elementType(OpBuilder &b, const std::string &dtype) {
+  return dtype == "bf16"   ? Type(b.getBF16Type())
+         : dtype == "fp16" ? Type(b.getF16Type())
+                           : Type(b.getF32Type());
+}
+
+OwningOpRef<ModuleOp> attnc::buildKVAppendModule(MLIRContext &ctx,
+                                                 const KVAppendConfig &config) {
+  ctx.loadDialect<attn::AttnDialect, func::FuncDialect>();
+  Location loc =
+      NameLoc::get(StringAttr::get(&ctx, "attnc emit --op kv-append"));
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  Type elt = elementType(b, config.dtype);
+  int64_t dyn = ShapedType::kDynamic;
+  auto rowsT =
+      RankedTensorType::get({dyn, config.kvHeads, config.headDim}, elt);
+  auto slotsT = RankedTensorType::get({dyn}, b.getI64Type());
+  auto cacheT = RankedTensorType::get(
+      {dyn, config.kvHeads, config.pageSize, config.headDim}, elt);
+  auto fn = func::FuncOp::create(
+      b, loc, "kv_append",
+      b.getFunctionType({rowsT, rowsT, slotsT, cacheT, cacheT},
+                        {cacheT, cacheT}));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto op = attn::KVAppendOp::create(
+      b, loc, cacheT, cacheT, body->getArgument(0), body->getArgument(1),
+      body->getArgument(2), body->getArgument(3), body->getArgument(4));
+  func::ReturnOp::create(b, loc, op->getResults());
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+OwningOpRef<ModuleOp>
+attnc::buildLseMergeModule(MLIRContext &ctx, const AttentionConfig &config) {
+  ctx.loadDialect<attn::AttnDialect, func::FuncDialect>();
+  Location loc =
+      NameLoc::get(StringAttr::get(&ctx, "attnc emit --op lse-merge"));
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  Type elt = elementType(b, config.dtype);
+  int64_t dyn = ShapedType::kDynamic;
+  auto oT =
+      RankedTensorType::get({dyn, config.heads, dyn, config.headDim}, elt);
+  auto lseT = RankedTensorType::get({dyn, config.heads, dyn}, b.getF32Type());
+  SmallVector<Type> results{oT};
+  if (config.withLse)
+    results.push_back(lseT);
+  auto fn = func::FuncOp::create(
+      b, loc, "lse_merge", b.getFunctionType({oT, lseT, oT, lseT}, results));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto op = attn::LseMergeOp::create(
+      b, loc, oT, config.withLse ? Type(lseT) : Type(), body->getArgument(0),
+      body->getArgument(1), body->getArgument(2), body->getArgument(3));
+  func::ReturnOp::create(b, loc, op->getResults());
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}

@@ -66,6 +66,7 @@ void attnc::buildDecodeTilePipeline(OpPassManager &pm,
   TileDecodeOptions decode;
   decode.blockN = options.blockN;
   decode.maxQLen = options.maxQLen;
+  decode.stages = options.stages;
   pm.addPass(createTileDecode(decode));
   // Fold the split bounds' index arithmetic before anyone reads it.
   pm.addPass(createCanonicalizerPass());
@@ -156,6 +157,11 @@ void attnc::buildRowTilePipeline(OpPassManager &pm, const RowOptions &options) {
 
 void attnc::buildRowGPUPipeline(OpPassManager &pm) {
   pm.addPass(createMapRowsToGPU());
+  addGPUToNVVM(pm);
+}
+
+void attnc::buildKVAppendGPUPipeline(OpPassManager &pm) {
+  pm.addPass(createMapKVAppendToGPU());
   addGPUToNVVM(pm);
 }
 

@@ -40,7 +40,14 @@ void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);
 struct DecodeTileOptions {
   int64_t blockN = 32; // 64 spills the split kernel at D = 128 (sm_90a)
   int64_t maxQLen = 1;
+  // K/V tiles in flight per program: 1 = copy each where it is used, 2 =
+  // copy the next one ahead (tuning.stages; bench/NOTES.md, "Decode").
+  int64_t stages = 1;
 };
+
+/// The KV append kernel (attn.kv_append after attnc-tile-decode) -> NVVM:
+/// 16-byte vector copies, any sm_80+ GPU.
+void buildKVAppendGPUPipeline(mlir::OpPassManager &pm);
 
 /// attn.decode -> the split-KV kernel and its combine (attnc-tile-decode).
 void buildDecodeTilePipeline(mlir::OpPassManager &pm,

@@ -29,7 +29,8 @@ Value paramNamed(func::FuncOp fn, StringRef name) {
 class HostGridPass : public attnc::impl::HostGridBase<HostGridPass> {
 public:
   using Base::Base;
-  /// rowwise_v1: the body is one row's; loop over the rows.
+  /// rowwise_v1 and kv_append_v1: the body is one row's; loop over the
+  /// rows.
   void runRowwise(func::FuncOp fn) {
     Block &body = fn.getBody().front();
     Operation *ret = body.getTerminator();
@@ -58,7 +59,7 @@ public:
     if (!launch)
       return;
     StringRef rule = launch.getRule();
-    if (rule == kRowwiseRule)
+    if (rule == kRowwiseRule || rule == kKVAppendRule)
       return runRowwise(fn);
     if (rule != kAttentionFwdRule && rule != kDecodeSplitRule &&
         rule != kDecodeCombineRule && rule != kLseMergeRule) {

@@ -46,6 +46,10 @@ def TileDecode : Pass<"attnc-tile-decode", "mlir::ModuleOp"> {
     Option<"blockN", "block-n", "int64_t", "64", "Keys per KV tile">,
     Option<"maxQLen", "max-q-len", "int64_t", "1",
            "Most query rows per sequence (speculative decoding)">,
+    Option<"stages", "stages", "int64_t", "1",
+           "K/V tiles in flight in the split kernel: 1 copies each tile "
+           "where it is used, 2 copies the next tile ahead (cp.async ring; "
+           "marks the kernel `tile.prefetch_paged`)">,
   ];
   let dependentDialects = ["::attnc::tile::TileDialect",
                            "::mlir::arith::ArithDialect",
@@ -198,6 +202,21 @@ def MapRowsToGPU : Pass<"attnc-map-rows-to-gpu", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def MapKVAppendToGPU : Pass<"attnc-map-kv-append-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Map the KV append kernel onto GPU threads with 16-byte "
+                "vectors";
+  let description = [{
+    Each `kv_append_v1` kernel (from `attnc-tile-decode`) becomes a
+    `gpu.func`: `block_n` threads copy one (token, KV head) row of key and
+    value with 16-byte vector loads and stores, `block_m` rows share a
+    block; the slot check stays a `scf.if` around the row's copies.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect"];

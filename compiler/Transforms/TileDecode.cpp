@@ -22,6 +22,8 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 
+#include <algorithm>
+
 #include <limits>
 
 namespace attnc {
@@ -39,9 +41,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 class DecodeBuilder {
 public:
   DecodeBuilder(OpBuilder &b, attn::DecodeOp op, int64_t blockN,
-                int64_t maxQLen)
+                int64_t maxQLen, int64_t stages)
       : b(b), op(op), loc(op.getLoc()), blockN(blockN), maxQLen(maxQLen),
-        headDim(op.getHeadDim()), elt(op.getElementType()),
+        stages(stages), headDim(op.getHeadDim()), elt(op.getElementType()),
         group(op.getNumHeads() / op.getNumKVHeads()) {}
 
   /// Rows of the split kernel's query tile: the group's heads x seq_q,
@@ -93,7 +95,7 @@ private:
   OpBuilder &b;
   attn::DecodeOp op;
   Location loc;
-  int64_t blockN, maxQLen, headDim;
+  int64_t blockN, maxQLen, stages, headDim;
   Type elt;
   int64_t group;
 };
@@ -109,6 +111,10 @@ void DecodeBuilder::buildSplit(StringRef name) {
               tile::LaunchAttr::get(ctx, kDecodeSplitRule, rows, blockN, hkv));
   for (auto [i, param] : llvm::enumerate(kDecodeSplitParams))
     fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
+  // Two stages: the GPU mappings copy the next K/V tile (paged, length
+  // bounded) into a ring while this one is computed.
+  if (stages >= 2)
+    fn->setAttr(kPrefetchPagedAttr, b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto arg = [&](int i) { return index(entry->getArgument(i)); };
@@ -340,6 +346,102 @@ void buildLseMerge(OpBuilder &b, attn::LseMergeOp op, StringRef name) {
   func::ReturnOp::create(b, loc);
 }
 
+/// Threads per row and rows per program of the KV append kernel: one
+/// 16-byte vector per thread and row (all of a thread's loads in flight at
+/// once), at least 128 threads per program.
+std::pair<int64_t, int64_t> kvAppendSchedule(int64_t headDim) {
+  int64_t vectors = std::max<int64_t>(1, headDim / 8);
+  int64_t threads = 1;
+  while (threads * 2 <= std::min<int64_t>(vectors, 32))
+    threads *= 2;
+  return {threads, std::max<int64_t>(1, 128 / threads)};
+}
+
+/// attn.kv_append as a row kernel: program r copies row (r / Hkv, r mod
+/// Hkv) of key and value into its slot of the caches, unless the slot is
+/// negative (padding) or past the last page.
+void buildKVAppend(OpBuilder &b, attn::KVAppendOp op, StringRef name) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Type elt = op.getElementType();
+  int64_t hkv = op.getNumKVHeads(), page = op.getPageSize();
+  int64_t d = op.getHeadDim();
+  auto [threads, rowsPerProgram] = kvAppendSchedule(d);
+  auto fn = func::FuncOp::create(
+      b, loc, name, FunctionType::get(ctx, kvAppendParamTypes(ctx, elt), {}));
+  fn->setAttr(
+      "tile.launch",
+      tile::LaunchAttr::get(ctx, kKVAppendRule, rowsPerProgram, threads, hkv));
+  fn->setAttr("tile.row_length", b.getI64IntegerAttr(d));
+  for (auto [i, param] : llvm::enumerate(kKVAppendParams))
+    fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto index = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  };
+  auto arg = [&](int i) { return index(entry->getArgument(i)); };
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  int64_t dyn = ShapedType::kDynamic;
+  // A strided view of a bare pointer; static sizes where known.
+  auto view = [&](int ptr, ArrayRef<int64_t> shape,
+                  ArrayRef<OpFoldResult> sizes,
+                  ArrayRef<OpFoldResult> strides) -> Value {
+    SmallVector<int64_t> layout;
+    for (OpFoldResult st : strides)
+      layout.push_back(getConstantIntValue(st).value_or(dyn));
+    Value base = entry->getArgument(ptr);
+    auto type = MemRefType::get(
+        shape, cast<MemRefType>(base.getType()).getElementType(),
+        StridedLayoutAttr::get(ctx, 0, layout));
+    return memref::ReinterpretCastOp::create(b, loc, type, base,
+                                             b.getIndexAttr(0), sizes, strides);
+  };
+  Value rows = arg(5), numPages = arg(6);
+  Value tokens = arith::DivUIOp::create(b, loc, rows, cst(hkv));
+  OpFoldResult one = b.getIndexAttr(1), heads = b.getIndexAttr(hkv),
+               dim = b.getIndexAttr(d), pageAttr = b.getIndexAttr(page);
+  Value kRows =
+      view(0, {dyn, hkv, d}, {tokens, heads, dim}, {arg(7), arg(8), one});
+  Value vRows =
+      view(1, {dyn, hkv, d}, {tokens, heads, dim}, {arg(9), arg(10), one});
+  Value slots = view(2, {dyn}, {tokens}, {one});
+  Value kCache = view(3, {dyn, hkv, page, d}, {numPages, heads, pageAttr, dim},
+                      {arg(11), arg(12), arg(13), one});
+  Value vCache = view(4, {dyn, hkv, page, d}, {numPages, heads, pageAttr, dim},
+                      {arg(14), arg(15), arg(16), one});
+
+  Value r = tile::ProgramIdOp::create(b, loc, b.getIndexType(),
+                                      b.getI32IntegerAttr(0));
+  Value t = arith::DivUIOp::create(b, loc, r, cst(hkv));
+  Value h = arith::RemUIOp::create(b, loc, r, cst(hkv));
+  Value slot = memref::LoadOp::create(b, loc, slots, ValueRange{t});
+  Value limit = arith::MulIOp::create(
+      b, loc, entry->getArgument(6),
+      arith::ConstantIntOp::create(b, loc, b.getI64Type(), page));
+  Value zero = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+  Value valid = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, slot, zero),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, slot, limit));
+  auto rowT = RankedTensorType::get({d}, elt);
+  scf::IfOp::create(b, loc, valid, [&](OpBuilder &tb, Location tl) {
+    Value s = arith::IndexCastOp::create(tb, tl, tb.getIndexType(), slot);
+    Value pg = arith::DivUIOp::create(tb, tl, s, cst(page));
+    Value off = arith::RemUIOp::create(tb, tl, s, cst(page));
+    Value c0 = cst(0);
+    for (auto [src, dst] : {std::pair{kRows, kCache}, {vRows, vCache}}) {
+      Value x =
+          tile::LoadRowOp::create(tb, tl, rowT, src, ValueRange{t, h, c0});
+      tile::StoreRowOp::create(tb, tl, x, dst, ValueRange{pg, h, off, c0});
+    }
+    scf::YieldOp::create(tb, tl);
+  });
+  func::ReturnOp::create(b, loc);
+}
+
 class TileDecodePass : public attnc::impl::TileDecodeBase<TileDecodePass> {
 public:
   using Base::Base;
@@ -375,6 +477,11 @@ void TileDecodePass::runOnOperation() {
                         << " rows into one program: at most 64 rows";
       return signalPassFailure();
     }
+    if (stages < 1 || stages > 2) {
+      dec.emitOpError() << "cannot be tiled with " << stages.getValue()
+                        << " stages: the split kernel takes 1 or 2";
+      return signalPassFailure();
+    }
     work.push_back({fn, dec});
   }
   SmallVector<std::pair<func::FuncOp, attn::LseMergeOp>> merges;
@@ -394,6 +501,28 @@ void TileDecodePass::runOnOperation() {
     }
     merges.push_back({fn, ops.front()});
   }
+  SmallVector<std::pair<func::FuncOp, attn::KVAppendOp>> appends;
+  for (auto fn : getOperation().getOps<func::FuncOp>()) {
+    auto ops = llvm::to_vector(fn.getOps<attn::KVAppendOp>());
+    if (ops.empty())
+      continue;
+    bool argsOnly = llvm::all_of(ops.front()->getOperands(), [&](Value v) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && arg.getOwner()->getParentOp() == fn;
+    });
+    if (ops.size() != 1 || !argsOnly) {
+      ops.front().emitOpError()
+          << "cannot be tiled: attnc-tile-decode expects a function whose "
+             "body is one attn.kv_append on the function's arguments";
+      return signalPassFailure();
+    }
+    appends.push_back({fn, ops.front()});
+  }
+  for (auto [fn, append] : appends) {
+    OpBuilder b(fn);
+    buildKVAppend(b, append, fn.getName());
+    fn.erase();
+  }
   for (auto [fn, merge] : merges) {
     OpBuilder b(fn);
     buildLseMerge(b, merge, fn.getName());
@@ -401,7 +530,7 @@ void TileDecodePass::runOnOperation() {
   }
   for (auto [fn, dec] : work) {
     OpBuilder b(fn);
-    DecodeBuilder builder(b, dec, blockN, maxQLen);
+    DecodeBuilder builder(b, dec, blockN, maxQLen, stages);
     builder.buildSplit((fn.getName() + "_split").str());
     b.setInsertionPoint(fn);
     builder.buildCombine((fn.getName() + "_combine").str());

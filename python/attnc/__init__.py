@@ -6,6 +6,7 @@ else libattnc.so on the loader path).
 """
 
 from ._attention import attention
+from ._cache_ops import kv_append, merge_state, paged_kv_append
 from ._decode import decode, decode_workspace
 from ._rows import (add_rms_norm, fused_add_rms_norm, gelu_and_mul,
                     silu_and_mul)
@@ -25,6 +26,9 @@ __all__ = [
     "decode_workspace",
     "build_id",
     "fused_add_rms_norm",
+    "kv_append",
+    "merge_state",
+    "paged_kv_append",
     "gelu_and_mul",
     "library_path",
     "silu_and_mul",

@@ -337,6 +337,65 @@ attnc_status attnc_decode_launch(attnc_context *ctx, const attnc_kernel *kernel,
   });
 }
 
+void attnc_kv_append_args_init(attnc_kv_append_args *args) {
+  if (!args)
+    return;
+  *args = attnc_kv_append_args{};
+  args->struct_size = sizeof(attnc_kv_append_args);
+}
+
+attnc_status attnc_kv_append_launch(attnc_context *ctx,
+                                    const attnc_kernel *kernel,
+                                    const attnc_kv_append_args *args,
+                                    void *stream) {
+  return guarded([&]() -> attnc_status {
+    if (!ctx || !kernel || !args)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx, kernel or args is NULL");
+    if (args->struct_size < sizeof(attnc_kv_append_args))
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT,
+                  "attnc_kv_append_args.struct_size is " +
+                      std::to_string(args->struct_size) +
+                      " (call attnc_kv_append_args_init)");
+    attnc::KVAppendArgs a;
+    a.key = tensorFromC(args->key);
+    a.value = tensorFromC(args->value);
+    a.slotMapping = args->slot_mapping;
+    a.kCache = tensorFromC(args->k_cache);
+    a.vCache = tensorFromC(args->v_cache);
+    return report(ctx->impl->launchKVAppend(*kernelFromC(kernel), a,
+                                            static_cast<CUstream>(stream)));
+  });
+}
+
+void attnc_merge_args_init(attnc_merge_args *args) {
+  if (!args)
+    return;
+  *args = attnc_merge_args{};
+  args->struct_size = sizeof(attnc_merge_args);
+}
+
+attnc_status attnc_merge_launch(attnc_context *ctx, const attnc_kernel *kernel,
+                                const attnc_merge_args *args, void *stream) {
+  return guarded([&]() -> attnc_status {
+    if (!ctx || !kernel || !args)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx, kernel or args is NULL");
+    if (args->struct_size < sizeof(attnc_merge_args))
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT,
+                  "attnc_merge_args.struct_size is " +
+                      std::to_string(args->struct_size) +
+                      " (call attnc_merge_args_init)");
+    attnc::MergeArgs a;
+    a.oA = tensorFromC(args->o_a);
+    a.lseA = tensorFromC(args->lse_a);
+    a.oB = tensorFromC(args->o_b);
+    a.lseB = tensorFromC(args->lse_b);
+    a.o = tensorFromC(args->o);
+    a.lse = tensorFromC(args->lse);
+    return report(ctx->impl->launchMerge(*kernelFromC(kernel), a,
+                                         static_cast<CUstream>(stream)));
+  });
+}
+
 namespace {
 
 attnc::Result<attnc::RowArgs> rowArgsFromC(const attnc_row_args *in) {

@@ -277,6 +277,18 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
     if (!plan.isOk())
       return context(plan.status());
     kernel->rowPlan_ = std::move(plan).value();
+  } else if (spec.op == "kv_append" || spec.op == "lse_merge") {
+    // Fixed contracts (CacheOps.h), packed in order.
+    const bool append = spec.op == "kv_append";
+    const char *rule = append ? kGridRuleKVAppendV1 : kGridRuleLseMergeV1;
+    if (meta.gridRule != rule ||
+        meta.params != (append ? kvAppendV1Params() : lseMergeV1Params()) ||
+        meta.blockM < 1)
+      return context(Status(ErrorCode::Unsupported,
+                            "op " + spec.op + " needs grid rule " + rule +
+                                ", its parameter list and block_m >= 1; "
+                                "metadata has '" +
+                                meta.gridRule + "'"));
   } else if (decode) {
     // Decode's parameters are a fixed contract (Decode.h), packed in order.
     if (meta.gridRule != kGridRuleDecodeSplitV1 ||
@@ -344,6 +356,16 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
       return fail(driver_->check(
           result, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, " +
                       std::to_string(meta.dynamicSmem) + ")"));
+  }
+  if (decode && driver_->cuFuncGetAttribute) {
+    int regs = 0, staticSmem = 0;
+    if (driver_->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS,
+                                    kernel->function_) == CUDA_SUCCESS &&
+        driver_->cuFuncGetAttribute(&staticSmem,
+                                    CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                    kernel->function_) == CUDA_SUCCESS)
+      kernel->decodeResidentPerSm_ = attnc::decodeResidentPerSm(
+          regs, int(meta.block[0]), meta.dynamicSmem + staticSmem);
   }
   return kernel;
 }
@@ -434,6 +456,11 @@ Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
     return Status(ErrorCode::InvalidArgument,
                   "kernel of op " + kernel.spec_.op +
                       " takes row arguments, not attention arguments");
+  if (kernel.spec_.op == "kv_append" || kernel.spec_.op == "lse_merge")
+    return Status(ErrorCode::InvalidArgument,
+                  "kernel of op " + kernel.spec_.op + " is launched with " +
+                      (kernel.spec_.op == "kv_append" ? "launchKVAppend"
+                                                      : "launchMerge"));
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
   ATTNC_ASSIGN_OR_RETURN(LaunchGeometry geometry,
                          attentionGeometry(kernel.meta_, args));
@@ -496,9 +523,56 @@ Result<size_t> Context::decodeWorkspaceSize(const Kernel &kernel,
       args.numSplits > 0
           ? args.numSplits
           : chooseDecodeSplits(args.q.shape[0], kernel.spec_.kvHeads,
-                               args.maxKvLen, smCount_);
+                               args.maxKvLen, smCount_,
+                               kernel.decodeResidentPerSm_);
   return decodeWorkspaceBytes(kernel.spec_, args.q.shape[0], args.q.shape[2],
                               splits);
+}
+
+Status Context::launchKVAppend(const Kernel &kernel, const KVAppendArgs &args,
+                               CUstream stream) const {
+  if (kernel.spec_.op != "kv_append")
+    return Status(ErrorCode::InvalidArgument, "kernel of op " +
+                                                  kernel.spec_.op +
+                                                  " is not a kv_append kernel");
+  ATTNC_RETURN_IF_ERROR(validateKVAppendArgs(kernel.spec_, args));
+  if (args.key.shape[0] == 0)
+    return Status::ok();
+  PackedParams packed;
+  LaunchGeometry g;
+  ATTNC_RETURN_IF_ERROR(
+      planKVAppendLaunch(kernel.spec_, kernel.meta_, args, packed, g));
+  ScopedContext scope(*driver_, ctx_);
+  if (scope.result() != CUDA_SUCCESS)
+    return driver_->check(scope.result(), "cuCtxPushCurrent");
+  CUresult result = driver_->cuLaunchKernel(
+      kernel.function_, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1],
+      g.block[2], g.dynamicSmem, stream, packed.pointers, nullptr);
+  if (result != CUDA_SUCCESS)
+    return driver_->check(result, "cuLaunchKernel(" + kernel.meta_.entry + ")");
+  return Status::ok();
+}
+
+Status Context::launchMerge(const Kernel &kernel, const MergeArgs &args,
+                            CUstream stream) const {
+  if (kernel.spec_.op != "lse_merge")
+    return Status(ErrorCode::InvalidArgument,
+                  "kernel of op " + kernel.spec_.op +
+                      " is not an lse_merge kernel");
+  ATTNC_RETURN_IF_ERROR(validateMergeArgs(kernel.spec_, args));
+  PackedParams packed;
+  LaunchGeometry g;
+  ATTNC_RETURN_IF_ERROR(
+      planMergeLaunch(kernel.spec_, kernel.meta_, args, packed, g));
+  ScopedContext scope(*driver_, ctx_);
+  if (scope.result() != CUDA_SUCCESS)
+    return driver_->check(scope.result(), "cuCtxPushCurrent");
+  CUresult result = driver_->cuLaunchKernel(
+      kernel.function_, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1],
+      g.block[2], g.dynamicSmem, stream, packed.pointers, nullptr);
+  if (result != CUDA_SUCCESS)
+    return driver_->check(result, "cuLaunchKernel(" + kernel.meta_.entry + ")");
+  return Status::ok();
 }
 
 Status Context::launchDecode(const Kernel &kernel, const DecodeArgs &args,
@@ -509,8 +583,9 @@ Status Context::launchDecode(const Kernel &kernel, const DecodeArgs &args,
                       " is not a decode kernel: launch it with launch()");
   ATTNC_RETURN_IF_ERROR(validateDecodeArgs(kernel.spec_, args));
   DecodeLaunchPlan plan;
-  ATTNC_RETURN_IF_ERROR(
-      planDecodeLaunch(kernel.spec_, kernel.meta_, args, smCount_, plan));
+  ATTNC_RETURN_IF_ERROR(planDecodeLaunch(kernel.spec_, kernel.meta_, args,
+                                         smCount_, plan,
+                                         kernel.decodeResidentPerSm_));
   ScopedContext scope(*driver_, ctx_);
   if (scope.result() != CUDA_SUCCESS)
     return driver_->check(scope.result(), "cuCtxPushCurrent");

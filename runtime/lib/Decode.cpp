@@ -72,10 +72,12 @@ size_t oPartBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
   return size_t(splits) * batch * spec.heads * seqQ * spec.headDim * 4;
 }
 
-int64_t splitsFor(const KernelSpec &spec, const DecodeArgs &args, int smCount) {
-  return args.numSplits > 0 ? args.numSplits
-                            : chooseDecodeSplits(args.q.shape[0], spec.kvHeads,
-                                                 args.maxKvLen, smCount);
+int64_t splitsFor(const KernelSpec &spec, const DecodeArgs &args, int smCount,
+                  int slotsPerSm) {
+  return args.numSplits > 0
+             ? args.numSplits
+             : chooseDecodeSplits(args.q.shape[0], spec.kvHeads, args.maxKvLen,
+                                  smCount, slotsPerSm);
 }
 
 void packPointer(PackedParams &out, size_t i, const void *p) {
@@ -91,10 +93,13 @@ void packInt(PackedParams &out, size_t i, int64_t v) {
 } // namespace
 
 int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
-                           int smCount) {
-  // Programs resident at once: the split kernel's two K/V tiles take about
-  // 35 KB of shared memory, so 6 fit on an SM.
-  const double slots = double(smCount > 0 ? smCount : 108) * 6;
+                           int smCount, int slotsPerSm) {
+  // Programs resident at once (decodeResidentPerSm of the loaded kernel;
+  // 6 when unknown). Every resident program is one more stream of K/V
+  // loads in flight, which is what a memory-bound decode needs (bench/
+  // NOTES.md, "Decode").
+  const double slots =
+      double(smCount > 0 ? smCount : 108) * (slotsPerSm > 0 ? slotsPerSm : 6);
   const int64_t programs = std::max<int64_t>(1, batch * kvHeads);
   // At least 256 keys per split: a split of a few tiles costs more in
   // launch and combine than it brings.
@@ -113,6 +118,18 @@ int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
     if (efficiency(s) >= 0.85 * best)
       return s;
   return 1;
+}
+
+int decodeResidentPerSm(int regsPerThread, int threads, int64_t sharedBytes) {
+  if (regsPerThread <= 0 || threads <= 0)
+    return 0;
+  const int warps = (threads + 31) / 32;
+  // Registers are allocated per warp in units of 256.
+  const int regsPerWarp = (regsPerThread * 32 + 255) / 256 * 256;
+  int byRegs = 65536 / (regsPerWarp * warps);
+  int byThreads = 2048 / (warps * 32);
+  int bySmem = int((227 * 1024) / (sharedBytes + 1024));
+  return std::max(0, std::min({byRegs, byThreads, bySmem, 32}));
 }
 
 size_t decodeWorkspaceBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
@@ -213,9 +230,9 @@ Status validateDecodeArgs(const KernelSpec &spec, const DecodeArgs &args) {
 
 Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                         const DecodeArgs &args, int smCount,
-                        DecodeLaunchPlan &out) {
+                        DecodeLaunchPlan &out, int slotsPerSm) {
   const int64_t batch = args.q.shape[0], seqQ = args.q.shape[2];
-  const int64_t splits = splitsFor(spec, args, smCount);
+  const int64_t splits = splitsFor(spec, args, smCount, slotsPerSm);
   size_t needed = decodeWorkspaceBytes(spec, batch, seqQ, splits);
   if (args.workspaceBytes < needed)
     return bad("workspace has " + std::to_string(args.workspaceBytes) +

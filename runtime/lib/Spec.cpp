@@ -91,6 +91,8 @@ std::string KernelSpec::canonical() const {
     intField("page_size", pageSize);
     intField("max_q_len", maxQLen);
   }
+  if (op == "kv_append")
+    intField("page_size", pageSize);
   return out;
 }
 
@@ -124,11 +126,23 @@ Status validateElementwiseSpec(const KernelSpec &spec) {
 Status validateSpec(const KernelSpec &spec) {
   if (isElementwiseOp(spec.op))
     return validateElementwiseSpec(spec);
-  if (!oneOf(spec.op, {"attention_fwd", "decode"}))
+  if (!oneOf(spec.op, {"attention_fwd", "decode", "lse_merge", "kv_append"}))
     return invalid("op \"" + spec.op + "\" is not supported (expected " +
-                   "\"attention_fwd\", \"decode\", \"silu_mul\", "
-                   "\"gelu_mul\" or \"add_rmsnorm\")");
-  if (spec.op == "decode") {
+                   "\"attention_fwd\", \"decode\", \"lse_merge\", "
+                   "\"kv_append\", \"silu_mul\", \"gelu_mul\" or "
+                   "\"add_rmsnorm\")");
+  if (spec.op == "kv_append") {
+    // K/V rows into a paged cache: heads are the cache's KV heads.
+    if (spec.pageSize < 1)
+      return invalid("kv_append needs page_size >= 1 (got " +
+                     std::to_string(spec.pageSize) + ")");
+    if (spec.maxQLen != 0)
+      return invalid("max_q_len is a decode field; op \"kv_append\" takes 0");
+    if (spec.headDim % 8 != 0)
+      return invalid("kv_append copies rows in 16-byte vectors: head_dim "
+                     "must be a multiple of 8 (got " +
+                     std::to_string(spec.headDim) + ")");
+  } else if (spec.op == "decode") {
     if (spec.pageSize < 1)
       return invalid("decode needs page_size >= 1 (got " +
                      std::to_string(spec.pageSize) + ")");
@@ -259,6 +273,8 @@ Json specToJson(const KernelSpec &spec) {
     out.set("page_size", spec.pageSize);
     out.set("max_q_len", spec.maxQLen);
   }
+  if (spec.op == "kv_append")
+    out.set("page_size", spec.pageSize);
   return out;
 }
 

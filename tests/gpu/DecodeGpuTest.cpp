@@ -9,10 +9,15 @@
 // as one page per sequence). `--bench` times the PEERS.md decode table in
 // TB/s of K+V read.
 //
-// Usage: attnc-gpu-decode --bundle DIR [--bench]
+// `--bench --sweep` times every variant of the split kernel's knobs
+// (block_n, stages, split count) side by side on the same rows, each
+// checked first.
+//
+// Usage: attnc-gpu-decode --bundle DIR [--bench [--sweep]]
 //        attnc-gpu-decode --write-specs FILE   (the specs to bundle)
 //
 //===----------------------------------------------------------------------===//
+#include "attnc/runtime/CacheOps.h"
 #include "attnc/runtime/Context.h"
 #include "attnc/runtime/Decode.h"
 #include "attnc/runtime/Driver.h"
@@ -181,30 +186,55 @@ struct Outputs {
   std::vector<float> lse;
 };
 
+/// The host image of a paged cache holding logical per-sequence K/V
+/// ([B][Hkv][len][D] values) at `paging`'s pages; the rest is NaN.
+std::pair<std::vector<uint16_t>, std::vector<uint16_t>>
+scatterCache(const KernelSpec &spec, const std::vector<int> &lens,
+             const Paged &paging,
+             const std::vector<std::vector<uint16_t>> &kSeq,
+             const std::vector<std::vector<uint16_t>> &vSeq) {
+  int hkv = spec.kvHeads, d = spec.headDim;
+  size_t cacheElems = size_t(paging.pages) * paging.page * hkv * d;
+  std::vector<uint16_t> kc(cacheElems, 0x7FC0), vc(cacheElems, 0x7FC0);
+  for (size_t b = 0; b < lens.size(); ++b)
+    for (int h = 0; h < hkv; ++h)
+      for (int j = 0; j < lens[b]; ++j) {
+        int64_t pg = paging.table[b * paging.maxBlocks + j / paging.page];
+        int64_t at = pg * paging.strides[0] + h * paging.strides[1] +
+                     (j % paging.page) * paging.strides[2];
+        for (int x = 0; x < d; ++x) {
+          kc[at + x] = kSeq[b][(size_t(h) * lens[b] + j) * d + x];
+          vc[at + x] = vSeq[b][(size_t(h) * lens[b] + j) * d + x];
+        }
+      }
+  return {std::move(kc), std::move(vc)};
+}
+
+Outputs runDecodeOnCache(Context &ctx, const KernelSpec &spec, const Case &c,
+                         const Paged &paging, const std::vector<uint16_t> &q,
+                         const std::vector<uint16_t> &kc,
+                         const std::vector<uint16_t> &vc);
+
 /// Runs decode with the cache given as logical per-sequence K/V
 /// ([B][Hkv][len][D] values) scattered into `paging`.
 Outputs runDecode(Context &ctx, const KernelSpec &spec, const Case &c,
                   const Paged &paging, const std::vector<uint16_t> &q,
                   const std::vector<std::vector<uint16_t>> &kSeq,
                   const std::vector<std::vector<uint16_t>> &vSeq) {
+  auto [kc, vc] = scatterCache(spec, c.lens, paging, kSeq, vSeq);
+  return runDecodeOnCache(ctx, spec, c, paging, q, kc, vc);
+}
+
+/// Runs decode over a paged cache given as its host image.
+Outputs runDecodeOnCache(Context &ctx, const KernelSpec &spec, const Case &c,
+                         const Paged &paging, const std::vector<uint16_t> &q,
+                         const std::vector<uint16_t> &kc,
+                         const std::vector<uint16_t> &vc) {
   const DriverApi *api = &ctx.driver();
   const Kernel *kernel = kernelFor(ctx, spec);
   int batch = int(c.lens.size()), hq = spec.heads, hkv = spec.kvHeads;
   int d = spec.headDim, sq = c.seqQ;
-  size_t cacheElems = size_t(paging.pages) * paging.page * hkv * d;
-  std::vector<uint16_t> kc(cacheElems, 0x7FC0), vc(cacheElems, 0x7FC0);
-  for (int b = 0; b < batch; ++b)
-    for (int h = 0; h < hkv; ++h)
-      for (int j = 0; j < c.lens[b]; ++j) {
-        int64_t pg =
-            paging.table[size_t(b) * paging.maxBlocks + j / paging.page];
-        int64_t at = pg * paging.strides[0] + h * paging.strides[1] +
-                     (j % paging.page) * paging.strides[2];
-        for (int x = 0; x < d; ++x) {
-          kc[at + x] = kSeq[b][(size_t(h) * c.lens[b] + j) * d + x];
-          vc[at + x] = vSeq[b][(size_t(h) * c.lens[b] + j) * d + x];
-        }
-      }
+  size_t cacheElems = kc.size();
   auto qs = test::attentionStrides(hq, sq, d, /*bshd=*/sq == 1);
   auto os = test::attentionStrides(hq, sq, d, /*bshd=*/true);
   DeviceBuffer dq(api, q.size() * 2), dk(api, cacheElems * 2),
@@ -333,82 +363,534 @@ bool runCase(Context &ctx, const Case &c, std::mt19937_64 &rng) {
   return ok;
 }
 
-void bench(Context &ctx) {
+KernelSpec appendSpec(int hkv, int d, const char *dtype, int page) {
+  KernelSpec s;
+  s.op = "kv_append";
+  s.heads = s.kvHeads = hkv;
+  s.headDim = d;
+  s.dtype = dtype;
+  s.pageSize = page;
+  s.arch = "sm_90a";
+  return s;
+}
+
+KernelSpec mergeSpec(int heads, int d, const char *dtype) {
+  KernelSpec s;
+  s.op = "lse_merge";
+  s.heads = s.kvHeads = heads;
+  s.headDim = d;
+  s.dtype = dtype;
+  s.hasLse = true;
+  s.arch = "sm_90a";
+  return s;
+}
+
+struct AppendCase {
+  const char *name;
+  KernelSpec decode;
+  std::vector<int> lens;
+  bool nhd;
+};
+
+std::vector<AppendCase> appendCases() {
+  return {{"kv_append GQA 32/8 D128 bf16 page 16 NHD, {1, 300, 37}",
+           decodeSpec(32, 8, 128, "bf16", 16),
+           {1, 300, 37},
+           true},
+          {"kv_append MQA 8/1 D64 fp16 page 1 HND, {77, 5}",
+           decodeSpec(8, 1, 64, "fp16", 1),
+           {77, 5},
+           false}};
+}
+
+/// KV append on the GPU: every token of every sequence (in shuffled order,
+/// with padding tokens of slot -1 whose rows are NaN) is appended into a
+/// NaN-poisoned paged cache; the cache must then equal the expected image
+/// exactly, and decode over it must match the float64 reference over the
+/// contiguous K/V.
+bool runAppendCase(Context &ctx, const AppendCase &c, std::mt19937_64 &rng) {
+  const DriverApi *api = &ctx.driver();
+  const KernelSpec &ds = c.decode;
+  bool bf16 = ds.dtype == "bf16";
+  int batch = int(c.lens.size()), hq = ds.heads, hkv = ds.kvHeads;
+  int d = ds.headDim;
+  std::normal_distribution<float> normal(0.f, 1.f);
+  auto bits = [&](float x) { return test::toHalfBits(bf16, x); };
+  std::vector<std::vector<uint16_t>> kSeq(batch), vSeq(batch);
+  for (int b = 0; b < batch; ++b) {
+    kSeq[b].resize(size_t(hkv) * c.lens[b] * d);
+    vSeq[b].resize(kSeq[b].size());
+    for (auto &x : kSeq[b])
+      x = bits(normal(rng));
+    for (auto &x : vSeq[b])
+      x = bits(normal(rng));
+  }
+  Paged paging = makePaging(c.lens, ds.pageSize, hkv, d, c.nhd, true, rng);
+  // Tokens: (b, j) pairs plus padding, shuffled; rows [tokens, Hkv, D].
+  std::vector<std::pair<int, int>> order;
+  for (int b = 0; b < batch; ++b)
+    for (int j = 0; j < c.lens[b]; ++j)
+      order.push_back({b, j});
+  for (int i = 0; i < 3; ++i)
+    order.push_back({-1, -1});
+  std::shuffle(order.begin(), order.end(), rng);
+  size_t tokens = order.size();
+  std::vector<uint16_t> kRows(tokens * hkv * d, 0x7FC0),
+      vRows(tokens * hkv * d, 0x7FC0);
+  std::vector<int64_t> slots(tokens, -1);
+  for (size_t t = 0; t < tokens; ++t) {
+    auto [b, j] = order[t];
+    if (b < 0)
+      continue;
+    slots[t] =
+        int64_t(paging.table[size_t(b) * paging.maxBlocks + j / paging.page]) *
+            paging.page +
+        j % paging.page;
+    for (int h = 0; h < hkv; ++h)
+      for (int x = 0; x < d; ++x) {
+        kRows[(t * hkv + h) * d + x] =
+            kSeq[b][(size_t(h) * c.lens[b] + j) * d + x];
+        vRows[(t * hkv + h) * d + x] =
+            vSeq[b][(size_t(h) * c.lens[b] + j) * d + x];
+      }
+  }
+  auto [expK, expV] = scatterCache(ds, c.lens, paging, kSeq, vSeq);
+  size_t cacheElems = expK.size();
+  DeviceBuffer dk(api, cacheElems * 2), dv(api, cacheElems * 2),
+      dkr(api, kRows.size() * 2), dvr(api, vRows.size() * 2),
+      dslots(api, tokens * 8);
+  std::vector<uint16_t> poison(cacheElems, 0x7FC0); // NaN in bf16 and fp16
+  CHECK_CU(api->cuMemcpyHtoD(dk.ptr, poison.data(), cacheElems * 2));
+  CHECK_CU(api->cuMemcpyHtoD(dv.ptr, poison.data(), cacheElems * 2));
+  CHECK_CU(api->cuMemcpyHtoD(dkr.ptr, kRows.data(), kRows.size() * 2));
+  CHECK_CU(api->cuMemcpyHtoD(dvr.ptr, vRows.data(), vRows.size() * 2));
+  CHECK_CU(api->cuMemcpyHtoD(dslots.ptr, slots.data(), tokens * 8));
+  KVAppendArgs a;
+  int64_t T = int64_t(tokens);
+  a.key = {dkr.get(), {T, hkv, d, 1}, {int64_t(hkv) * d, d, 1, 1}};
+  a.value = {dvr.get(), {T, hkv, d, 1}, {int64_t(hkv) * d, d, 1, 1}};
+  a.slotMapping = static_cast<const int64_t *>(dslots.get());
+  a.kCache = {dk.get(), {paging.pages, hkv, paging.page, d}, paging.strides};
+  a.vCache = {dv.get(), {paging.pages, hkv, paging.page, d}, paging.strides};
+  const Kernel *append =
+      kernelFor(ctx, appendSpec(hkv, d, ds.dtype.c_str(), ds.pageSize));
+  Status st = ctx.launchKVAppend(*append, a, nullptr);
+  if (!st.isOk()) {
+    std::fprintf(stderr, "launchKVAppend: %s\n", st.message().c_str());
+    std::exit(1);
+  }
+  CHECK_CU(api->cuCtxSynchronize());
+  std::vector<uint16_t> kc(cacheElems), vc(cacheElems);
+  CHECK_CU(api->cuMemcpyDtoH(kc.data(), dk.ptr, cacheElems * 2));
+  CHECK_CU(api->cuMemcpyDtoH(vc.data(), dv.ptr, cacheElems * 2));
+  size_t wrong = 0;
+  for (size_t i = 0; i < cacheElems; ++i)
+    wrong += (kc[i] != expK[i]) + (vc[i] != expV[i]);
+  bool ok = wrong == 0;
+  std::printf("%s %-52s cache elements wrong: %zu of %zu\n",
+              ok ? "PASS" : "FAIL", c.name, wrong, 2 * cacheElems);
+
+  // Decode over the appended cache vs float64 over the contiguous K/V.
+  Case dc{c.name, ds, c.lens};
+  dc.nhd = c.nhd;
+  std::vector<uint16_t> q(size_t(batch) * hq * d);
+  for (auto &x : q)
+    x = bits(normal(rng));
+  Outputs got = runDecodeOnCache(ctx, ds, dc, paging, q, kc, vc);
+  auto qs = test::attentionStrides(hq, 1, d, true);
+  std::vector<double> refO(q.size()), refLse(got.lse.size());
+  auto toDouble = [&](uint16_t x) {
+    return double(test::fromHalfBits(bf16, x));
+  };
+  for (int b = 0; b < batch; ++b) {
+    templates::ReferenceProblem p;
+    p.headsQ = hq;
+    p.headsKV = hkv;
+    p.seqQ = 1;
+    p.seqKV = c.lens[b];
+    p.headDim = d;
+    p.scale = ds.effectiveScale();
+    auto dense = templates::ReferenceStrides::dense(hkv, c.lens[b], d);
+    templates::referenceAttention(
+        p, q.data() + b * qs[0], {qs[0], qs[1], qs[2]}, kSeq[b].data(), dense,
+        vSeq[b].data(), dense, toDouble, refO.data() + size_t(b) * hq * d,
+        refLse.data() + size_t(b) * hq);
+  }
+  test::AttentionComparison r = test::compareAttention(
+      bf16, got.o, qs, got.lse, refO, refLse, batch, hq, 1, d);
+  bool decodeOk = r.ok(1e-2, 1e-3);
+  std::printf("%s   append then decode == float64 over contiguous K/V: rel L2 "
+              "%.2e  LSE err %.2e  non-finite %d\n",
+              decodeOk ? "PASS" : "FAIL", r.relL2, r.lseErr, r.nonFinite);
+  return ok && decodeOk;
+}
+
+/// Cascade on the GPU: each sequence's keys split into a prefix and a
+/// suffix (one suffix empty: LSE -inf), each attended by decode with LSE,
+/// the two merged by lse_merge; the result must equal attention over the
+/// whole sequence (float64), with no NaN.
+bool runMergeCase(Context &ctx, std::mt19937_64 &rng) {
+  const DriverApi *api = &ctx.driver();
+  const int hq = 32, hkv = 8, d = 128, prefix = 200;
+  const std::vector<int> suffix = {57, 0, 1000};
+  const int batch = int(suffix.size());
+  const bool bf16 = true;
+  KernelSpec ds = decodeSpec(hq, hkv, d, "bf16", 16);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  auto bits = [&](float x) { return test::toHalfBits(bf16, x); };
+  std::vector<uint16_t> q(size_t(batch) * hq * d);
+  for (auto &x : q)
+    x = bits(normal(rng));
+  std::vector<std::vector<uint16_t>> kAll(batch), vAll(batch), kP(batch),
+      vP(batch), kS(batch), vS(batch);
+  std::vector<int> full(batch), pre(batch, prefix);
+  for (int b = 0; b < batch; ++b) {
+    full[b] = prefix + suffix[b];
+    kAll[b].resize(size_t(hkv) * full[b] * d);
+    vAll[b].resize(kAll[b].size());
+    for (auto &x : kAll[b])
+      x = bits(normal(rng));
+    for (auto &x : vAll[b])
+      x = bits(normal(rng));
+    for (auto *part : {&kP, &vP, &kS, &vS})
+      (*part)[b].clear();
+    for (int h = 0; h < hkv; ++h) {
+      auto row = [&](const std::vector<uint16_t> &src, int j) {
+        return src.begin() + (size_t(h) * full[b] + j) * d;
+      };
+      kP[b].insert(kP[b].end(), row(kAll[b], 0), row(kAll[b], prefix));
+      vP[b].insert(vP[b].end(), row(vAll[b], 0), row(vAll[b], prefix));
+      kS[b].insert(kS[b].end(), row(kAll[b], prefix), row(kAll[b], full[b]));
+      vS[b].insert(vS[b].end(), row(vAll[b], prefix), row(vAll[b], full[b]));
+    }
+  }
+  Case cp{"prefix", ds, pre}, cs{"suffix", ds, suffix};
+  Outputs a = runDecode(
+      ctx, ds, cp, makePaging(pre, 16, hkv, d, true, true, rng), q, kP, vP);
+  Outputs bb = runDecode(
+      ctx, ds, cs, makePaging(suffix, 16, hkv, d, true, true, rng), q, kS, vS);
+  // Merge on the device: O [B, 1, H, D] (BSHD), LSE [B, H, 1].
+  size_t nO = q.size(), nL = size_t(batch) * hq;
+  DeviceBuffer doa(api, nO * 2), dob(api, nO * 2), dla(api, nL * 4),
+      dlb(api, nL * 4), dout(api, nO * 2), dlse(api, nL * 4);
+  CHECK_CU(api->cuMemcpyHtoD(doa.ptr, a.o.data(), nO * 2));
+  CHECK_CU(api->cuMemcpyHtoD(dob.ptr, bb.o.data(), nO * 2));
+  CHECK_CU(api->cuMemcpyHtoD(dla.ptr, a.lse.data(), nL * 4));
+  CHECK_CU(api->cuMemcpyHtoD(dlb.ptr, bb.lse.data(), nL * 4));
+  CHECK_CU(api->cuMemsetD8(dout.ptr, 0xFF, nO * 2));
+  CHECK_CU(api->cuMemsetD8(dlse.ptr, 0xFF, nL * 4));
+  auto os = test::attentionStrides(hq, 1, d, true);
+  std::array<int64_t, 4> ls{hq, 1, 1, 1};
+  MergeArgs m;
+  m.oA = {doa.get(), {batch, hq, 1, d}, os};
+  m.oB = {dob.get(), {batch, hq, 1, d}, os};
+  m.o = {dout.get(), {batch, hq, 1, d}, os};
+  m.lseA = {dla.get(), {batch, hq, 1, 1}, ls};
+  m.lseB = {dlb.get(), {batch, hq, 1, 1}, ls};
+  m.lse = {dlse.get(), {batch, hq, 1, 1}, ls};
+  const Kernel *merge = kernelFor(ctx, mergeSpec(hq, d, "bf16"));
+  Status st = ctx.launchMerge(*merge, m, nullptr);
+  if (!st.isOk()) {
+    std::fprintf(stderr, "launchMerge: %s\n", st.message().c_str());
+    std::exit(1);
+  }
+  CHECK_CU(api->cuCtxSynchronize());
+  Outputs got{std::vector<uint16_t>(nO), std::vector<float>(nL)};
+  CHECK_CU(api->cuMemcpyDtoH(got.o.data(), dout.ptr, nO * 2));
+  CHECK_CU(api->cuMemcpyDtoH(got.lse.data(), dlse.ptr, nL * 4));
+  std::vector<double> refO(nO), refLse(nL);
+  auto toDouble = [&](uint16_t x) {
+    return double(test::fromHalfBits(bf16, x));
+  };
+  for (int b = 0; b < batch; ++b) {
+    templates::ReferenceProblem p;
+    p.headsQ = hq;
+    p.headsKV = hkv;
+    p.seqQ = 1;
+    p.seqKV = full[b];
+    p.headDim = d;
+    p.scale = ds.effectiveScale();
+    auto dense = templates::ReferenceStrides::dense(hkv, full[b], d);
+    templates::referenceAttention(
+        p, q.data() + b * os[0], {os[0], os[1], os[2]}, kAll[b].data(), dense,
+        vAll[b].data(), dense, toDouble, refO.data() + size_t(b) * hq * d,
+        refLse.data() + size_t(b) * hq);
+  }
+  test::AttentionComparison r = test::compareAttention(
+      bf16, got.o, os, got.lse, refO, refLse, batch, hq, 1, d);
+  bool ok = r.ok(1e-2, 1e-3);
+  std::printf("%s %-52s rel L2 %.2e  LSE err %.2e  non-finite %d\n",
+              ok ? "PASS" : "FAIL",
+              "lse_merge: prefix 200 + suffixes {57, 0, 1000} == whole",
+              r.relL2, r.lseErr, r.nonFinite);
+  return ok;
+}
+
+/// A decode variant of the sweep: the compiled knobs (tuning.block_n,
+/// tuning.stages; part of the spec and so of the cache key) and the split
+/// count policy (a launch argument).
+struct Variant {
+  int64_t blockN = 0, stages = 0; // 0: the compiler's default
+  enum Splits { Auto, Legacy, Double, Half } splits = Auto;
+};
+
+const char *splitsName(Variant::Splits s) {
+  switch (s) {
+  case Variant::Auto:
+    return "auto";
+  case Variant::Legacy:
+    return "6/SM";
+  case Variant::Double:
+    return "2xauto";
+  case Variant::Half:
+    return "auto/2";
+  }
+  return "?";
+}
+
+/// The compiled variants the sweep times (block_n x stages); the first is
+/// the default.
+std::vector<std::pair<int64_t, int64_t>> sweepKnobs() {
+  return {{0, 0}, {16, 1}, {64, 1}, {16, 2}, {32, 2}, {64, 2}};
+}
+
+std::vector<Variant> sweepVariants() {
+  std::vector<Variant> vs;
+  for (auto [bn, st] : sweepKnobs())
+    for (auto sp :
+         {Variant::Auto, Variant::Legacy, Variant::Double, Variant::Half})
+      vs.push_back({bn, st, sp});
+  return vs;
+}
+
+KernelSpec benchSpec(int page, int64_t blockN = 0, int64_t stages = 0) {
+  KernelSpec spec = decodeSpec(32, 8, 128, "bf16", page);
+  spec.hasLse = false;
+  spec.tuning.blockN = blockN;
+  spec.tuning.stages = stages;
+  return spec;
+}
+
+int64_t splitsOf(const Context &ctx, const Kernel &kernel, Variant::Splits sp,
+                 int batch, int len) {
+  int64_t autoSplits =
+      chooseDecodeSplits(batch, kernel.spec().kvHeads, len, ctx.smCount(),
+                         kernel.decodeResidentPerSm());
+  switch (sp) {
+  case Variant::Auto:
+    return autoSplits;
+  case Variant::Legacy:
+    return chooseDecodeSplits(batch, kernel.spec().kvHeads, len, ctx.smCount(),
+                              6);
+  case Variant::Double:
+    return std::min<int64_t>(2 * autoSplits, 512);
+  case Variant::Half:
+    return std::max<int64_t>(autoSplits / 2, 1);
+  }
+  return autoSplits;
+}
+
+/// One bench row's buffers: a contiguous [B, L, Hkv, D] cache seen as
+/// pages in order, filled with random values (a 16 MiB random block
+/// repeated), so that variants can be cross-checked on the row itself.
+struct BenchProblem {
+  const DriverApi *api;
+  BenchRow row;
+  int hq = 32, hkv = 8, d = 128;
+  int64_t blocks, pages;
+  size_t cacheElems, nq;
+  DeviceBuffer dk, dv, dq, dout, dtable, dlens;
+  BenchProblem(const DriverApi *api, BenchRow row, std::mt19937_64 &rng)
+      : api(api), row(row), blocks(row.len / row.page),
+        pages(int64_t(row.batch) * blocks),
+        cacheElems(size_t(pages) * row.page * 8 * 128),
+        nq(size_t(row.batch) * 32 * 128), dk(api, cacheElems * 2),
+        dv(api, cacheElems * 2), dq(api, nq * 2), dout(api, nq * 2),
+        dtable(api, pages * 4), dlens(api, row.batch * 4) {
+    std::normal_distribution<float> normal(0.f, 1.f);
+    // Each copy starts the block at another offset: no two pages alike.
+    const size_t chunk = size_t(8) << 20;
+    std::vector<uint16_t> block(chunk + 64);
+    for (auto &x : block)
+      x = test::toHalfBits(true, normal(rng));
+    size_t shift = 0;
+    for (CUdeviceptr base : {dk.ptr, dv.ptr})
+      for (size_t at = 0; at < cacheElems; at += chunk) {
+        size_t n = std::min(chunk, cacheElems - at);
+        CHECK_CU(api->cuMemcpyHtoD(base + at * 2, block.data() + shift, n * 2));
+        shift = (shift + 13) % 64;
+      }
+    std::vector<uint16_t> q(nq);
+    for (auto &x : q)
+      x = test::toHalfBits(true, normal(rng));
+    CHECK_CU(api->cuMemcpyHtoD(dq.ptr, q.data(), nq * 2));
+    std::vector<int32_t> table(static_cast<size_t>(pages));
+    std::vector<int32_t> lens(row.batch, row.len);
+    std::iota(table.begin(), table.end(), 0);
+    CHECK_CU(api->cuMemcpyHtoD(dtable.ptr, table.data(), table.size() * 4));
+    CHECK_CU(api->cuMemcpyHtoD(dlens.ptr, lens.data(), lens.size() * 4));
+  }
+  DecodeArgs args() const {
+    DecodeArgs a;
+    auto qs = test::attentionStrides(hq, 1, d, true);
+    a.q = {dq.get(), {row.batch, hq, 1, d}, qs};
+    std::array<int64_t, 4> cs{int64_t(row.page) * hkv * d, d, int64_t(hkv) * d,
+                              1};
+    a.kCache = {dk.get(), {pages, hkv, row.page, d}, cs};
+    a.vCache = {dv.get(), {pages, hkv, row.page, d}, cs};
+    a.blockTable = static_cast<const int32_t *>(dtable.get());
+    a.maxBlocks = blocks;
+    a.kvLens = static_cast<const int32_t *>(dlens.get());
+    a.maxKvLen = row.len;
+    a.o = {dout.get(), {row.batch, hq, 1, d}, qs};
+    return a;
+  }
+  double kvBytes() const {
+    return 2.0 * row.batch * double(row.len) * hkv * d * 2;
+  }
+};
+
+/// Median milliseconds of one decode (split + combine) over 20 timed runs
+/// after 3 warm-ups, CUDA events around each.
+double timeDecode(Context &ctx, const Kernel &kernel, const DecodeArgs &args) {
+  const DriverApi *api = &ctx.driver();
+  CUevent start, stop;
+  CHECK_CU(api->cuEventCreate(&start, 0));
+  CHECK_CU(api->cuEventCreate(&stop, 0));
+  std::vector<float> ms;
+  for (int i = 0; i < 23; ++i) {
+    CHECK_CU(api->cuEventRecord(start, nullptr));
+    Status st = ctx.launchDecode(kernel, args, nullptr);
+    if (!st.isOk()) {
+      std::fprintf(stderr, "launchDecode: %s\n", st.message().c_str());
+      std::exit(1);
+    }
+    CHECK_CU(api->cuEventRecord(stop, nullptr));
+    CHECK_CU(api->cuEventSynchronize(stop));
+    float t = 0;
+    CHECK_CU(api->cuEventElapsedTime(&t, start, stop));
+    if (i >= 3)
+      ms.push_back(t);
+  }
+  api->cuEventDestroy(start);
+  api->cuEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+/// Runs the variant once into the problem's output (poisoned first) and
+/// returns it.
+std::vector<uint16_t> runOnce(Context &ctx, const Kernel &kernel,
+                              BenchProblem &p, DecodeArgs args) {
+  const DriverApi *api = &ctx.driver();
+  auto bytes = ctx.decodeWorkspaceSize(kernel, args);
+  if (!bytes.isOk()) {
+    std::fprintf(stderr, "workspace: %s\n", bytes.status().message().c_str());
+    std::exit(1);
+  }
+  DeviceBuffer ws(api, *bytes);
+  args.workspace = ws.get();
+  args.workspaceBytes = *bytes;
+  CHECK_CU(api->cuMemsetD8(p.dout.ptr, 0xFF, p.nq * 2));
+  Status st = ctx.launchDecode(kernel, args, nullptr);
+  if (!st.isOk()) {
+    std::fprintf(stderr, "launchDecode: %s\n", st.message().c_str());
+    std::exit(1);
+  }
+  CHECK_CU(api->cuCtxSynchronize());
+  std::vector<uint16_t> out(p.nq);
+  CHECK_CU(api->cuMemcpyDtoH(out.data(), p.dout.ptr, p.nq * 2));
+  return out;
+}
+
+/// `--bench`: the default kernel on each bench row. `--bench --sweep`: every
+/// variant of sweepVariants() side by side on each row, each first checked
+/// (against float64 on the correctness case, then against the default's
+/// output on the row itself), then timed; the best per row is marked.
+void bench(Context &ctx, bool sweep, std::mt19937_64 &rng) {
   const DriverApi *api = &ctx.driver();
   if (!api->cuEventCreate || !api->cuEventElapsedTime) {
     std::fprintf(stderr, "the driver has no event API\n");
     std::exit(1);
   }
-  const int hq = 32, hkv = 8, d = 128;
-  for (BenchRow row : benchRows()) {
-    KernelSpec spec = decodeSpec(hq, hkv, d, "bf16", row.page);
-    spec.hasLse = false;
-    const Kernel *kernel = kernelFor(ctx, spec);
-    // A contiguous [B, L, Hkv, D] cache, pages in order.
-    int64_t blocks = row.len / row.page;
-    int64_t pages = int64_t(row.batch) * blocks;
-    size_t cacheElems = size_t(pages) * row.page * hkv * d;
-    DeviceBuffer dk(api, cacheElems * 2), dv(api, cacheElems * 2);
-    CHECK_CU(api->cuMemsetD8(dk.ptr, 0x3C, cacheElems * 2)); // ~0.01
-    CHECK_CU(api->cuMemsetD8(dv.ptr, 0x3C, cacheElems * 2));
-    std::vector<int32_t> table(static_cast<size_t>(pages));
-    std::vector<int32_t> lens(row.batch, row.len);
-    std::iota(table.begin(), table.end(), 0);
-    size_t nq = size_t(row.batch) * hq * d;
-    DeviceBuffer dq(api, nq * 2), dout(api, nq * 2), dtable(api, pages * 4),
-        dlens(api, row.batch * 4);
-    CHECK_CU(api->cuMemsetD8(dq.ptr, 0x3C, nq * 2));
-    CHECK_CU(api->cuMemcpyHtoD(dtable.ptr, table.data(), table.size() * 4));
-    CHECK_CU(api->cuMemcpyHtoD(dlens.ptr, lens.data(), lens.size() * 4));
-    DecodeArgs args;
-    auto qs = test::attentionStrides(hq, 1, d, true);
-    args.q = {dq.get(), {row.batch, hq, 1, d}, qs};
-    std::array<int64_t, 4> cs{int64_t(row.page) * hkv * d, d, int64_t(hkv) * d,
-                              1};
-    args.kCache = {dk.get(), {pages, hkv, row.page, d}, cs};
-    args.vCache = {dv.get(), {pages, hkv, row.page, d}, cs};
-    args.blockTable = static_cast<const int32_t *>(dtable.get());
-    args.maxBlocks = blocks;
-    args.kvLens = static_cast<const int32_t *>(dlens.get());
-    args.maxKvLen = row.len;
-    args.o = {dout.get(), {row.batch, hq, 1, d}, qs};
-    auto bytes = ctx.decodeWorkspaceSize(*kernel, args);
-    if (!bytes.isOk()) {
-      std::fprintf(stderr, "workspace: %s\n", bytes.status().message().c_str());
-      std::exit(1);
-    }
-    DeviceBuffer ws(api, *bytes);
-    args.workspace = ws.get();
-    args.workspaceBytes = *bytes;
-    CUevent start, stop;
-    CHECK_CU(api->cuEventCreate(&start, 0));
-    CHECK_CU(api->cuEventCreate(&stop, 0));
-    std::vector<float> ms;
-    for (int i = 0; i < 23; ++i) {
-      CHECK_CU(api->cuEventRecord(start, nullptr));
-      Status st = ctx.launchDecode(*kernel, args, nullptr);
-      if (!st.isOk()) {
-        std::fprintf(stderr, "launchDecode: %s\n", st.message().c_str());
-        std::exit(1);
+  std::vector<Variant> variants =
+      sweep ? sweepVariants() : std::vector<Variant>{Variant{}};
+  if (sweep) {
+    // Correctness of every compiled variant before any timing.
+    int bad = 0;
+    for (auto [bn, st] : sweepKnobs())
+      for (int page : {16, 256}) {
+        Case c{"sweep variant, GQA 32/8 D128, {1, 1000, 4097}",
+               benchSpec(page, bn, st),
+               {1, 1000, 4097}};
+        c.spec.hasLse = true;
+        std::printf("variant block_n %lld stages %lld page %d: ", (long long)bn,
+                    (long long)st, page);
+        bad += !runCase(ctx, c, rng);
+        c.splits = 13;
+        bad += !runCase(ctx, c, rng);
       }
-      CHECK_CU(api->cuEventRecord(stop, nullptr));
-      CHECK_CU(api->cuEventSynchronize(stop));
-      float t = 0;
-      CHECK_CU(api->cuEventElapsedTime(&t, start, stop));
-      if (i >= 3)
-        ms.push_back(t);
+    if (bad)
+      std::printf("WARNING: %d sweep variant checks failed; those kernels "
+                  "are still timed but must not become the default\n",
+                  bad);
+  }
+  for (BenchRow row : benchRows()) {
+    BenchProblem p(api, row, rng);
+    std::vector<uint16_t> reference;
+    double bestTbs = 0;
+    std::string best;
+    for (const Variant &v : variants) {
+      const Kernel *kernel =
+          kernelFor(ctx, benchSpec(row.page, v.blockN, v.stages));
+      DecodeArgs args = p.args();
+      args.numSplits = splitsOf(ctx, *kernel, v.splits, row.batch, row.len);
+      std::vector<uint16_t> out = runOnce(ctx, *kernel, p, args);
+      double diff = 0, norm = 0;
+      size_t nonFinite = 0;
+      for (size_t i = 0; i < out.size(); ++i) {
+        double x = test::fromHalfBits(true, out[i]);
+        if (!std::isfinite(x))
+          ++nonFinite;
+        if (!reference.empty()) {
+          double y = test::fromHalfBits(true, reference[i]);
+          diff += (x - y) * (x - y);
+          norm += y * y;
+        }
+      }
+      double rel =
+          reference.empty() ? 0 : std::sqrt(diff / std::max(norm, 1e-300));
+      if (reference.empty())
+        reference = out;
+      bool ok = nonFinite == 0 && rel <= 1e-2;
+      auto bytes = ctx.decodeWorkspaceSize(*kernel, args);
+      DeviceBuffer ws(api, bytes.isOk() ? *bytes : 256);
+      args.workspace = ws.get();
+      args.workspaceBytes = bytes.isOk() ? *bytes : 0;
+      char name[96];
+      std::snprintf(name, sizeof name, "block_n %-2lld stages %lld splits %-6s",
+                    (long long)(v.blockN ? v.blockN : 32),
+                    (long long)(v.stages ? v.stages : 1), splitsName(v.splits));
+      if (!ok) {
+        std::printf("bench decode B=%-3d L=%-6d page %-3d %s: WRONG (rel L2 "
+                    "%.2e vs the default, %zu non-finite), not timed\n",
+                    row.batch, row.len, row.page, name, rel, nonFinite);
+        continue;
+      }
+      double med = timeDecode(ctx, *kernel, args);
+      double tbs = p.kvBytes() / (med * 1e-3) / 1e12;
+      if (tbs > bestTbs) {
+        bestTbs = tbs;
+        best = name;
+      }
+      std::printf("bench decode B=%-3d L=%-6d page %-3d %s (%3lld splits, "
+                  "%2d/SM): %.3f ms, %.2f TB/s of K+V\n",
+                  row.batch, row.len, row.page, name, (long long)args.numSplits,
+                  kernel->decodeResidentPerSm(), med, tbs);
     }
-    api->cuEventDestroy(start);
-    api->cuEventDestroy(stop);
-    std::sort(ms.begin(), ms.end());
-    double med = ms[ms.size() / 2];
-    double kvBytes = 2.0 * row.batch * double(row.len) * hkv * d * 2;
-    std::printf(
-        "bench decode B=%-3d L=%-6d page %-3d splits %-3lld: %.3f ms, "
-        "%.2f TB/s of K+V\n",
-        row.batch, row.len, row.page,
-        (long long)chooseDecodeSplits(row.batch, hkv, row.len, ctx.smCount()),
-        med, kvBytes / (med * 1e-3) / 1e12);
+    if (sweep)
+      std::printf("best   decode B=%-3d L=%-6d page %-3d: %s, %.2f TB/s\n",
+                  row.batch, row.len, row.page, best.c_str(), bestTbs);
   }
 }
 
@@ -416,7 +898,7 @@ void bench(Context &ctx) {
 
 int main(int argc, char **argv) {
   std::string bundle, writeSpecs;
-  bool doBench = false;
+  bool doBench = false, sweep = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--bundle" && i + 1 < argc)
@@ -425,6 +907,8 @@ int main(int argc, char **argv) {
       writeSpecs = argv[++i];
     else if (a == "--bench")
       doBench = true;
+    else if (a == "--sweep")
+      sweep = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -445,11 +929,21 @@ int main(int argc, char **argv) {
         add(contiguous);
       }
     }
-    for (BenchRow row : benchRows()) {
-      KernelSpec s = decodeSpec(32, 8, 128, "bf16", row.page);
-      s.hasLse = false;
-      add(s);
+    for (const AppendCase &c : appendCases()) {
+      add(c.decode);
+      add(appendSpec(c.decode.kvHeads, c.decode.headDim, c.decode.dtype.c_str(),
+                     c.decode.pageSize));
     }
+    add(mergeSpec(32, 128, "bf16"));
+    for (BenchRow row : benchRows())
+      for (auto [bn, st] : sweepKnobs()) {
+        add(benchSpec(row.page, bn, st));
+        KernelSpec checked = benchSpec(row.page, bn, st);
+        checked.hasLse = true; // the sweep's correctness case
+        add(checked);
+        checked.pageSize = 4097; // and its paged == contiguous check
+        add(checked);
+      }
     std::ofstream(writeSpecs) << writeSpecFile(specs);
     return 0;
   }
@@ -469,18 +963,21 @@ int main(int argc, char **argv) {
     return 1;
   }
   CHECK_CU((*ctx)->driver().cuCtxSetCurrent((*ctx)->cuContext()));
-  if (doBench) {
-    bench(**ctx);
-    return 0;
-  }
   uint64_t seed = std::chrono::steady_clock::now().time_since_epoch().count();
   if (const char *s = std::getenv("ATTNC_TEST_SEED"))
     seed = std::strtoull(s, nullptr, 10);
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::mt19937_64 rng(seed);
+  if (doBench) {
+    bench(**ctx, sweep, rng);
+    return 0;
+  }
   int passed = 0, failed = 0;
   for (const Case &c : correctnessCases())
     (runCase(**ctx, c, rng) ? passed : failed)++;
+  for (const AppendCase &c : appendCases())
+    (runAppendCase(**ctx, c, rng) ? passed : failed)++;
+  (runMergeCase(**ctx, rng) ? passed : failed)++;
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <tuple>
 
 using namespace attnc;
 
@@ -72,5 +73,93 @@ TEST_CASE("decode variants assemble for sm_80 and sm_90a without spills",
     spec.softcap = 30.0;
     assembles(spec);                                  // 64 rows
     assembles(decode(8, 8, 64, "bf16", 32, 1, arch)); // MHA: 1 row of 16
+  }
+}
+
+namespace {
+
+/// Compiles and assembles a one-kernel module; no spills.
+void assemblesOne(const KernelSpec &spec, const char *entry) {
+  INFO("spec " << spec.canonical());
+  SpecCompiler compiler;
+  Result<CompiledKernel> k = compiler.compile(spec);
+  if (!k.isOk())
+    FAIL(k.status().message());
+  CHECK(k->meta.entry == entry);
+  PtxasResult r = runPtxas(k->ptx, spec.arch, ATTNC_PTXAS_PATH);
+  INFO(r.log);
+  REQUIRE(r.ok);
+  REQUIRE(r.kernels.size() == 1);
+  const KernelResources &res = r.kernels.front();
+  std::printf("%-6s %-4s D=%-3lld page %-3lld %-10s %3lld registers %6lld B "
+              "smem, %lld threads, spills %lld/%lld B\n",
+              spec.arch.c_str(), spec.dtype.c_str(), (long long)spec.headDim,
+              (long long)spec.pageSize, res.name.c_str(),
+              (long long)res.registers, (long long)res.sharedBytes,
+              (long long)k->meta.block[0], (long long)res.spillStoreBytes,
+              (long long)res.spillLoadBytes);
+  CHECK_FALSE(res.spills());
+}
+
+} // namespace
+
+// The sweep's compiled knobs (tuning.block_n, tuning.stages): each must
+// compile and assemble; the defaults must not spill (the others are
+// reported, since the sweep times them anyway).
+TEST_CASE("decode sweep variants assemble for sm_90a", "[ptxas][decode]") {
+  const std::pair<int64_t, int64_t> knobs[] = {{0, 0},  {16, 1}, {64, 1},
+                                               {16, 2}, {32, 2}, {64, 2}};
+  for (int64_t page : {16, 256})
+    for (auto [bn, st] : knobs) {
+      KernelSpec spec = decode(32, 8, 128, "bf16", page, 1, "sm_90a");
+      spec.hasLse = false;
+      spec.tuning.blockN = bn;
+      spec.tuning.stages = st;
+      INFO("spec " << spec.canonical());
+      SpecCompiler compiler;
+      Result<CompiledKernel> k = compiler.compile(spec);
+      if (!k.isOk())
+        FAIL(k.status().message());
+      PtxasResult r = runPtxas(k->ptx, spec.arch, ATTNC_PTXAS_PATH);
+      INFO(r.log);
+      REQUIRE(r.ok);
+      for (const KernelResources &res : r.kernels) {
+        std::printf("sweep page %-3lld block_n %-2lld stages %lld %-15s %3lld "
+                    "registers, dynamic smem %lld B, spills %lld/%lld B\n",
+                    (long long)page, (long long)(bn ? bn : 32),
+                    (long long)(st ? st : 1), res.name.c_str(),
+                    (long long)res.registers, (long long)k->meta.dynamicSmem,
+                    (long long)res.spillStoreBytes,
+                    (long long)res.spillLoadBytes);
+        if (bn == 0 && st == 0)
+          CHECK_FALSE(res.spills());
+      }
+    }
+}
+
+TEST_CASE("kv_append and lse_merge assemble without spills",
+          "[ptxas][decode]") {
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    for (auto [hkv, d, page, dtype] :
+         {std::tuple<int64_t, int64_t, int64_t, const char *>{8, 128, 16,
+                                                              "bf16"},
+          {1, 64, 1, "fp16"},
+          {4, 256, 64, "bf16"}}) {
+      KernelSpec s;
+      s.op = "kv_append";
+      s.heads = s.kvHeads = hkv;
+      s.headDim = d;
+      s.dtype = dtype;
+      s.pageSize = page;
+      s.arch = arch;
+      assemblesOne(s, "kv_append");
+    }
+    KernelSpec m;
+    m.op = "lse_merge";
+    m.heads = m.kvHeads = 32;
+    m.headDim = 128;
+    m.hasLse = true;
+    m.arch = arch;
+    assemblesOne(m, "lse_merge");
   }
 }

@@ -36,6 +36,7 @@ struct EmitOptions {
   int64_t stages = 0;    // 0: the default K/V ring depth (wgmma)
   int64_t pageSize = 16; // --op decode: the paged cache's page size
   int64_t maxQLen = 1;   // --op decode: most query rows per sequence
+  int64_t stages = 1;    // --op decode: K/V tiles in flight (1 or 2)
   // Fused elementwise ops (--op add-rmsnorm | silu-mul | gelu-mul).
   int64_t hidden = 4096;
   double eps = 1e-6;

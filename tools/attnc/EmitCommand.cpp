@@ -37,8 +37,8 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "the flags below")
       ->check(CLI::ExistingFile);
   emit->add_option("--op", o.op, "Operation to build")
-      ->check(CLI::IsMember({"attention", "decode", "add-rmsnorm", "silu-mul",
-                             "gelu-mul", "rope"}));
+      ->check(CLI::IsMember({"attention", "decode", "kv-append", "lse-merge",
+                             "add-rmsnorm", "silu-mul", "gelu-mul", "rope"}));
   emit->add_option("--hidden", o.hidden,
                    "Row length d of an elementwise op's output (silu-mul and "
                    "gelu-mul read rows of 2d)")
@@ -103,6 +103,10 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
   emit->add_option("--max-q-len", o.maxQLen,
                    "--op decode: most query rows per sequence (1..16)")
       ->check(CLI::Range(1, 16));
+  emit->add_option("--stages", o.stages,
+                   "--op decode: K/V tiles in flight per program (1: copy "
+                   "each where it is used, 2: copy the next one ahead)")
+      ->check(CLI::Range(1, 2));
 }
 
 /// Parses "L,R" into the config's window; false on malformed text.
@@ -138,6 +142,11 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
     config.eps = o.eps;
     return buildElementwiseModule(ctx, config);
   }
+  if (o.op == "kv-append") // the cache's KV heads, head dim, page size
+    return buildKVAppendModule(ctx, {o.attention.kvHeads, o.attention.headDim,
+                                     o.attention.dtype, o.pageSize});
+  if (o.op == "lse-merge")
+    return buildLseMergeModule(ctx, o.attention);
   if (o.op != "attention" && o.op != "decode") {
     fmt::print(stderr,
                "attnc: error: --op {} is not implemented yet (builders: "
@@ -157,10 +166,21 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
   return buildAttentionModule(ctx, o.attention);
 }
 
-/// Whether the module holds a decode (split-KV kernel + combine).
+/// Whether the module holds a decode (split-KV kernel + combine) or an
+/// attn.lse_merge (lowered by the same pass and mapping).
 static bool hasDecode(ModuleOp module) {
   bool found = false;
-  module.walk([&](attn::DecodeOp) { found = true; });
+  module.walk([&](Operation *op) {
+    if (isa<attn::DecodeOp, attn::LseMergeOp>(op))
+      found = true;
+  });
+  return found;
+}
+
+/// Whether the module holds an attn.kv_append (its own row-copy mapping).
+static bool hasKVAppend(ModuleOp module) {
+  bool found = false;
+  module.walk([&](attn::KVAppendOp) { found = true; });
   return found;
 }
 
@@ -239,7 +259,18 @@ int runEmit(EmitOptions &o) {
                                         o.blockM, o.blockN, o.warps, o.stages);
   if (decodeModule) // one warp per 16 packed query rows
     tile = TileOptions{};
-  if (rows) {
+  const bool appendModule = hasKVAppend(*module);
+  if (appendModule) {
+    if (o.stage != "attn")
+      buildDecodeTilePipeline(pm, {});
+    if (o.stage == "llvm" || o.stage == "ptx") {
+      fmt::print(stderr,
+                 "attnc: {} path: KV append (16-byte vector row "
+                 "copies)\n",
+                 o.arch);
+      buildKVAppendGPUPipeline(pm);
+    }
+  } else if (rows) {
     // --block-n: threads per row, --block-m: rows per program.
     RowOptions rowOptions;
     rowOptions.threadsPerRow = o.blockN;
@@ -258,10 +289,11 @@ int runEmit(EmitOptions &o) {
     if (o.blockN > 0)
       decode.blockN = o.blockN;
     decode.maxQLen = o.maxQLen;
+    decode.stages = o.stages;
     buildDecodeTilePipeline(pm, decode);
   } else if (o.stage != "attn")
     buildTilePipeline(pm, tile);
-  if (!rows && (o.stage == "llvm" || o.stage == "ptx")) {
+  if (!rows && !appendModule && (o.stage == "llvm" || o.stage == "ptx")) {
     if (o.mapping == "simt") {
       fmt::print(stderr,
                  "attnc: {} path: SIMT (one query row per thread, "
@@ -325,7 +357,7 @@ int runEmit(EmitOptions &o) {
   if (!o.output.empty())
     fmt::print(stderr, "attnc: wrote {} to {}\n",
                o.stage == "ptx" ? "PTX" : o.stage + " IR", o.output);
-  if (o.summary && rows) {
+  if (o.summary && (rows || appendModule)) {
     fmt::print(stderr, "attnc: --summary describes attention kernels only; "
                        "run ptxas on the PTX for a row kernel\n");
   } else if (o.summary) {

@@ -1,5 +1,6 @@
 //===- GPUEmitCommon.cpp - pieces every GPU mapping of tile ops shares ----===//
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+#include "compiler/LaunchABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -9,6 +10,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <limits>
 
@@ -384,9 +386,12 @@ SmallVector<tile::LoadOp> gpu_emit::prefetchableLoads(scf::ForOp loop) {
   for (auto load : loop.getBody()->getOps<tile::LoadOp>()) {
     if (isRowOwnedLoad(load) || load.getRow() != loop.getInductionVar())
       continue;
-    // Paged and length-bounded loads (decode) are copied where they stand:
-    // their rings' extra index registers spill the split kernel.
-    if (load.getLength() || load.isPaged())
+    // Paged and length-bounded loads (decode) are copied where they stand
+    // (their rings' extra index registers spill the split kernel at
+    // block_n 64) unless the kernel asks for two stages.
+    if ((load.getLength() || load.isPaged()) &&
+        !loop->getParentOfType<FunctionOpInterface>()->hasAttr(
+            kPrefetchPagedAttr))
       continue;
     if (llvm::all_of(
             ValueRange{load.getSource(), load.getBatch(), load.getHead()},

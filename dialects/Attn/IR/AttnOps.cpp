@@ -316,3 +316,43 @@ LogicalResult LseMergeOp::verify() {
                             "192, 256";
   return success();
 }
+
+LogicalResult KVAppendOp::verify() {
+  auto kT = getKey().getType(), cT = getKeyCache().getType();
+  Type elt = kT.getElementType();
+  if (kT.getRank() != 3 || !(elt.isBF16() || elt.isF16()))
+    return emitOpError() << "expected bf16 or f16 key and value rows "
+                            "[tokens, kv_heads, head_dim], got "
+                         << Type(kT);
+  if (cT.getRank() != 4 || cT.isDynamicDim(1) || cT.isDynamicDim(2) ||
+      cT.isDynamicDim(3))
+    return emitOpError() << "expected caches [pages, kv_heads, page_size, "
+                            "head_dim] with static heads, page size and head "
+                            "dim, got "
+                         << Type(cT);
+  if (cT.getElementType() != elt)
+    return emitOpError() << "expected the cache element type to match the "
+                            "rows' "
+                         << elt << ", got " << cT.getElementType();
+  if (!compatible(kT.getDimSize(1), cT.getDimSize(1)) ||
+      !compatible(kT.getDimSize(2), cT.getDimSize(3)))
+    return emitOpError() << "expected rows of " << dimStr(cT.getDimSize(1))
+                         << " heads x " << dimStr(cT.getDimSize(3))
+                         << " (the cache's), got " << Type(kT);
+  if (kT.isDynamicDim(2) || kT.getDimSize(2) % 8 != 0)
+    return emitOpError() << "expected a static head dim that is a multiple of "
+                            "8 (rows are copied in 16-byte vectors), got "
+                         << dimStr(kT.getDimSize(2));
+  if (cT.getDimSize(2) < 1)
+    return emitOpError() << "expected a positive page size, got "
+                         << cT.getDimSize(2);
+  auto sT = getSlotMapping().getType();
+  if (sT.getRank() != 1 || !sT.getElementType().isInteger(64))
+    return emitOpError() << "expected slot_mapping to be [tokens] i64, got "
+                         << Type(sT);
+  if (!compatible(sT.getDimSize(0), kT.getDimSize(0)))
+    return emitOpError() << "expected one slot per token: "
+                         << dimStr(kT.getDimSize(0)) << " tokens, "
+                         << dimStr(sT.getDimSize(0)) << " slots";
+  return success();
+}

@@ -178,6 +178,50 @@ def Attn_LseMergeOp : Attn_Op<"lse_merge", [Pure,
 }
 
 //===----------------------------------------------------------------------===//
+// attn.kv_append
+//===----------------------------------------------------------------------===//
+
+def Attn_KVAppendOp : Attn_Op<"kv_append", [Pure,
+    AllTypesMatch<["key", "value"]>,
+    AllTypesMatch<["key_cache", "value_cache", "new_key_cache",
+                   "new_value_cache"]>]> {
+  let summary = "Writes new key/value rows into a paged KV cache";
+  let description = [{
+    The decode step's cache update (vLLM's `reshape_and_cache`): row `t` of
+    `key` and `value` (`[tokens, Hkv, D]`) goes to slot
+    `slot_mapping[t]` of the caches (`[pages, Hkv, page_size, D]`, any
+    strides), that is page `slot / page_size`, row `slot mod page_size`,
+    for every KV head. A negative slot (padding) writes nothing; so does a
+    slot past the last page. The results are the updated caches (on the
+    GPU the caches are updated in place).
+
+    ```mlir
+    %kc1, %vc1 = attn.kv_append %k, %v, %slots, %kc, %vc
+        : tensor<?x8x128xbf16>, tensor<?xi64>, tensor<?x8x16x128xbf16>
+        -> tensor<?x8x16x128xbf16>, tensor<?x8x16x128xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$key, AnyRankedTensor:$value,
+                       AnyRankedTensor:$slot_mapping,
+                       AnyRankedTensor:$key_cache,
+                       AnyRankedTensor:$value_cache);
+  let results = (outs AnyRankedTensor:$new_key_cache,
+                      AnyRankedTensor:$new_value_cache);
+  let assemblyFormat = [{
+    $key `,` $value `,` $slot_mapping `,` $key_cache `,` $value_cache attr-dict
+    `:` type($key) `,` type($slot_mapping) `,` type($key_cache)
+    `->` type($new_key_cache) `,` type($new_value_cache)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumKVHeads() { return getKeyCache().getType().getDimSize(1); }
+    int64_t getPageSize() { return getKeyCache().getType().getDimSize(2); }
+    int64_t getHeadDim() { return getKeyCache().getType().getDimSize(3); }
+    ::mlir::Type getElementType() { return getKey().getType().getElementType(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // attn.yield
 //===----------------------------------------------------------------------===//
 

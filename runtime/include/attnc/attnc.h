@@ -170,6 +170,48 @@ ATTNC_API attnc_status attnc_decode_launch(attnc_context *ctx,
                                            const attnc_kernel *kernel,
                                            const attnc_decode_args *args,
                                            void *stream);
+/* KV append (op "kv_append"; e.g. {"op": "kv_append", "dtype": "bf16",
+ * "heads": 8, "kv_heads": 8, "head_dim": 128, "page_size": 16}: heads are
+ * the cache's KV heads): writes key/value rows [tokens, Hkv, D] into the
+ * paged caches [pages, Hkv, page_size, D] in place at slot_mapping[t] =
+ * page * page_size + offset (int64, device memory; negative = padding,
+ * skipped). Contract in attnc/runtime/CacheOps.h. Call
+ * attnc_kv_append_args_init first. */
+typedef struct attnc_kv_append_args {
+  size_t struct_size;
+  attnc_tensor key;            /* [tokens, Hkv, D] in shape[0..2] */
+  attnc_tensor value;          /* same shape */
+  const int64_t *slot_mapping; /* [tokens], contiguous */
+  attnc_tensor k_cache;        /* [pages, Hkv, page_size, D] */
+  attnc_tensor v_cache;
+} attnc_kv_append_args;
+
+ATTNC_API void attnc_kv_append_args_init(attnc_kv_append_args *args);
+/* Enqueues the copy on stream (tokens == 0: nothing); never allocates or
+ * synchronises. */
+ATTNC_API attnc_status attnc_kv_append_launch(attnc_context *ctx,
+                                              const attnc_kernel *kernel,
+                                              const attnc_kv_append_args *args,
+                                              void *stream);
+
+/* Merge of two attention states over disjoint keys (op "lse_merge"; e.g.
+ * {"op": "lse_merge", "dtype": "bf16", "heads": 32, "head_dim": 128,
+ * "has_lse": true}): o = (e^lse_a o_a + e^lse_b o_b) / (e^lse_a + e^lse_b),
+ * lse = log(e^lse_a + e^lse_b); -inf on one side weighs it 0, on both gives
+ * o = 0, lse = -inf. O tensors [B, H, S, D], LSE [B, H, S] f32. Call
+ * attnc_merge_args_init first. */
+typedef struct attnc_merge_args {
+  size_t struct_size;
+  attnc_tensor o_a, lse_a, o_b, lse_b;
+  attnc_tensor o, lse; /* lse.data NULL unless has_lse */
+} attnc_merge_args;
+
+ATTNC_API void attnc_merge_args_init(attnc_merge_args *args);
+ATTNC_API attnc_status attnc_merge_launch(attnc_context *ctx,
+                                          const attnc_kernel *kernel,
+                                          const attnc_merge_args *args,
+                                          void *stream);
+
 /* Fused elementwise kernels (ops "silu_mul", "gelu_mul", "add_rmsnorm";
  * get the kernel with attnc_get_kernel_json, e.g.
  * {"op": "silu_mul", "dtype": "bf16", "hidden": 14336}). Tensors in the

@@ -11,6 +11,7 @@
 #ifndef ATTNC_RUNTIME_CONTEXT_H
 #define ATTNC_RUNTIME_CONTEXT_H
 
+#include "attnc/runtime/CacheOps.h"
 #include "attnc/runtime/Compiler.h"
 #include "attnc/runtime/Decode.h"
 #include "attnc/runtime/DiskCache.h"
@@ -70,6 +71,10 @@ public:
   CUfunction function() const { return function_; }
   // Op "decode": the combine kernel of the same module (else null).
   CUfunction combineFunction() const { return combine_; }
+  // Op "decode": split-kernel programs resident per SM (from its registers
+  // and shared memory at load time; 0 when the driver could not say), the
+  // slots the automatic split count fills.
+  int decodeResidentPerSm() const { return decodeResidentPerSm_; }
   CUmodule module() const { return module_; }
   // True when the cached cubin was loaded, false when the driver JIT-ed PTX.
   bool loadedFromCubin() const { return fromCubin_; }
@@ -84,6 +89,7 @@ private:
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
   CUfunction combine_ = nullptr;
+  int decodeResidentPerSm_ = 0;
   bool fromCubin_ = false;
   bool compiledHere_ = false;
   std::vector<ParamSlot> plan_;
@@ -151,6 +157,14 @@ public:
                       CUstream stream) const;
   Result<size_t> decodeWorkspaceSize(const Kernel &kernel,
                                      const DecodeArgs &args) const;
+  // Op "kv_append" (CacheOps.h): validates, then writes the new K/V rows
+  // into the paged cache in place on `stream` (tokens == 0: nothing).
+  Status launchKVAppend(const Kernel &kernel, const KVAppendArgs &args,
+                        CUstream stream) const;
+  // Op "lse_merge" (CacheOps.h): validates, then merges two (O, LSE)
+  // results over disjoint keys on `stream`.
+  Status launchMerge(const Kernel &kernel, const MergeArgs &args,
+                     CUstream stream) const;
   // Streaming multiprocessors of the device (0 if the driver did not say).
   int smCount() const { return smCount_; }
 

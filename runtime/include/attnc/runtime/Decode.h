@@ -46,10 +46,16 @@ struct DecodeArgs {
 };
 
 // The split count: enough programs (batch x kv_heads x splits) to fill the
-// GPU's resident slots with little waste in the last wave, at least 256
-// keys per split, at most 256 splits.
+// GPU's resident slots (smCount x slotsPerSm) with little waste in the last
+// wave, at least 256 keys per split, at most 256 splits.
 int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
-                           int smCount);
+                           int smCount, int slotsPerSm = 6);
+
+// Split-kernel programs resident on one SM (sm_80/sm_90: 64K registers,
+// 2048 threads, 32 blocks, 227 KiB of shared memory per SM, 1 KiB of it
+// reserved per block), from the kernel's registers per thread, threads per
+// block and shared memory. 0 when registers are unknown.
+int decodeResidentPerSm(int regsPerThread, int threads, int64_t sharedBytes);
 
 // Bytes of workspace for `splits` partials (the combine always runs, also
 // for one split).
@@ -72,7 +78,7 @@ struct DecodeLaunchPlan {
 };
 Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                         const DecodeArgs &args, int smCount,
-                        DecodeLaunchPlan &out);
+                        DecodeLaunchPlan &out, int slotsPerSm = 6);
 
 } // namespace attnc
 
