@@ -37,6 +37,11 @@ struct EmitOptions {
   // Fused elementwise ops (--op add-rmsnorm | silu-mul | gelu-mul).
   int64_t hidden = 4096;
   double eps = 1e-6;
+  int64_t minBlocksPerSm = 0; // row kernels: register cap for occupancy
+  // --op rope (heads, kv heads, head size and dtype from the attention flags)
+  int64_t rotaryDim = 0; // 0: the head size
+  std::string ropeStyle = "neox";
+  std::string positions = "i64";
 };
 
 void addEmitCommand(CLI::App &app, EmitOptions &opts);

@@ -45,6 +45,17 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
       ->check(CLI::PositiveNumber);
   emit->add_option("--eps", o.eps, "RMSNorm epsilon (add-rmsnorm)")
       ->check(CLI::PositiveNumber);
+  emit->add_option("--rotary-dim", o.rotaryDim,
+                   "--op rope: rotated columns of each head (0: --head-dim; "
+                   "the rest pass through)")
+      ->check(CLI::NonNegativeNumber);
+  emit->add_option("--rope-style", o.ropeStyle,
+                   "--op rope: neox (pairs i, i + rotary_dim/2) or gptj "
+                   "(pairs 2i, 2i + 1)")
+      ->check(CLI::IsMember({"neox", "gptj"}));
+  emit->add_option("--positions", o.positions,
+                   "--op rope: element type of the positions")
+      ->check(CLI::IsMember({"i64", "i32"}));
   emit->add_option("--heads", o.attention.heads, "Query heads")
       ->check(CLI::PositiveNumber);
   emit->add_option("--kv-heads", o.attention.kvHeads,
@@ -86,6 +97,10 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
   emit->add_option("--block-m", o.blockM,
                    "Query rows per program (row kernels: rows per program)")
       ->check(CLI::PositiveNumber);
+  emit->add_option("--min-blocks-per-sm", o.minBlocksPerSm,
+                   "Row kernels: blocks that must fit one SM at once "
+                   "(ptxas caps registers to fit; 0: no cap)")
+      ->check(CLI::Range(0, 32));
   emit->add_option("--block-n", o.blockN,
                    "Keys per KV tile (row kernels: threads per row)")
       ->check(CLI::PositiveNumber);
@@ -134,10 +149,22 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
     config.eps = o.eps;
     return buildElementwiseModule(ctx, config);
   }
+  if (o.op == "rope") {
+    ElementwiseConfig config;
+    config.op = "rope";
+    config.dtype = o.attention.dtype;
+    config.heads = o.attention.heads;
+    config.kvHeads = o.attention.kvHeads;
+    config.headSize = o.attention.headDim;
+    config.rotaryDim = o.rotaryDim;
+    config.isNeox = o.ropeStyle == "neox";
+    config.positionBits = o.positions == "i32" ? 32 : 64;
+    return buildElementwiseModule(ctx, config);
+  }
   if (o.op != "attention" && o.op != "decode") {
     fmt::print(stderr,
                "attnc: error: --op {} is not implemented yet (builders: "
-               "attention, decode, add-rmsnorm, silu-mul, gelu-mul)\n",
+               "attention, decode, add-rmsnorm, silu-mul, gelu-mul, rope)\n",
                o.op);
     return nullptr;
   }
@@ -166,7 +193,7 @@ static bool hasRowOps(ModuleOp module) {
   bool rows = false;
   module.walk([&](Operation *op) {
     if (isa<attn::MapOp, attn::ReduceOp, attn::SliceOp, attn::SiluMulOp,
-            attn::GeluMulOp, attn::AddRMSNormOp>(op))
+            attn::GeluMulOp, attn::AddRMSNormOp, attn::RopeOp>(op))
       rows = true;
   });
   return rows;
@@ -239,6 +266,7 @@ int runEmit(EmitOptions &o) {
     RowOptions rowOptions;
     rowOptions.threadsPerRow = o.blockN;
     rowOptions.rowsPerProgram = o.blockM;
+    rowOptions.minBlocksPerSm = o.minBlocksPerSm;
     if (o.stage != "attn")
       buildRowTilePipeline(pm, rowOptions);
     if (o.stage == "llvm" || o.stage == "ptx") {
