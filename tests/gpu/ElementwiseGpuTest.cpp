@@ -116,15 +116,16 @@ KernelSpec tuned(KernelSpec s, int64_t threadsPerRow, int64_t rowsPerProgram,
 }
 
 /// The knob variants of the bench shapes that `--sweep` times: the default
-/// (all 0) first, then threads per row x rows per program, each uncapped and
-/// with a register cap of 64 (blocks per SM = 1024 / threads per block).
+/// (all 0) first, then threads per row x rows per program, uncapped and
+/// (few vectors per thread) with a register cap of 64 (blocks per SM =
+/// 1024 / threads per block).
 std::vector<Case> sweepCases() {
   std::vector<Case> out;
   for (const Case &c : benchCases()) {
     out.push_back(c);
     if (c.spec.op == "rope") { // threads per token split half a rotary part
       const int64_t half = effectiveRotaryDim(c.spec) / 16;
-      for (int64_t t : {1, 2, 4, 8, 16})
+      for (int64_t t : {4, 8, 16}) // fewer threads hold > 32 vectors: spills
         for (int64_t perBlock : {128, 256})
           if (t <= half && half % t == 0) {
             Case v = c;
@@ -140,9 +141,11 @@ std::vector<Case> sweepCases() {
       for (int64_t r : {1, 2, 4}) {
         if (t * r > 1024)
           continue;
-        // Uncapped, and capped to 64 registers (half the SM's threads).
+        // Uncapped, and capped to 64 registers (half the SM's threads)
+        // where a thread holds at most 2 vectors per input: with more, the
+        // cap spilled in every case (ptxas, sm_90a).
         for (int64_t occ : {int64_t(0), 1024 / (t * r)}) {
-          if (occ == 1)
+          if (occ != 0 && (occ == 1 || chunks > 2 * t))
             continue;
           Case v = c;
           v.spec = tuned(c.spec, t, r, occ);
