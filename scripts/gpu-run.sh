@@ -61,6 +61,9 @@ step decode-bench "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench
 step decode-sweep "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --sweep
 step elementwise-gpu "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle"
 step elementwise-bench "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle" --bench
+# The row kernels' schedule knobs side by side (threads per row, rows per
+# program, blocks per SM), each variant checked first: picks the default.
+step elementwise-sweep "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle" --bench --sweep
 step unfused-baseline "$stage/bin/attnc-bench" --bundle "$stage/bundle" \
   --heads 16 --kv-heads 16 --head-dim 128 --batch 4 --seq-len 4096 \
   --baseline unfused

@@ -93,6 +93,12 @@ compileRowKernel(const attnc::KernelSpec &spec) {
   config.hidden = spec.hidden;
   config.dtype = spec.dtype;
   config.eps = spec.eps;
+  config.heads = spec.heads;
+  config.kvHeads = spec.kvHeads;
+  config.headSize = spec.headDim;
+  config.rotaryDim = spec.rotaryDim;
+  config.isNeox = spec.isNeox;
+  config.positionBits = spec.positionBits;
   OwningOpRef<ModuleOp> module =
       spec.customIr.empty() ? buildElementwiseModule(ctx, config)
                             : parseSourceString<ModuleOp>(spec.customIr, &ctx);
@@ -102,6 +108,7 @@ compileRowKernel(const attnc::KernelSpec &spec) {
   RowOptions rows;
   rows.threadsPerRow = spec.tuning.blockN;
   rows.rowsPerProgram = spec.tuning.blockM;
+  rows.minBlocksPerSm = spec.tuning.minBlocksPerSm;
   buildRowTilePipeline(tilePm, rows);
   if (failed(tilePm.run(*module)))
     return fail("fusion failed");

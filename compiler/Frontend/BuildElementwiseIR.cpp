@@ -14,9 +14,9 @@ attnc::buildElementwiseModule(MLIRContext &ctx,
                               const ElementwiseConfig &config) {
   ctx.loadDialect<attn::AttnDialect, func::FuncDialect>();
   Location loc = NameLoc::get(StringAttr::get(&ctx, "attnc --op " + config.op));
-  if (!isElementwiseOp(config.op)) {
+  if (!isElementwiseOp(config.op) && config.op != "rope") {
     emitError(loc) << "unknown elementwise op '" << config.op
-                   << "' (expected silu_mul, gelu_mul or add_rmsnorm)";
+                   << "' (expected silu_mul, gelu_mul, add_rmsnorm or rope)";
     return nullptr;
   }
   OpBuilder b(&ctx);
@@ -31,7 +31,27 @@ attnc::buildElementwiseModule(MLIRContext &ctx,
         b.getNamedAttr("attn.param", b.getStringAttr(n)));
   };
   func::FuncOp fn;
-  if (config.op == "add_rmsnorm") {
+  if (config.op == "rope") {
+    int64_t hs = config.headSize,
+            rot = config.rotaryDim ? config.rotaryDim : hs;
+    auto posT = RankedTensorType::get(
+        {dyn}, b.getIntegerType(config.positionBits == 32 ? 32 : 64));
+    auto qT = RankedTensorType::get({dyn, config.heads * hs}, elt);
+    auto kT = RankedTensorType::get({dyn, config.kvHeads * hs}, elt);
+    auto cT = RankedTensorType::get({dyn, rot}, elt);
+    fn = func::FuncOp::create(b, loc, config.op,
+                              b.getFunctionType({posT, qT, kT, cT}, {qT, kT}));
+    fn.setAllArgAttrs(ArrayRef<DictionaryAttr>{
+        name("positions"), name("query"), name("key"), name("cos_sin_cache")});
+    fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{name("query"), name("key")});
+    Block *body = fn.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    auto op = attn::RopeOp::create(
+        b, loc, qT, kT, body->getArgument(0), body->getArgument(1),
+        body->getArgument(2), body->getArgument(3), b.getI64IntegerAttr(hs),
+        b.getI64IntegerAttr(rot), b.getBoolAttr(config.isNeox));
+    func::ReturnOp::create(b, loc, op->getResults());
+  } else if (config.op == "add_rmsnorm") {
     auto wT = RankedTensorType::get({d}, elt);
     fn = func::FuncOp::create(
         b, loc, config.op, b.getFunctionType({rowT, rowT, wT}, {rowT, rowT}));

@@ -149,6 +149,7 @@ void attnc::buildRowTilePipeline(OpPassManager &pm, const RowOptions &options) {
   FuseElementwiseOptions fuse;
   fuse.threadsPerRow = options.threadsPerRow;
   fuse.rowsPerProgram = options.rowsPerProgram;
+  fuse.minBlocksPerSm = options.minBlocksPerSm;
   pm.addPass(createFuseElementwise(fuse));
   // Loads of one input at one column are shared; fold the index math.
   pm.addPass(createCanonicalizerPass());

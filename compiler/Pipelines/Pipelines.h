@@ -76,6 +76,7 @@ void buildWGMMAPipeline(mlir::OpPassManager &pm,
 struct RowOptions {
   int64_t threadsPerRow = 0;
   int64_t rowsPerProgram = 0;
+  int64_t minBlocksPerSm = 0; // 0: no register cap for occupancy
 };
 
 /// attn elementwise chain -> one tile-level row kernel.

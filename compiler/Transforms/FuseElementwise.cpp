@@ -35,7 +35,153 @@ namespace {
 
 bool isRowOp(Operation *op) {
   return isa<attn::MapOp, attn::ReduceOp, attn::SliceOp, attn::SiluMulOp,
-             attn::GeluMulOp, attn::AddRMSNormOp>(op);
+             attn::GeluMulOp, attn::AddRMSNormOp, attn::RopeOp>(op);
+}
+
+/// RoPE (attn.rope): a kernel of its own, in place. The row is one token:
+/// its position picks the cos/sin row (`repeat = 2` loads give each pair
+/// its angle), and every head's first rotary_dim columns of query and key
+/// are loaded, rotated in f32 and stored back; the other columns are never
+/// touched. Heads go in groups whose loads are all issued before the
+/// group's first store (stores may alias later loads, so nothing would
+/// move them earlier).
+FailureOr<func::FuncOp> buildRopeKernel(func::FuncOp fn, attn::RopeOp rope,
+                                        RowSchedule schedule) {
+  MLIRContext *ctx = fn.getContext();
+  Location loc = rope.getLoc();
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  if (&fn.getBody().front().front() != rope.getOperation() ||
+      rope->getNextNode() != ret.getOperation() ||
+      !llvm::equal(ret.getOperands(), rope.getResults()))
+    return rope.emitOpError()
+           << "must be alone in its function and return its two results "
+              "(the kernel rotates query and key in place)";
+  SmallVector<Value> ins = {rope.getPositions(), rope.getQuery(), rope.getKey(),
+                            rope.getCosSinCache()};
+  const char *defaults[] = {"positions", "query", "key", "cos_sin_cache"};
+  SmallVector<std::string> names;
+  SmallVector<Type> argTypes;
+  for (auto [i, v] : llvm::enumerate(ins)) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg)
+      return rope.emitOpError() << "expected its operands to be the "
+                                   "function's arguments";
+    std::string n = defaults[i];
+    if (auto attrs = fn.getArgAttrDict(arg.getArgNumber()))
+      if (auto s = attrs.getAs<StringAttr>("attn.param"))
+        n = s.getValue().str();
+    names.push_back(n);
+    argTypes.push_back(MemRefType::get(
+        {}, cast<RankedTensorType>(v.getType()).getElementType()));
+  }
+  OpBuilder b(fn);
+  Type i64 = b.getI64Type();
+  argTypes.append({i64, i64, i64, i64}); // rows, 3 strides
+  auto kernel = func::FuncOp::create(b, fn.getLoc(), fn.getName(),
+                                     FunctionType::get(ctx, argTypes, {}));
+  const int64_t hs = rope.getHeadSize(), rot = rope.getRotaryDim();
+  const bool neox = rope.getIsNeox();
+  kernel->setAttr("tile.launch", tile::LaunchAttr::get(
+                                     ctx, kRowwiseRule, schedule.rowsPerProgram,
+                                     schedule.threadsPerRow, 0));
+  kernel->setAttr("tile.row_length", b.getI64IntegerAttr(rot));
+  for (unsigned i = 0; i < 4; ++i)
+    kernel.setArgAttr(i, "tile.param", b.getStringAttr(names[i]));
+  kernel.setArgAttr(4, "tile.param", b.getStringAttr("rows"));
+  for (unsigned i = 1; i < 4; ++i)
+    kernel.setArgAttr(4 + i, "tile.param",
+                      b.getStringAttr(names[i] + "_stride"));
+
+  Block *entry = kernel.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto cst = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  Value row = tile::ProgramIdOp::create(b, loc, b.getIndexType(), 0);
+  Value rows = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                          entry->getArgument(4));
+  auto view2d = [&](unsigned arg, int64_t w) -> Value {
+    Value stride = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                              entry->getArgument(4 + arg));
+    Type elt =
+        cast<MemRefType>(entry->getArgument(arg).getType()).getElementType();
+    int64_t dyn = ShapedType::kDynamic;
+    auto type = MemRefType::get({dyn, w}, elt,
+                                StridedLayoutAttr::get(ctx, 0, {dyn, 1}));
+    // The cache has its own row count (max_position); nothing bounds it
+    // here, as nothing bounds vLLM's.
+    return memref::ReinterpretCastOp::create(
+        b, loc, type, entry->getArgument(arg), b.getIndexAttr(0),
+        ArrayRef<OpFoldResult>{arg == 3 ? cst(int64_t(1) << 30) : rows,
+                               b.getIndexAttr(w)},
+        ArrayRef<OpFoldResult>{stride, b.getIndexAttr(1)});
+  };
+  auto qT = cast<RankedTensorType>(rope.getQuery().getType());
+  auto kT = cast<RankedTensorType>(rope.getKey().getType());
+  Type posElt = cast<MemRefType>(argTypes[0]).getElementType();
+  Value posView = memref::ReinterpretCastOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic}, posElt),
+      entry->getArgument(0), b.getIndexAttr(0), ArrayRef<OpFoldResult>{rows},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  Value qView = view2d(1, qT.getDimSize(1));
+  Value kView = view2d(2, kT.getDimSize(1));
+  Value cView = view2d(3, rot);
+  Value pos = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(),
+      memref::LoadOp::create(b, loc, posView, ValueRange{row}));
+  Type elt = qT.getElementType(), f32 = b.getF32Type();
+  auto tileT = [&](Type t) { return RankedTensorType::get({rot}, t); };
+  auto angle = [&](int64_t col) {
+    auto load = tile::LoadRowOp::create(b, loc, tileT(elt), cView,
+                                        ValueRange{pos, cst(col)});
+    load.setRepeat(2);
+    load.setInterleaved(!neox);
+    return arith::ExtFOp::create(b, loc, tileT(f32), load.getResult())
+        .getResult();
+  };
+  Value cosT = angle(0), sinT = angle(rot / 2);
+  struct Head {
+    Value view;
+    int64_t col;
+  };
+  SmallVector<Head> heads;
+  for (int64_t h = 0; h < qT.getDimSize(1) / hs; ++h)
+    heads.push_back({qView, h * hs});
+  for (int64_t h = 0; h < kT.getDimSize(1) / hs; ++h)
+    heads.push_back({kView, h * hs});
+  constexpr size_t kGroup = 8;
+  for (size_t g = 0; g < heads.size(); g += kGroup) {
+    size_t end = std::min(heads.size(), g + kGroup);
+    SmallVector<Value> xs;
+    for (size_t i = g; i < end; ++i)
+      xs.push_back(tile::LoadRowOp::create(b, loc, tileT(elt), heads[i].view,
+                                           ValueRange{row, cst(heads[i].col)}));
+    for (size_t i = g; i < end; ++i) {
+      Value x = arith::ExtFOp::create(b, loc, tileT(f32), xs[i - g]);
+      auto partner = tile::RotatePairsOp::create(b, loc, x.getType(), x);
+      partner.setInterleaved(!neox);
+      Value r =
+          arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, x, cosT),
+                                arith::MulFOp::create(b, loc, partner, sinT));
+      tile::StoreRowOp::create(
+          b, loc, arith::TruncFOp::create(b, loc, tileT(elt), r), heads[i].view,
+          ValueRange{row, cst(heads[i].col)});
+    }
+  }
+  func::ReturnOp::create(b, loc);
+  return kernel;
+}
+
+/// Threads per row of a RoPE kernel: they must split each head's rotary
+/// part (and, NeoX, each half) into whole vectors, so a thread owns both
+/// chunks of its pairs; about 128 threads per program.
+RowSchedule ropeSchedule(attn::RopeOp rope) {
+  int64_t chunks = rope.getRotaryDim() / kRowVector;
+  int64_t limit = rope.getIsNeox() ? chunks / 2 : chunks;
+  int64_t t = 1;
+  while (t * 2 <= std::min<int64_t>(limit, 32) && limit % (t * 2) == 0)
+    t *= 2;
+  return {t, std::max<int64_t>(1, 128 / t)};
 }
 
 /// Builds the row kernel of one function.
@@ -415,6 +561,40 @@ public:
                               "attn elementwise ops around it";
           return signalPassFailure();
         }
+      attn::RopeOp rope;
+      for (Operation &op : body)
+        if (auto r = dyn_cast<attn::RopeOp>(op))
+          rope = r;
+      if (rope) {
+        RowSchedule schedule = ropeSchedule(rope);
+        if (threadsPerRow > 0)
+          schedule.threadsPerRow = threadsPerRow;
+        if (rowsPerProgram > 0)
+          schedule.rowsPerProgram = rowsPerProgram;
+        int64_t t = schedule.threadsPerRow, r = schedule.rowsPerProgram;
+        int64_t chunks = rope.getRotaryDim() / kRowVector;
+        int64_t split = rope.getIsNeox() ? chunks / 2 : chunks;
+        if ((t & (t - 1)) != 0 || t * r > 1024 || split % t != 0) {
+          rope.emitOpError()
+              << "unsupported row schedule: " << t << " threads per row, " << r
+              << " rows per program (threads per row must be a power of two "
+                 "dividing the "
+              << split << " vectors of "
+              << (rope.getIsNeox() ? "half the rotary part" : "the rotary part")
+              << "; at most 1024 threads)";
+          return signalPassFailure();
+        }
+        FailureOr<func::FuncOp> kernel = buildRopeKernel(fn, rope, schedule);
+        if (failed(kernel))
+          return signalPassFailure();
+        if (minBlocksPerSm > 0)
+          (*kernel)->setAttr(
+              "tile.min_blocks_per_sm",
+              IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                               minBlocksPerSm));
+        fn.erase();
+        continue;
+      }
       // The kernel's row length: that of its results.
       int64_t d = 0;
       for (Type t : fn.getFunctionType().getResults())
@@ -432,17 +612,22 @@ public:
       if (rowsPerProgram > 0)
         schedule.rowsPerProgram = rowsPerProgram;
       int64_t t = schedule.threadsPerRow, r = schedule.rowsPerProgram;
-      if ((t & (t - 1)) != 0 || t * r > 1024 || (r > 1 && t > 32)) {
+      if ((t & (t - 1)) != 0 || t * r > 1024 || minBlocksPerSm < 0 ||
+          minBlocksPerSm > 32) {
         fn.emitError() << "unsupported row schedule: " << t
                        << " threads per row (a power of two), " << r
-                       << " rows per program (at most 1024 threads; several "
-                          "rows only with at most 32 threads per row)";
+                       << " rows per program (at most 1024 threads), "
+                       << minBlocksPerSm << " blocks per SM (0 to 32)";
         return signalPassFailure();
       }
       RowKernelBuilder builder(fn, d);
       FailureOr<func::FuncOp> kernel = builder.build(schedule);
       if (failed(kernel))
         return signalPassFailure();
+      if (minBlocksPerSm > 0)
+        (*kernel)->setAttr("tile.min_blocks_per_sm",
+                           IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                            minBlocksPerSm));
       fn.erase();
     }
   }

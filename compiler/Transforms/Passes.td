@@ -179,6 +179,9 @@ def FuseElementwise : Pass<"attnc-fuse-elementwise", "mlir::ModuleOp"> {
            "GPU threads per row (a power of two; 0: by row length)">,
     Option<"rowsPerProgram", "rows-per-program", "int64_t", "0",
            "Rows per GPU program (0: by row length)">,
+    Option<"minBlocksPerSm", "min-blocks-per-sm", "int64_t", "0",
+           "Blocks that must fit one SM at once (registers are capped to "
+           "fit; 0: no cap), as `tile.min_blocks_per_sm`">,
   ];
   let dependentDialects = ["::attnc::tile::TileDialect",
                            "::mlir::arith::ArithDialect",

@@ -9,7 +9,7 @@ from ._attention import attention
 from ._cache_ops import kv_append, merge_state, paged_kv_append
 from ._decode import decode, decode_workspace
 from ._rows import (add_rms_norm, fused_add_rms_norm, gelu_and_mul,
-                    silu_and_mul)
+                    rotary_embedding, silu_and_mul)
 from ._capi import (AttncError, Context, RowDesc, Spec, TensorDesc, build_id,
                     library_path, validate_attention, validate_rows,
                     version)
@@ -31,6 +31,7 @@ __all__ = [
     "paged_kv_append",
     "gelu_and_mul",
     "library_path",
+    "rotary_embedding",
     "silu_and_mul",
     "validate_attention",
     "validate_rows",

@@ -141,3 +141,71 @@ def fused_add_rms_norm(x, residual, weight, eps=1e-6, *, out=None,
 def add_rms_norm(x, r, w, eps=1e-6):
     """bench/compare.py's name: (y, residual) of fused_add_rms_norm."""
     return fused_add_rms_norm(x, r, w, eps)
+
+
+def rope_spec_json(dtype, heads, kv_heads, head_size, rotary_dim, is_neox,
+                   position_bits, arch):
+    """The JSON spec of a rope kernel."""
+    return json.dumps({"op": "rope", "dtype": dtype, "heads": int(heads),
+                       "kv_heads": int(kv_heads), "head_dim": int(head_size),
+                       "rotary_dim": int(rotary_dim), "is_neox": bool(is_neox),
+                       "position_bits": int(position_bits), "arch": arch},
+                      sort_keys=True)
+
+
+def rotary_embedding(positions, query, key, head_size, cos_sin_cache,
+                     is_neox=True, *, arch=None):
+    """vLLM's rotary_embedding, in place: rotates the first rotary_dim
+    (= cos_sin_cache.shape[-1]) columns of every head of query
+    [tokens, heads * head_size] and key [tokens, kv_heads * head_size] (or
+    [tokens, heads, head_size]) by cos_sin_cache[positions] (cos half, then
+    sin half). NeoX pairs (i, i + rotary_dim/2) or GPT-J pairs (2i, 2i + 1).
+    Returns (query, key)."""
+    name = "rotary_embedding"
+    dtype = _dtype(name, query)
+    for what, t in (("key", key), ("cos_sin_cache", cos_sin_cache)):
+        if _dtype(name, t) != dtype:
+            _fail(name, "%s has dtype %s but query has %s" % (what, t.dtype,
+                                                              query.dtype))
+    pos_type = str(positions.dtype)
+    if pos_type not in ("torch.int64", "torch.int32"):
+        _fail(name, "positions must be torch.int64 or torch.int32, got %s"
+              % positions.dtype)
+    if positions.numel() > 1 and not positions.is_contiguous():
+        _fail(name, "positions must be contiguous")
+    tokens = int(positions.numel())
+
+    def flat(what, t):
+        # [tokens, heads, head_size] -> [tokens, heads * head_size] view
+        if len(t.shape) == 3:
+            t = t.view(t.shape[0], -1)
+        rows, cols, stride = _rows_of(name, what, t)
+        if rows != tokens:
+            _fail(name, "%s has %d rows but positions has %d tokens"
+                  % (what, rows, tokens))
+        if cols % head_size:
+            _fail(name, "%s's rows (%d) are not whole heads of %d"
+                  % (what, cols, head_size))
+        return t, cols
+
+    query2, qcols = flat("query", query)
+    key2, kcols = flat("key", key)
+    rows_c, rot, _ = _rows_of(name, "cos_sin_cache", cos_sin_cache)
+    if tokens == 0:
+        return query, key
+    import torch
+    device = query.device
+    with torch.cuda.device(device):
+        if arch is None:
+            arch = arch_for_capability(torch.cuda.get_device_capability(device))
+        ctx = context(device.index)
+        bits = 64 if pos_type == "torch.int64" else 32
+        kernel = ctx.get_kernel_json(rope_spec_json(
+            dtype, qcols // head_size, kcols // head_size, head_size, rot,
+            is_neox, bits, arch))
+        stream = torch.cuda.current_stream(device).cuda_stream
+        descs = [RowDesc(int(positions.data_ptr()), tokens, 1, 1),
+                 _desc(name, "query", query2), _desc(name, "key", key2),
+                 _desc(name, "cos_sin_cache", cos_sin_cache)]
+        ctx.launch_rows(kernel, tokens, descs, stream=stream)
+    return query, key

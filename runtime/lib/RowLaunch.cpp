@@ -32,6 +32,11 @@ std::vector<RowTensorRole> rowTensorRoles(const KernelSpec &spec) {
             {"weight", true, false, d},
             {"out", false, true, d},
             {"residual_out", false, true, d}};
+  if (spec.op == "rope")
+    return {{"positions", false, false, 1, spec.positionBits / 8},
+            {"query", false, false, spec.heads * spec.headDim},
+            {"key", false, false, spec.kvHeads * spec.headDim},
+            {"cos_sin_cache", false, false, effectiveRotaryDim(spec), 0, true}};
   return {};
 }
 
@@ -51,6 +56,18 @@ Status validateRowArgs(const KernelSpec &spec, const RowArgs &args) {
     std::string name = std::string("tensor '") + role.name + "'";
     if (!t.data)
       return bad(spec, name + " is a null pointer");
+    if (role.perRowBytes > 0) { // one integer per row, contiguous
+      if (reinterpret_cast<uintptr_t>(t.data) % role.perRowBytes != 0)
+        return bad(spec, name + " at " + pointerText(t.data) +
+                             " is not aligned to its " +
+                             std::to_string(role.perRowBytes) +
+                             "-byte elements");
+      if (t.rows != args.rows)
+        return bad(spec, name + " has " + std::to_string(t.rows) +
+                             " entries, expected one per row (" +
+                             std::to_string(args.rows) + ")");
+      continue;
+    }
     if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
       return bad(spec, name + " at " + pointerText(t.data) +
                            " is not 16-byte aligned");
@@ -58,14 +75,16 @@ Status validateRowArgs(const KernelSpec &spec, const RowArgs &args) {
       return bad(spec,
                  name + " has " + std::to_string(t.cols) +
                      " columns, expected " + std::to_string(role.cols) +
-                     (role.vector
+                     (role.vector || spec.op == "rope"
                           ? ""
                           : " (hidden " + std::to_string(spec.hidden) + ")"));
     if (role.vector)
       continue;
-    if (t.rows != args.rows)
+    if (role.anyRows ? t.rows < 1 : t.rows != args.rows)
       return bad(spec, name + " has " + std::to_string(t.rows) +
-                           " rows, expected " + std::to_string(args.rows));
+                           " rows, expected " +
+                           (role.anyRows ? std::string("at least 1")
+                                         : std::to_string(args.rows)));
     if (t.stride < t.cols)
       return bad(spec, name + " has row stride " + std::to_string(t.stride) +
                            ", less than its " + std::to_string(t.cols) +
@@ -90,7 +109,7 @@ planRowParams(const KernelSpec &spec, const std::vector<KernelParam> &params) {
       if (p.name == roles[i].name) {
         slot = {RowParamSlot::Source::Pointer, static_cast<uint8_t>(i), p.kind};
         found = true;
-      } else if (!roles[i].vector &&
+      } else if (!roles[i].vector && roles[i].perRowBytes == 0 &&
                  p.name == std::string(roles[i].name) + "_stride") {
         slot = {RowParamSlot::Source::Stride, static_cast<uint8_t>(i), p.kind};
         found = true;
@@ -171,6 +190,16 @@ RowTraffic rowTraffic(const KernelSpec &spec, int64_t rows) {
     // x + residual -> h; then the norm reads h (twice: the square-sum and the
     // scaling) and writes out.
     t.unfused = (3 * n + 3 * n) * e + d * e;
+  } else if (spec.op == "rope") {
+    // Read and write the rotated columns of query and key; read one cache
+    // row (cos and sin) and one position per token.
+    const int64_t rot = effectiveRotaryDim(spec);
+    const int64_t qk = rows * (spec.heads + spec.kvHeads) * rot * e;
+    t.fused = 2 * qk + rows * rot * e + rows * spec.positionBits / 8;
+    // vLLM's kernel moves the same bytes; unfused (torch ops on views) reads
+    // and writes each half separately and gathers cos/sin per head: about
+    // twice.
+    t.unfused = 2 * t.fused;
   }
   return t;
 }

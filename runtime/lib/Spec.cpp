@@ -48,7 +48,12 @@ double KernelSpec::effectiveScale() const {
 }
 
 bool isElementwiseOp(std::string_view op) {
-  return op == "silu_mul" || op == "gelu_mul" || op == "add_rmsnorm";
+  return op == "silu_mul" || op == "gelu_mul" || op == "add_rmsnorm" ||
+         op == "rope";
+}
+
+int64_t effectiveRotaryDim(const KernelSpec &spec) {
+  return spec.rotaryDim > 0 ? spec.rotaryDim : spec.headDim;
 }
 
 std::string KernelSpec::canonical() const {
@@ -86,6 +91,12 @@ std::string KernelSpec::canonical() const {
   if (isElementwiseOp(op)) {
     intField("hidden", hidden);
     field("eps", formatDouble(op == "add_rmsnorm" ? eps : 0.0));
+    intField("min_blocks_per_sm", tuning.minBlocksPerSm);
+    if (op == "rope") {
+      intField("rotary_dim", effectiveRotaryDim(*this));
+      intField("is_neox", isNeox ? 1 : 0);
+      intField("position_bits", positionBits);
+    }
   }
   if (op == "decode") { // attention specs keep their keys
     intField("page_size", pageSize);
@@ -98,11 +109,35 @@ std::string KernelSpec::canonical() const {
 
 namespace {
 
+Status validateRopeSpec(const KernelSpec &spec) {
+  if (spec.heads < 1 || spec.kvHeads < 1)
+    return invalid("rope needs heads and kv_heads >= 1 (got " +
+                   std::to_string(spec.heads) + ", " +
+                   std::to_string(spec.kvHeads) + ")");
+  if (spec.headDim < 8 || spec.headDim % 8 != 0)
+    return invalid("rope's head_dim (head size) must be a positive multiple "
+                   "of 8, got " +
+                   std::to_string(spec.headDim));
+  const int64_t rot = effectiveRotaryDim(spec), multiple = spec.isNeox ? 16 : 8;
+  if (rot > spec.headDim || rot % multiple != 0)
+    return invalid(
+        "rotary_dim must be at most head_dim (" + std::to_string(spec.headDim) +
+        ") and a multiple of " + std::to_string(multiple) + " (" +
+        (spec.isNeox ? "NeoX" : "GPT-J") + "), got " + std::to_string(rot));
+  if (spec.positionBits != 32 && spec.positionBits != 64)
+    return invalid("position_bits must be 32 or 64, got " +
+                   std::to_string(spec.positionBits));
+  return Status::ok();
+}
+
 Status validateElementwiseSpec(const KernelSpec &spec) {
   if (!oneOf(spec.dtype, {"bf16", "fp16"}))
     return invalid("dtype \"" + spec.dtype +
                    "\" is not supported (expected \"bf16\" or \"fp16\")");
-  if (spec.hidden < 8 || spec.hidden % 8 != 0)
+  if (spec.op == "rope") {
+    if (Status s = validateRopeSpec(spec); !s.isOk())
+      return s;
+  } else if (spec.hidden < 8 || spec.hidden % 8 != 0)
     return invalid("hidden must be a positive multiple of 8 (16-byte rows), "
                    "got " +
                    std::to_string(spec.hidden));
@@ -118,6 +153,9 @@ Status validateElementwiseSpec(const KernelSpec &spec) {
                    "two up to 1024 and tuning.block_m (rows per program) 0 to "
                    "1024 (got " +
                    std::to_string(t) + ", " + std::to_string(r) + ")");
+  if (spec.tuning.minBlocksPerSm < 0 || spec.tuning.minBlocksPerSm > 32)
+    return invalid("tuning.min_blocks_per_sm must be 0 to 32 (got " +
+                   std::to_string(spec.tuning.minBlocksPerSm) + ")");
   return Status::ok();
 }
 
@@ -129,8 +167,8 @@ Status validateSpec(const KernelSpec &spec) {
   if (!oneOf(spec.op, {"attention_fwd", "decode", "lse_merge", "kv_append"}))
     return invalid("op \"" + spec.op + "\" is not supported (expected " +
                    "\"attention_fwd\", \"decode\", \"lse_merge\", "
-                   "\"kv_append\", \"silu_mul\", \"gelu_mul\" or "
-                   "\"add_rmsnorm\")");
+                   "\"kv_append\", \"silu_mul\", \"gelu_mul\", "
+                   "\"add_rmsnorm\" or \"rope\")");
   if (spec.op == "kv_append") {
     // K/V rows into a paged cache: heads are the cache's KV heads.
     if (spec.pageSize < 1)
@@ -228,6 +266,8 @@ Json tuningToJson(const TuningConfig &tuning) {
   out.set("warps", tuning.warps);
   if (!tuning.mapping.empty())
     out.set("mapping", tuning.mapping);
+  if (tuning.minBlocksPerSm != 0)
+    out.set("min_blocks_per_sm", tuning.minBlocksPerSm);
   return out;
 }
 
@@ -240,6 +280,7 @@ Result<TuningConfig> tuningFromJson(const Json &value,
   reader.getInt("stages", tuning.stages, false);
   reader.getInt("warps", tuning.warps, false);
   reader.getString("mapping", tuning.mapping, false);
+  reader.getInt("min_blocks_per_sm", tuning.minBlocksPerSm, false);
   ATTNC_RETURN_IF_ERROR(reader.finish());
   return tuning;
 }
@@ -269,6 +310,11 @@ Json specToJson(const KernelSpec &spec) {
     out.set("hidden", spec.hidden);
     out.set("eps", spec.eps);
   }
+  if (spec.op == "rope") {
+    out.set("rotary_dim", spec.rotaryDim);
+    out.set("is_neox", spec.isNeox);
+    out.set("position_bits", spec.positionBits);
+  }
   if (spec.op == "decode") {
     out.set("page_size", spec.pageSize);
     out.set("max_q_len", spec.maxQLen);
@@ -283,7 +329,7 @@ Result<KernelSpec> specFromJson(const Json &value, const std::string &where) {
   JsonObjectReader reader(value, where);
   reader.getString("op", spec.op, false);
   // Elementwise ops need a row length instead of the attention shape.
-  const bool rows = isElementwiseOp(spec.op);
+  const bool rows = isElementwiseOp(spec.op) && spec.op != "rope";
   reader.getString("dtype", spec.dtype, true);
   reader.getInt("heads", spec.heads, !rows);
   spec.kvHeads = spec.heads;
@@ -291,6 +337,9 @@ Result<KernelSpec> specFromJson(const Json &value, const std::string &where) {
   reader.getInt("head_dim", spec.headDim, !rows);
   reader.getInt("hidden", spec.hidden, rows);
   reader.getNumber("eps", spec.eps, false);
+  reader.getInt("rotary_dim", spec.rotaryDim, false);
+  reader.getBool("is_neox", spec.isNeox, false);
+  reader.getInt("position_bits", spec.positionBits, false);
   reader.getBool("causal", spec.causal, false);
   reader.getInt("window_left", spec.windowLeft, false);
   reader.getInt("window_right", spec.windowRight, false);
@@ -381,6 +430,10 @@ size_t KernelSpecHash::operator()(const KernelSpec &spec) const {
   mix(hashInt(spec.tuning.stages));
   mix(hashInt(spec.tuning.warps));
   mix(hashString(spec.tuning.mapping));
+  mix(hashInt(spec.tuning.minBlocksPerSm));
+  mix(hashInt(spec.rotaryDim));
+  mix(hashInt(spec.isNeox ? 1 : 0));
+  mix(hashInt(spec.positionBits));
   mix(hashInt(spec.hidden));
   mix(hashDouble(spec.eps));
   mix(hashInt(spec.pageSize));

@@ -81,6 +81,32 @@ inline RowComparison compareRows(const std::function<double(int64_t)> &got,
   return c;
 }
 
+/// RoPE in float64: NeoX pairs (i, i + r) or GPT-J pairs (2i, 2i + 1) of
+/// each head's first 2r = rot columns, angle row `cache(pos[t], .)` (cos in
+/// columns [0, r), sin in [r, 2r)); other columns unchanged. `x(i)` reads
+/// element i of the dense [tokens, width] tensor.
+inline void referenceRope(bool neox, int64_t tokens, int64_t width, int64_t hs,
+                          int64_t rot, const std::vector<int64_t> &pos,
+                          const std::function<double(int64_t)> &x,
+                          const std::function<double(int64_t, int64_t)> &cache,
+                          std::vector<double> &out) {
+  out.assign(tokens * width, 0);
+  const int64_t r = rot / 2;
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t j = 0; j < width; ++j)
+      out[t * width + j] = x(t * width + j);
+    for (int64_t h = 0; h < width / hs; ++h)
+      for (int64_t i = 0; i < r; ++i) {
+        int64_t ia = h * hs + (neox ? i : 2 * i);
+        int64_t ib = h * hs + (neox ? i + r : 2 * i + 1);
+        double a = x(t * width + ia), b = x(t * width + ib);
+        double c = cache(pos[t], i), s = cache(pos[t], r + i);
+        out[t * width + ia] = a * c - b * s;
+        out[t * width + ib] = b * c + a * s;
+      }
+  }
+}
+
 } // namespace attnc::test
 
 #endif

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <random>
 
 using namespace attnc;
@@ -208,4 +209,91 @@ func.func @chain(%x: tensor<?x128xf32>, %w: tensor<64xf32>) -> tensor<?x64xf32> 
   auto c = test::compareRows([&](int64_t i) { return double(y[i]); }, ref);
   CHECK(c.nonFinite == 0);
   CHECK(c.relL2 < 1e-5);
+}
+
+TEST_CASE("rope on the host matches float64, in place (NeoX and GPT-J, "
+          "partial rotary, i32/i64 positions)",
+          "[cpu][rows][rope]") {
+  std::mt19937_64 rng(seed());
+  struct Case {
+    bool neox;
+    int64_t heads, kvHeads, hs, rot, tokens, pad, posBits;
+    const char *dtype;
+  };
+  for (Case c : {Case{true, 4, 2, 64, 64, 7, 0, 64, "bf16"},
+                 Case{false, 4, 2, 64, 64, 5, 8, 64, "bf16"},
+                 Case{true, 3, 1, 128, 32, 9, 0, 32, "fp16"},
+                 Case{false, 2, 2, 96, 48, 6, 16, 32, "bf16"}}) {
+    INFO((c.neox ? "neox" : "gptj")
+         << " heads " << c.heads << "/" << c.kvHeads << " hs " << c.hs
+         << " rot " << c.rot << " tokens " << c.tokens << " pos i" << c.posBits
+         << " " << c.dtype);
+    Ctx ctx;
+    ElementwiseConfig cfg;
+    cfg.op = "rope";
+    cfg.dtype = c.dtype;
+    cfg.heads = c.heads;
+    cfg.kvHeads = c.kvHeads;
+    cfg.headSize = c.hs;
+    cfg.rotaryDim = c.rot;
+    cfg.isNeox = c.neox;
+    cfg.positionBits = c.posBits;
+    auto kernel =
+        compileRows(*ctx.ctx, buildElementwiseModule(*ctx.ctx, cfg), "rope");
+    const bool bf16 = std::string(c.dtype) == "bf16";
+    const int64_t qw = c.heads * c.hs, kw = c.kvHeads * c.hs;
+    const int64_t qs = qw + c.pad, ks = kw + c.pad, maxPos = 50;
+    std::vector<uint16_t> q = randomHalf(rng, c.tokens * qs, bf16, 1.f);
+    std::vector<uint16_t> k = randomHalf(rng, c.tokens * ks, bf16, 1.f);
+    // A real cos/sin table: angle p * 10000^(-2i/rot).
+    std::vector<uint16_t> cache(maxPos * c.rot);
+    for (int64_t p = 0; p < maxPos; ++p)
+      for (int64_t i = 0; i < c.rot / 2; ++i) {
+        double a = p * std::pow(10000.0, -2.0 * i / c.rot);
+        cache[p * c.rot + i] = test::toHalfBits(bf16, float(std::cos(a)));
+        cache[p * c.rot + c.rot / 2 + i] =
+            test::toHalfBits(bf16, float(std::sin(a)));
+      }
+    std::uniform_int_distribution<int64_t> pick(0, maxPos - 1);
+    std::vector<int64_t> pos(c.tokens);
+    std::vector<int32_t> pos32(c.tokens);
+    for (int64_t t = 0; t < c.tokens; ++t)
+      pos32[t] = int32_t(pos[t] = pick(rng));
+    const std::vector<uint16_t> q0 = q, k0 = k;
+    std::vector<uint64_t> w;
+    HostKernel::pointerWords(w, c.posBits == 64 ? (const void *)pos.data()
+                                                : (const void *)pos32.data());
+    for (const void *p : {(const void *)q.data(), (const void *)k.data(),
+                          (const void *)cache.data()})
+      HostKernel::pointerWords(w, p);
+    w.insert(w.end(),
+             {uint64_t(c.tokens), uint64_t(qs), uint64_t(ks), uint64_t(c.rot)});
+    kernel->runWords(w);
+    auto val = [&](uint16_t v) { return double(test::fromHalfBits(bf16, v)); };
+    auto cacheAt = [&](int64_t p, int64_t j) {
+      return val(cache[p * c.rot + j]);
+    };
+    for (bool isQ : {true, false}) {
+      const int64_t width = isQ ? qw : kw, stride = isQ ? qs : ks;
+      const std::vector<uint16_t> &in = isQ ? q0 : k0, &got = isQ ? q : k;
+      std::vector<double> ref;
+      test::referenceRope(
+          c.neox, c.tokens, width, c.hs, c.rot, pos,
+          [&](int64_t i) { return val(in[(i / width) * stride + i % width]); },
+          cacheAt, ref);
+      test::RowComparison r = test::compareRows(
+          [&](int64_t i) { return val(got[(i / width) * stride + i % width]); },
+          ref);
+      CHECK(r.nonFinite == 0);
+      CHECK(r.relL2 < 6e-3);
+      // Pass-through columns and row padding are never written.
+      int64_t changed = 0;
+      for (int64_t t = 0; t < c.tokens; ++t)
+        for (int64_t j = 0; j < stride; ++j)
+          if ((j >= width || j % c.hs >= c.rot) &&
+              got[t * stride + j] != in[t * stride + j])
+            ++changed;
+      CHECK(changed == 0);
+    }
+  }
 }

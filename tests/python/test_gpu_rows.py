@@ -68,6 +68,46 @@ def main():
             print("FAIL in place did not write into x and residual")
             failures += 1
 
+    # rotary_embedding (vLLM's), in place: NeoX with i64 positions on a
+    # fused qkv tensor's views; GPT-J, partial rotary, i32 positions.
+    def rope_ref(pos, x, hs, cache, neox):
+        rot = cache.shape[-1]
+        t = x.double().view(x.shape[0], -1, hs).clone()
+        c = cache.double()[pos.long()]
+        cos, sin = c[:, None, :rot // 2], c[:, None, rot // 2:]
+        if neox:
+            a, b = t[..., :rot // 2].clone(), t[..., rot // 2:rot].clone()
+            t[..., :rot // 2] = a * cos - b * sin
+            t[..., rot // 2:rot] = b * cos + a * sin
+        else:
+            a, b = t[..., 0:rot:2].clone(), t[..., 1:rot:2].clone()
+            t[..., 0:rot:2] = a * cos - b * sin
+            t[..., 1:rot:2] = b * cos + a * sin
+        return t.view(x.shape[0], -1)
+
+    for neox, rot, pdt in ((True, 128, torch.int64), (False, 64, torch.int32)):
+        tokens, hs = 300, 128
+        inv = 10000.0 ** (-torch.arange(0, rot, 2, device="cuda",
+                                        dtype=torch.float64) / rot)
+        ang = torch.arange(8192, device="cuda", dtype=torch.float64)[:, None] \
+            * inv[None, :]
+        cache = torch.cat([ang.cos(), ang.sin()], -1).to(bf)
+        qkv = torch.randn(tokens, (32 + 2 * 8) * hs, device="cuda", dtype=bf)
+        q, k = qkv[:, :32 * hs], qkv[:, 32 * hs:40 * hs]
+        pos = torch.randint(0, 8192, (tokens,), device="cuda", dtype=pdt)
+        q_ref, k_ref = rope_ref(pos, q, hs, cache, neox), \
+            rope_ref(pos, k, hs, cache, neox)
+        v_before = qkv[:, 40 * hs:].clone()
+        attnc.rotary_embedding(pos, q, k, hs, cache, is_neox=neox)
+        torch.cuda.synchronize()
+        name = "rotary_embedding %s rot %d %s" % ("neox" if neox else "gptj",
+                                                   rot, pdt)
+        report(name + " (q)", rel_l2(q, q_ref), bool(torch.isfinite(q).all()))
+        report(name + " (k)", rel_l2(k, k_ref), bool(torch.isfinite(k).all()))
+        if not torch.equal(qkv[:, 40 * hs:], v_before):
+            print("FAIL %s wrote into v" % name)
+            failures += 1
+
     # A clear error for a bad argument.
     try:
         attnc.silu_and_mul(torch.randn(4, 2 * 14336 + 2, device="cuda",

@@ -172,3 +172,84 @@ TEST_CASE("SiluAndMul moves 0.70 GB fused against 1.17 GB unfused", "[rows]") {
   CHECK(t.fused == 704643072);    // 0.70 GB
   CHECK(t.unfused == 1174405120); // 1.17 GB
 }
+
+TEST_CASE("rope specs and arguments: knobs in the key, per-row positions, a "
+          "cache with its own rows",
+          "[rows][rope]") {
+  KernelSpec s;
+  s.op = "rope";
+  s.heads = 32;
+  s.kvHeads = 8;
+  s.headDim = 128;
+  REQUIRE(validateSpec(s).isOk());
+  CHECK(effectiveRotaryDim(s) == 128);
+  std::string key = s.canonical();
+  CHECK(key.find(";rotary_dim=128;is_neox=1;position_bits=64") !=
+        std::string::npos);
+  for (auto change : {+[](KernelSpec &k) { k.rotaryDim = 64; },
+                      +[](KernelSpec &k) { k.isNeox = false; },
+                      +[](KernelSpec &k) { k.positionBits = 32; },
+                      +[](KernelSpec &k) { k.tuning.minBlocksPerSm = 4; }}) {
+    KernelSpec o = s;
+    change(o);
+    CHECK(o.canonical() != key);
+  }
+  KernelSpec bad = s;
+  bad.rotaryDim = 40; // NeoX halves must be whole 16-byte vectors
+  CHECK(validateSpec(bad).message().find("multiple of 16") !=
+        std::string::npos);
+  bad = s;
+  bad.positionBits = 16;
+  CHECK(!validateSpec(bad).isOk());
+
+  // JSON round trip; "hidden" is not asked of rope.
+  auto parsed = parseSpecFile(
+      R"({"specs": [{"op": "rope", "dtype": "bf16", "heads": 32, "kv_heads": 8,
+          "head_dim": 128, "rotary_dim": 64, "is_neox": false,
+          "position_bits": 32}]})");
+  REQUIRE(parsed.isOk());
+  CHECK((*parsed)[0].rotaryDim == 64);
+  CHECK(!(*parsed)[0].isNeox);
+  CHECK((*parsed)[0].positionBits == 32);
+  auto again = parseSpecFile(writeSpecFile(*parsed));
+  REQUIRE(again.isOk());
+  CHECK((*again)[0] == (*parsed)[0]);
+
+  alignas(16) static char mem[4096];
+  RowArgs a;
+  a.rows = 10;
+  a.count = 4;
+  a.tensors[0] = {mem + 8, 10, 1, 1};        // i64 positions, 8-aligned
+  a.tensors[1] = {mem + 16, 10, 4096, 6144}; // q view of a qkv tensor
+  a.tensors[2] = {mem + 32, 10, 1024, 6144}; // k
+  a.tensors[3] = {mem + 48, 4096, 128, 128}; // cache: its own rows
+  CHECK(validateRowArgs(s, a).isOk());
+  RowArgs b = a;
+  b.tensors[0].data = mem + 4; // not aligned to 8 bytes
+  CHECK(validateRowArgs(s, b).message().find("not aligned to its 8-byte") !=
+        std::string::npos);
+  b = a;
+  b.tensors[0].rows = 9;
+  CHECK(validateRowArgs(s, b).message().find("expected one per row (10)") !=
+        std::string::npos);
+  b = a;
+  b.tensors[2].cols = 2048;
+  CHECK(validateRowArgs(s, b).message().find("tensor 'key' has 2048 columns, "
+                                             "expected 1024") !=
+        std::string::npos);
+  // Kernel parameters: positions has no stride.
+  std::vector<KernelParam> params;
+  for (const char *n : {"positions", "query", "key", "cos_sin_cache"})
+    params.push_back({n, ParamKind::Ptr});
+  for (const char *n :
+       {"rows", "query_stride", "key_stride", "cos_sin_cache_stride"})
+    params.push_back({n, ParamKind::I64});
+  auto plan = planRowParams(s, params);
+  REQUIRE(plan.isOk());
+  params.push_back({"positions_stride", ParamKind::I64});
+  CHECK(!planRowParams(s, params).isOk());
+  // Traffic: q and k rotated columns both ways, a cache row and a position
+  // per token.
+  RowTraffic t = rowTraffic(s, 100);
+  CHECK(t.fused == 2 * 100 * 40 * 128 * 2 + 100 * 128 * 2 + 100 * 8);
+}

@@ -130,7 +130,7 @@ TEST_CASE("spec validation explains what is wrong", "[spec]") {
   CHECK(error([](KernelSpec &s) { s.op = "matmul"; }) ==
         "invalid kernel spec: op \"matmul\" is not supported (expected "
         "\"attention_fwd\", \"decode\", \"lse_merge\", \"kv_append\", "
-        "\"silu_mul\", \"gelu_mul\" or \"add_rmsnorm\")");
+        "\"silu_mul\", \"gelu_mul\", \"add_rmsnorm\" or \"rope\")");
   CHECK(error([](KernelSpec &s) { s.dtype = "fp32"; }) ==
         "invalid kernel spec: dtype \"fp32\" is not supported (expected "
         "\"bf16\" or \"fp16\")");

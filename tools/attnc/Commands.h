@@ -33,13 +33,17 @@ struct EmitOptions {
   int64_t blockM = 0;           // 0: the mapping's default for the head dim
   int64_t blockN = 0;
   int64_t warps = 0;     // 0: one warp per 16 query rows (mma)
-  int64_t stages = 0;    // 0: the default K/V ring depth (wgmma)
+  int64_t stages = 0;    // K/V tiles in flight (0: the op's default)
   int64_t pageSize = 16; // --op decode: the paged cache's page size
   int64_t maxQLen = 1;   // --op decode: most query rows per sequence
-  int64_t stages = 1;    // --op decode: K/V tiles in flight (1 or 2)
   // Fused elementwise ops (--op add-rmsnorm | silu-mul | gelu-mul).
   int64_t hidden = 4096;
   double eps = 1e-6;
+  int64_t minBlocksPerSm = 0; // row kernels: register cap for occupancy
+  // --op rope (heads, kv heads, head size and dtype from the attention flags)
+  int64_t rotaryDim = 0; // 0: the head size
+  std::string ropeStyle = "neox";
+  std::string positions = "i64";
 };
 
 void addEmitCommand(CLI::App &app, EmitOptions &opts);

@@ -45,6 +45,17 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
       ->check(CLI::PositiveNumber);
   emit->add_option("--eps", o.eps, "RMSNorm epsilon (add-rmsnorm)")
       ->check(CLI::PositiveNumber);
+  emit->add_option("--rotary-dim", o.rotaryDim,
+                   "--op rope: rotated columns of each head (0: --head-dim; "
+                   "the rest pass through)")
+      ->check(CLI::NonNegativeNumber);
+  emit->add_option("--rope-style", o.ropeStyle,
+                   "--op rope: neox (pairs i, i + rotary_dim/2) or gptj "
+                   "(pairs 2i, 2i + 1)")
+      ->check(CLI::IsMember({"neox", "gptj"}));
+  emit->add_option("--positions", o.positions,
+                   "--op rope: element type of the positions")
+      ->check(CLI::IsMember({"i64", "i32"}));
   emit->add_option("--heads", o.attention.heads, "Query heads")
       ->check(CLI::PositiveNumber);
   emit->add_option("--kv-heads", o.attention.kvHeads,
@@ -86,6 +97,10 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
   emit->add_option("--block-m", o.blockM,
                    "Query rows per program (row kernels: rows per program)")
       ->check(CLI::PositiveNumber);
+  emit->add_option("--min-blocks-per-sm", o.minBlocksPerSm,
+                   "Row kernels: blocks that must fit one SM at once "
+                   "(ptxas caps registers to fit; 0: no cap)")
+      ->check(CLI::Range(0, 32));
   emit->add_option("--block-n", o.blockN,
                    "Keys per KV tile (row kernels: threads per row)")
       ->check(CLI::PositiveNumber);
@@ -94,19 +109,17 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "rows per warp)")
       ->check(CLI::PositiveNumber);
   emit->add_option("--stages", o.stages,
-                   "wgmma: tiles in each of the K and V shared-memory rings "
-                   "(2-4; default 2)")
-      ->check(CLI::Range(2, 4));
+                   "K/V tiles in flight: attention on wgmma, tiles in each "
+                   "shared-memory ring (2-4, default 2); --op decode, 1 (copy "
+                   "each where it is used, the default) or 2 (copy the next "
+                   "one ahead)")
+      ->check(CLI::Range(1, 4));
   emit->add_option("--page-size", o.pageSize,
                    "--op decode: tokens per page of the paged KV cache")
       ->check(CLI::PositiveNumber);
   emit->add_option("--max-q-len", o.maxQLen,
                    "--op decode: most query rows per sequence (1..16)")
       ->check(CLI::Range(1, 16));
-  emit->add_option("--stages", o.stages,
-                   "--op decode: K/V tiles in flight per program (1: copy "
-                   "each where it is used, 2: copy the next one ahead)")
-      ->check(CLI::Range(1, 2));
 }
 
 /// Parses "L,R" into the config's window; false on malformed text.
@@ -147,10 +160,22 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
                                      o.attention.dtype, o.pageSize});
   if (o.op == "lse-merge")
     return buildLseMergeModule(ctx, o.attention);
+  if (o.op == "rope") {
+    ElementwiseConfig config;
+    config.op = "rope";
+    config.dtype = o.attention.dtype;
+    config.heads = o.attention.heads;
+    config.kvHeads = o.attention.kvHeads;
+    config.headSize = o.attention.headDim;
+    config.rotaryDim = o.rotaryDim;
+    config.isNeox = o.ropeStyle == "neox";
+    config.positionBits = o.positions == "i32" ? 32 : 64;
+    return buildElementwiseModule(ctx, config);
+  }
   if (o.op != "attention" && o.op != "decode") {
     fmt::print(stderr,
                "attnc: error: --op {} is not implemented yet (builders: "
-               "attention, decode, add-rmsnorm, silu-mul, gelu-mul)\n",
+               "attention, decode, add-rmsnorm, silu-mul, gelu-mul, rope)\n",
                o.op);
     return nullptr;
   }
@@ -190,7 +215,7 @@ static bool hasRowOps(ModuleOp module) {
   bool rows = false;
   module.walk([&](Operation *op) {
     if (isa<attn::MapOp, attn::ReduceOp, attn::SliceOp, attn::SiluMulOp,
-            attn::GeluMulOp, attn::AddRMSNormOp>(op))
+            attn::GeluMulOp, attn::AddRMSNormOp, attn::RopeOp>(op))
       rows = true;
   });
   return rows;
@@ -275,6 +300,7 @@ int runEmit(EmitOptions &o) {
     RowOptions rowOptions;
     rowOptions.threadsPerRow = o.blockN;
     rowOptions.rowsPerProgram = o.blockM;
+    rowOptions.minBlocksPerSm = o.minBlocksPerSm;
     if (o.stage != "attn")
       buildRowTilePipeline(pm, rowOptions);
     if (o.stage == "llvm" || o.stage == "ptx") {
@@ -289,7 +315,14 @@ int runEmit(EmitOptions &o) {
     if (o.blockN > 0)
       decode.blockN = o.blockN;
     decode.maxQLen = o.maxQLen;
-    decode.stages = o.stages;
+    if (o.stages > 2) {
+      fmt::print(stderr, "attnc: error: --op decode takes --stages 1 or 2, "
+                         "not {}\n",
+                 o.stages);
+      return 1;
+    }
+    if (o.stages > 0)
+      decode.stages = o.stages;
     buildDecodeTilePipeline(pm, decode);
   } else if (o.stage != "attn")
     buildTilePipeline(pm, tile);

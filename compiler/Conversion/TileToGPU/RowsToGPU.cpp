@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -54,6 +55,25 @@ Value intrinsic(OpBuilder &b, Location loc, StringRef name, Value x) {
   return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
                                        b.getStringAttr(name), ValueRange{x})
       .getResult(0);
+}
+
+/// a / b with div.approx.ftz.f32, elementwise on vectors.
+Value fastDivide(OpBuilder &b, Location loc, Value a, Value c) {
+  auto one = [&](Value x, Value y) {
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, b.getF32Type(),
+               b.getStringAttr("llvm.nvvm.div.approx.ftz.f"), ValueRange{x, y})
+        .getResult(0);
+  };
+  auto vt = dyn_cast<VectorType>(a.getType());
+  if (!vt)
+    return one(a, c);
+  SmallVector<Value> elems;
+  for (int64_t i = 0; i < vt.getDimSize(0); ++i)
+    elems.push_back(
+        one(vector::ExtractOp::create(b, loc, a, ArrayRef<int64_t>{i}),
+            vector::ExtractOp::create(b, loc, c, ArrayRef<int64_t>{i})));
+  return vector::FromElementsOp::create(b, loc, vt, elems);
 }
 
 /// Constant of f32 `v` shaped like `like` (scalar or vector).
@@ -138,6 +158,7 @@ private:
   LogicalResult emitLoad(tile::LoadRowOp op);
   LogicalResult emitStore(tile::StoreRowOp op);
   LogicalResult emitReduce(tile::ReduceRowOp op);
+  LogicalResult emitRotatePairs(tile::RotatePairsOp op);
   LogicalResult emitElementwise(Operation &op);
   Value combine(attn::ReduceKind kind, Value a, Value c);
 
@@ -146,7 +167,7 @@ private:
   OpBuilder b;
   Location loc = UnknownLoc::get(b.getContext());
   int64_t rowsPerProgram, threads, d, chunks, perThread;
-  Value lane, row, rowValid;
+  Value lane, row, rowValid, rowInBlock;
   unsigned nextBuffer = 0;
   IRMapping scalars;                         // scalar values, per thread
   DenseMap<Value, SmallVector<Value>> tiles; // row tile -> its chunks
@@ -173,7 +194,7 @@ LogicalResult RowEmitter::emit() {
   loc = kernel.getLoc();
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, loc, tid, idx(threads));
-  Value rowInBlock = arith::DivUIOp::create(b, loc, tid, idx(threads));
+  rowInBlock = arith::DivUIOp::create(b, loc, tid, idx(threads));
   Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value rowRaw = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, bid, idx(rowsPerProgram)),
@@ -207,15 +228,43 @@ LogicalResult RowEmitter::emitLoad(tile::LoadRowOp op) {
   for (Value i : op.getIndices())
     indices.push_back(scalars.lookup(i));
   Value col0 = indices.back();
-  auto vt =
-      VectorType::get({kRowVector}, op.getResult().getType().getElementType());
+  Type elt = op.getResult().getType().getElementType();
+  auto vt = VectorType::get({kRowVector}, elt);
+  const bool repeat = op.getRepeat() == 2, interleaved = op.getInterleaved();
+  if (repeat &&
+      (chunks % threads != 0 || (!interleaved && (chunks / 2) % threads != 0)))
+    return op.emitOpError() << "a repeat = 2 load needs the row's " << chunks
+                            << " vectors (and each half's) to split evenly "
+                               "over "
+                            << threads << " threads";
   SmallVector<Value> parts;
   for (int64_t k = 0; k < perThread; ++k) {
-    indices.back() = arith::AddIOp::create(b, loc, col0, chunkColumn(k));
-    auto load = [&](OpBuilder &lb, Location l) {
-      return vector::LoadOp::create(lb, l, vt, src, indices, false,
-                                    llvm::MaybeAlign(gpu_emit::kVectorAlign))
-          .getResult();
+    auto load = [&](OpBuilder &lb, Location l) -> Value {
+      SmallVector<Value> at = indices;
+      Value c = arith::AddIOp::create(lb, l, lane, idx(k * threads));
+      if (!repeat) {
+        at.back() = arith::AddIOp::create(
+            lb, l, col0, arith::MulIOp::create(lb, l, c, idx(kRowVector)));
+        return vector::LoadOp::create(lb, l, vt, src, at, false,
+                                      llvm::MaybeAlign(gpu_emit::kVectorAlign))
+            .getResult();
+      }
+      if (!interleaved) { // [half, half]: vector c is vector c mod C/2
+        Value h = arith::RemUIOp::create(lb, l, c, idx(chunks / 2));
+        at.back() = arith::AddIOp::create(
+            lb, l, col0, arith::MulIOp::create(lb, l, h, idx(kRowVector)));
+        return vector::LoadOp::create(lb, l, vt, src, at, false,
+                                      llvm::MaybeAlign(gpu_emit::kVectorAlign))
+            .getResult();
+      }
+      // [c0, c0, c1, c1, ...]: 8 bytes, each element twice.
+      auto half = VectorType::get({kRowVector / 2}, elt);
+      at.back() = arith::AddIOp::create(
+          lb, l, col0, arith::MulIOp::create(lb, l, c, idx(kRowVector / 2)));
+      Value v = vector::LoadOp::create(lb, l, half, src, at, false,
+                                       llvm::MaybeAlign(8));
+      return vector::ShuffleOp::create(
+          lb, l, v, v, ArrayRef<int64_t>{0, 0, 1, 1, 2, 2, 3, 3});
     };
     Value valid = chunkValid(k);
     if (!valid) {
@@ -234,6 +283,40 @@ LogicalResult RowEmitter::emitLoad(tile::LoadRowOp op) {
           scf::YieldOp::create(eb, el, zero);
         });
     parts.push_back(ifOp.getResult(0));
+  }
+  tiles[op.getResult()] = std::move(parts);
+  return success();
+}
+
+/// Each element's partner, negated in the first of its pair. GPT-J pairs
+/// are neighbours inside a vector; NeoX pairs are vectors k and
+/// k + (C/2)/threads of the same thread (threads divide C/2).
+LogicalResult RowEmitter::emitRotatePairs(tile::RotatePairsOp op) {
+  const SmallVector<Value> &in = tiles.lookup(op.getInput());
+  auto vt = VectorType::get({kRowVector}, b.getF32Type());
+  SmallVector<Value> parts;
+  if (op.getInterleaved()) {
+    SmallVector<float> signs;
+    for (int64_t i = 0; i < kRowVector; ++i)
+      signs.push_back(i % 2 ? 1.0f : -1.0f);
+    Value sign = arith::ConstantOp::create(
+        b, loc, vt, DenseElementsAttr::get(vt, ArrayRef<float>(signs)));
+    for (Value x : in) {
+      Value swapped = vector::ShuffleOp::create(
+          b, loc, x, x, ArrayRef<int64_t>{1, 0, 3, 2, 5, 4, 7, 6});
+      parts.push_back(arith::MulFOp::create(b, loc, swapped, sign));
+    }
+  } else {
+    if (chunks % threads != 0 || (chunks / 2) % threads != 0)
+      return op.emitOpError()
+             << "NeoX pairs need the " << chunks / 2
+             << " vectors of each half to split evenly over " << threads
+             << " threads (a thread owns both vectors of its pairs)";
+    int64_t shift = chunks / 2 / threads;
+    for (int64_t k = 0; k < perThread; ++k)
+      parts.push_back(
+          k < shift ? arith::NegFOp::create(b, loc, in[k + shift]).getResult()
+                    : in[k - shift]);
   }
   tiles[op.getResult()] = std::move(parts);
   return success();
@@ -301,11 +384,14 @@ LogicalResult RowEmitter::emitReduce(tile::ReduceRowOp op) {
                                        32, gpu::ShuffleMode::XOR);
     acc = combine(kind, acc, shfl.getShuffleResult());
   }
-  // Across the row's warps, through shared memory (one row per program).
+  // Across the row's warps, through shared memory: one slot per warp of
+  // each of the program's rows.
   if (threads > 32) {
     Value buf = gpuFunc.getWorkgroupAttributions()[nextBuffer++];
     int64_t warps = threads / 32;
-    Value warp = arith::DivUIOp::create(b, loc, lane, idx(32));
+    Value base = arith::MulIOp::create(b, loc, rowInBlock, idx(warps));
+    Value warp = arith::AddIOp::create(
+        b, loc, base, arith::DivUIOp::create(b, loc, lane, idx(32)));
     Value first = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::eq,
         arith::RemUIOp::create(b, loc, lane, idx(32)), idx(0));
@@ -316,7 +402,9 @@ LogicalResult RowEmitter::emitReduce(tile::ReduceRowOp op) {
     gpu::BarrierOp::create(b, loc);
     Value total;
     for (int64_t w = 0; w < warps; ++w) {
-      Value v = memref::LoadOp::create(b, loc, buf, ValueRange{idx(w)});
+      Value v = memref::LoadOp::create(
+          b, loc, buf,
+          ValueRange{arith::AddIOp::create(b, loc, base, idx(w)).getResult()});
       total = total ? combine(kind, total, v) : v;
     }
     acc = total;
@@ -347,6 +435,14 @@ LogicalResult RowEmitter::emitElementwise(Operation &op) {
     }
     if (!isa<arith::ArithDialect>(op.getDialect()) || op.getNumResults() != 1)
       return op.emitOpError() << "has no GPU mapping in row kernels";
+    if (auto div = dyn_cast<arith::DivFOp>(op);
+        div && getElementTypeOrSelf(operands[0].getType()).isF32()) {
+      // div.approx (2 ulp): div.rn is a long sequence with a slow-path
+      // branch, and SiluAndMul divides once per element (a large share of
+      // its instructions next to the HBM time; bench/NOTES.md).
+      parts.push_back(fastDivide(b, loc, operands[0], operands[1]));
+      continue;
+    }
     auto rt = cast<RankedTensorType>(op.getResult(0).getType());
     OperationState state(loc, op.getName());
     state.addOperands(operands);
@@ -370,6 +466,8 @@ LogicalResult RowEmitter::emitOp(Operation &op) {
     return emitStore(store);
   if (auto red = dyn_cast<tile::ReduceRowOp>(op))
     return emitReduce(red);
+  if (auto rot = dyn_cast<tile::RotatePairsOp>(op))
+    return emitRotatePairs(rot);
   if (auto splat = dyn_cast<tensor::SplatOp>(op)) {
     auto vt = VectorType::get({kRowVector}, splat.getType().getElementType());
     Value v = vector::BroadcastOp::create(b, loc, vt,
@@ -442,8 +540,8 @@ public:
       SmallVector<Type> buffers; // per reduction, one f32 per warp of a row
       if (threads > 32)
         kernel.walk([&](tile::ReduceRowOp) {
-          buffers.push_back(
-              MemRefType::get({threads / 32}, b.getF32Type(), nullptr, wg));
+          buffers.push_back(MemRefType::get({rows * threads / 32},
+                                            b.getF32Type(), nullptr, wg));
         });
       b.setInsertionPointToEnd(gpuModule.getBody());
       auto gpuFunc =
@@ -454,6 +552,12 @@ public:
       gpuFunc.setKnownBlockSizeAttr(
           b.getDenseI32ArrayAttr({int32_t(threads * rows), 1, 1}));
       gpuFunc->setAttr("tile.launch", launch);
+      // Occupancy: ptxas caps registers so that this many blocks fit an SM.
+      if (auto minBlocks =
+              kernel->getAttrOfType<IntegerAttr>("tile.min_blocks_per_sm");
+          minBlocks && minBlocks.getInt() > 0)
+        gpuFunc->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                         b.getI32IntegerAttr(minBlocks.getInt()));
       gpuFunc->setAttr("tile.row_length", kernel->getAttr("tile.row_length"));
       if (auto args = kernel.getArgAttrs())
         gpuFunc.setAllArgAttrs(*args);

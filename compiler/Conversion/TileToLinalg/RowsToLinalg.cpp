@@ -28,11 +28,23 @@ struct LowerLoadRow : OpRewritePattern<tile::LoadRowOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tile::LoadRowOp op,
                                 PatternRewriter &rw) const override {
+    int64_t d = op.getResult().getType().getDimSize(0);
     auto gen = tensor::GenerateOp::create(
         rw, op.getLoc(), op.getResult().getType(), ValueRange{},
         [&](OpBuilder &b, Location l, ValueRange idx) {
+          // repeat = 2: column i / 2 (interleaved) or i mod d/2 (halves).
+          Value col = idx[0];
+          if (op.getRepeat() == 2)
+            col = op.getInterleaved()
+                      ? arith::DivUIOp::create(
+                            b, l, col, arith::ConstantIndexOp::create(b, l, 2))
+                            .getResult()
+                      : arith::RemUIOp::create(
+                            b, l, col,
+                            arith::ConstantIndexOp::create(b, l, d / 2))
+                            .getResult();
           Value v = memref::LoadOp::create(b, l, op.getSource(),
-                                           at(b, l, op.getIndices(), idx[0]));
+                                           at(b, l, op.getIndices(), col));
           tensor::YieldOp::create(b, l, v);
         });
     rw.replaceOp(op, gen.getResult());
@@ -100,6 +112,45 @@ struct LowerReduceRow : OpRewritePattern<tile::ReduceRowOp> {
   }
 };
 
+/// Partner of element i: NeoX i +- d/2, GPT-J i xor 1; negated in the first
+/// element of its pair.
+struct LowerRotatePairs : OpRewritePattern<tile::RotatePairsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::RotatePairsOp op,
+                                PatternRewriter &rw) const override {
+    auto t = cast<RankedTensorType>(op.getType());
+    int64_t d = t.getDimSize(0);
+    bool interleaved = op.getInterleaved();
+    auto gen = tensor::GenerateOp::create(
+        rw, op.getLoc(), t, ValueRange{},
+        [&](OpBuilder &b, Location l, ValueRange idx) {
+          Value i = idx[0];
+          auto c = [&](int64_t v) {
+            return arith::ConstantIndexOp::create(b, l, v).getResult();
+          };
+          Value first, partner;
+          if (interleaved) {
+            Value odd = arith::AndIOp::create(b, l, i, c(1));
+            first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, odd,
+                                          c(0));
+            partner = arith::XOrIOp::create(b, l, i, c(1));
+          } else {
+            first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, i,
+                                          c(d / 2));
+            partner = arith::SelectOp::create(
+                b, l, first, arith::AddIOp::create(b, l, i, c(d / 2)),
+                arith::SubIOp::create(b, l, i, c(d / 2)));
+          }
+          Value v = tensor::ExtractOp::create(b, l, op.getInput(), partner);
+          Value neg = arith::NegFOp::create(b, l, v);
+          tensor::YieldOp::create(
+              b, l, arith::SelectOp::create(b, l, first, neg, v).getResult());
+        });
+    rw.replaceOp(op, gen.getResult());
+    return success();
+  }
+};
+
 struct LowerSplat : OpRewritePattern<tensor::SplatOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tensor::SplatOp op,
@@ -134,10 +185,10 @@ struct ExpandRsqrt : OpRewritePattern<math::RsqrtOp> {
 
 void attnc::populateRowsToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerLoadRow, LowerStoreRow, LowerReduceRow, LowerSplat,
-               ExpandRsqrt>(patterns.getContext());
+               ExpandRsqrt, LowerRotatePairs>(patterns.getContext());
 }
 
 void attnc::addRowsToLinalgIllegalOps(ConversionTarget &target) {
   target.addIllegalOp<tile::LoadRowOp, tile::StoreRowOp, tile::ReduceRowOp,
-                      tensor::SplatOp, math::RsqrtOp>();
+                      tensor::SplatOp, math::RsqrtOp, tile::RotatePairsOp>();
 }

@@ -180,3 +180,59 @@ LogicalResult AddRMSNormOp::verify() {
                          << eps;
   return success();
 }
+
+LogicalResult RopeOp::verify() {
+  auto pos = cast<RankedTensorType>(getPositions().getType());
+  if (pos.getRank() != 1 || !(pos.getElementType().isInteger(32) ||
+                              pos.getElementType().isInteger(64)))
+    return emitOpError() << "expected positions to be a 1-D tensor of i32 or "
+                            "i64 (one per token), got "
+                         << Type(pos);
+  if (failed(checkRows(*this, "the query", getQuery().getType())) ||
+      failed(checkRows(*this, "the key", getKey().getType())) ||
+      failed(checkRows(*this, "the cos/sin cache", getCosSinCache().getType())))
+    return failure();
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  auto k = cast<RankedTensorType>(getKey().getType());
+  auto cache = cast<RankedTensorType>(getCosSinCache().getType());
+  Type elt = q.getElementType();
+  if (elt.isF32() || k.getElementType() != elt || cache.getElementType() != elt)
+    return emitOpError() << "expected query, key and the cos/sin cache to "
+                            "share one 16-bit element type (bf16 or f16), got "
+                         << elt << ", " << k.getElementType() << ", "
+                         << cache.getElementType();
+  if (!sameDim(pos.getDimSize(0), q.getDimSize(0)) ||
+      !sameDim(q.getDimSize(0), k.getDimSize(0)))
+    return emitOpError() << "expected one position and one query and key row "
+                            "per token, got "
+                         << dimText(pos.getDimSize(0)) << ", "
+                         << dimText(q.getDimSize(0)) << " and "
+                         << dimText(k.getDimSize(0)) << " rows";
+  int64_t hs = getHeadSize(), rot = getRotaryDim();
+  if (hs <= 0 || hs % 8 != 0)
+    return emitOpError() << "expected head_size to be a positive multiple of "
+                            "8 (16-byte vectors), got "
+                         << hs;
+  if (q.getDimSize(1) % hs != 0 || k.getDimSize(1) % hs != 0)
+    return emitOpError() << "expected query and key rows (" << q.getDimSize(1)
+                         << ", " << k.getDimSize(1) << ") to be whole heads of "
+                         << hs << " columns";
+  int64_t multiple = getIsNeox() ? 16 : 8;
+  if (rot <= 0 || rot > hs || rot % multiple != 0)
+    return emitOpError() << "expected rotary_dim in (0, head_size = " << hs
+                         << "] and a multiple of " << multiple << " ("
+                         << (getIsNeox() ? "NeoX: each half is whole 16-byte "
+                                           "vectors"
+                                         : "GPT-J: whole 16-byte vectors")
+                         << "), got " << rot;
+  if (cache.getDimSize(1) != rot)
+    return emitOpError() << "expected the cos/sin cache rows to hold "
+                            "rotary_dim = "
+                         << rot << " values (cos then sin), got "
+                         << cache.getDimSize(1);
+  if (getQueryOut().getType() != q || getKeyOut().getType() != k)
+    return emitOpError() << "expected the results to have the query and key "
+                            "types "
+                         << Type(q) << ", " << Type(k);
+  return success();
+}

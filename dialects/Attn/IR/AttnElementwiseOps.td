@@ -121,4 +121,36 @@ def Attn_AddRMSNormOp : Attn_Op<"add_rmsnorm", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Attn_RopeOp : Attn_Op<"rope", [Pure]> {
+  let summary = "Rotary position embedding of query and key (vLLM's rotary_embedding)";
+  let description = [{
+    Rotates the first `rotary_dim` columns of every head of `query`
+    `[tokens, heads * head_size]` and `key` `[tokens, kv_heads * head_size]`
+    by the angles of each token's position: `cos_sin_cache` is
+    `[max_position, rotary_dim]`, cos in the first half of a row and sin in
+    the second. NeoX style (`is_neox`, the default) pairs column `i` with
+    `i + rotary_dim / 2`; GPT-J style pairs `2i` with `2i + 1`. With
+    `r = rotary_dim / 2`, pair `(a, b)` and angle `i` become
+    `(a cos - b sin, b cos + a sin)` in f32, rounded once. Columns past
+    `rotary_dim` pass through. Results: the rotated query and key. The row
+    kernel writes them in place (only the rotated columns are stored).
+    ```mlir
+    %q2, %k2 = attn.rope %pos, %q, %k, %cache {head_size = 128 : i64, rotary_dim = 128 : i64, is_neox = true}
+        : tensor<?xi64>, tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x128xbf16>
+        -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$positions, AnyRankedTensor:$query,
+                       AnyRankedTensor:$key, AnyRankedTensor:$cos_sin_cache,
+                       I64Attr:$head_size, I64Attr:$rotary_dim,
+                       DefaultValuedAttr<BoolAttr, "true">:$is_neox);
+  let results = (outs AnyRankedTensor:$query_out, AnyRankedTensor:$key_out);
+  let assemblyFormat = [{
+    $positions `,` $query `,` $key `,` $cos_sin_cache attr-dict `:`
+    type($positions) `,` type($query) `,` type($key) `,` type($cos_sin_cache)
+    `->` type($query_out) `,` type($key_out)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ATTNC_ATTN_ELEMENTWISE_OPS

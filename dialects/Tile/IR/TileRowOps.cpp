@@ -25,8 +25,31 @@ static LogicalResult verifyRowAccess(Operation *op, MemRefType memref,
 }
 
 LogicalResult LoadRowOp::verify() {
-  return verifyRowAccess(*this, getSource().getType(), getIndices().size(),
-                         getResult().getType());
+  if (failed(verifyRowAccess(*this, getSource().getType(), getIndices().size(),
+                             getResult().getType())))
+    return failure();
+  int64_t repeat = getRepeat(), d = getResult().getType().getDimSize(0);
+  if (repeat != 1 && repeat != 2)
+    return emitOpError() << "expected repeat 1 or 2, got " << repeat;
+  if (repeat == 2 && !getInterleaved() && (d / 2) % 8 != 0)
+    return emitOpError() << "expected each half of a repeat = 2 row to be "
+                            "whole 16-byte vectors (a multiple of 16 "
+                            "elements), got "
+                         << d;
+  if (repeat == 1 && getInterleaved())
+    return emitOpError() << "'interleaved' needs repeat = 2";
+  return success();
+}
+
+LogicalResult RotatePairsOp::verify() {
+  auto t = cast<RankedTensorType>(getInput().getType());
+  if (t.getRank() != 1 || !t.getElementType().isF32())
+    return emitOpError() << "expected a 1-D f32 tile, got " << Type(t);
+  if (t.getDimSize(0) % (getInterleaved() ? 8 : 16) != 0)
+    return emitOpError() << "expected a length that splits into pairs of "
+                            "whole 16-byte vectors, got "
+                         << t.getDimSize(0);
+  return success();
 }
 
 LogicalResult StoreRowOp::verify() {

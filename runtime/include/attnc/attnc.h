@@ -216,7 +216,9 @@ ATTNC_API attnc_status attnc_merge_launch(attnc_context *ctx,
  * get the kernel with attnc_get_kernel_json, e.g.
  * {"op": "silu_mul", "dtype": "bf16", "hidden": 14336}). Tensors in the
  * order of attnc/runtime/RowLaunch.h: silu_mul/gelu_mul: x [rows, 2d],
- * out [rows, d]; add_rmsnorm: x, residual, weight [d], out, residual_out.
+ * out [rows, d]; add_rmsnorm: x, residual, weight [d], out, residual_out;
+ * rope: positions [rows] (i64/i32, contiguous; cols 1), query, key (rotated
+ * in place), cos_sin_cache [max_position, rotary_dim] (its own rows).
  * Strides in elements between rows; a [d] tensor ignores rows and stride. */
 typedef struct attnc_row_tensor {
   const void *data;

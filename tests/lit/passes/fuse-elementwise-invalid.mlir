@@ -44,3 +44,12 @@ func.func @short_row(%x: tensor<?x12xf32>) -> tensor<?x12xf32> {
   }
   return %y : tensor<?x12xf32>
 }
+
+// -----
+
+func.func @rope_not_alone(%pos: tensor<?xi64>, %q: tensor<?x64xbf16>, %k: tensor<?x64xbf16>, %c: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{must be alone in its function and return its two results (the kernel rotates query and key in place)}}
+  %q2, %k2 = attn.rope %pos, %q, %k, %c {head_size = 64 : i64, rotary_dim = 64 : i64}
+      : tensor<?xi64>, tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
+  return %q2 : tensor<?x64xbf16>
+}

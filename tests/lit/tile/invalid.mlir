@@ -125,3 +125,43 @@ func.func @program_id_dim() {
   %x = tile.program_id 3
   return
 }
+
+// -----
+
+func.func @repeat(%v: memref<?x64xbf16, strided<[?, 1]>>, %i: index) {
+  // expected-error @+1 {{expected repeat 1 or 2, got 3}}
+  %t = tile.load_row %v[%i, %i] {repeat = 3 : i64} : memref<?x64xbf16, strided<[?, 1]>> -> tensor<64xbf16>
+  return
+}
+
+// -----
+
+func.func @repeat_halves(%v: memref<?x64xbf16, strided<[?, 1]>>, %i: index) {
+  // expected-error @+1 {{expected each half of a repeat = 2 row to be whole 16-byte vectors (a multiple of 16 elements), got 24}}
+  %t = tile.load_row %v[%i, %i] {repeat = 2 : i64} : memref<?x64xbf16, strided<[?, 1]>> -> tensor<24xbf16>
+  return
+}
+
+// -----
+
+func.func @interleaved_alone(%v: memref<?x64xbf16, strided<[?, 1]>>, %i: index) {
+  // expected-error @+1 {{'interleaved' needs repeat = 2}}
+  %t = tile.load_row %v[%i, %i] {interleaved} : memref<?x64xbf16, strided<[?, 1]>> -> tensor<64xbf16>
+  return
+}
+
+// -----
+
+func.func @rotate_pairs(%x: tensor<24xf32>) {
+  // expected-error @+1 {{expected a length that splits into pairs of whole 16-byte vectors, got 24}}
+  %p = tile.rotate_pairs %x : tensor<24xf32>
+  return
+}
+
+// -----
+
+func.func @rotate_pairs_type(%x: tensor<32xbf16>) {
+  // expected-error @+1 {{expected a 1-D f32 tile, got 'tensor<32xbf16>'}}
+  %p = tile.rotate_pairs %x : tensor<32xbf16>
+  return
+}

@@ -9,6 +9,13 @@
 //   silu_mul, gelu_mul: x [rows, 2d], out [rows, d]
 //   add_rmsnorm:        x, residual [rows, d], weight [d],
 //                       out, residual_out [rows, d]
+//   rope:               positions [rows] (i64 or i32, contiguous),
+//                       query [rows, heads * head_dim],
+//                       key [rows, kv_heads * head_dim],
+//                       cos_sin_cache [max_position, rotary_dim] (any
+//                       number of rows); query and key are rotated in place
+//                       (only their first rotary_dim columns of each head
+//                       are written)
 // Outputs may alias inputs of the same shape (in-place use): each element
 // is read before it is written, by the same thread.
 //
@@ -48,6 +55,11 @@ struct RowTensorRole {
   bool vector; // [d] rather than [rows, cols]
   bool output;
   int64_t cols;
+  // rope's positions: one integer of this many bytes per row, contiguous
+  // (no stride parameter; aligned to its size). 0: a tensor of the dtype.
+  int64_t perRowBytes = 0;
+  // rope's cos/sin cache: its own number of rows (not RowArgs::rows).
+  bool anyRows = false;
 };
 
 // The tensors `spec.op` takes, in ABI order; empty for other ops.

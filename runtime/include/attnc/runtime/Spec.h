@@ -30,6 +30,9 @@ struct TuningConfig {
   // variant allows it, else mma.sync), "wgmma" or "mma". In the canonical
   // string only when set, so untuned keys are unchanged.
   std::string mapping;
+  // Row kernels: blocks that must fit one SM at once (ptxas caps registers
+  // to fit; 0: no cap). Keyed for elementwise ops only.
+  int64_t minBlocksPerSm = 0;
 
   bool operator==(const TuningConfig &) const = default;
 };
@@ -59,6 +62,12 @@ struct KernelSpec {
   // canonical string); elementwise ops ignore the attention fields.
   int64_t hidden = 0;
   double eps = 1e-6;
+  // op "rope" (vLLM's rotary_embedding; heads, kvHeads and headDim give the
+  // query/key rows): rotated columns per head (0: headDim), NeoX or GPT-J
+  // pairs, and the positions' integer width (64 or 32).
+  int64_t rotaryDim = 0;
+  bool isNeox = true;
+  int64_t positionBits = 64;
 
   // The softmax scale the kernel applies.
   double effectiveScale() const;
@@ -72,6 +81,9 @@ struct KernelSpec {
   bool operator==(const KernelSpec &) const = default;
 };
 
+// The rotated columns of a rope spec (rotaryDim, or headDim when 0).
+int64_t effectiveRotaryDim(const KernelSpec &spec);
+
 // Whether `op` names a fused elementwise (row) kernel.
 bool isElementwiseOp(std::string_view op);
 
@@ -84,8 +96,9 @@ int64_t elementSize(const KernelSpec &spec);
 // JSON form used by spec files. Optional keys take the defaults above;
 // "kv_heads" defaults to "heads"; unknown keys are errors.
 Json specToJson(const KernelSpec &spec);
-// The {"block_m", "block_n", "stages", "warps"[, "mapping"]} object of spec
-// files and tuning databases; absent keys stay 0, unknown keys are errors.
+// The {"block_m", "block_n", "stages", "warps"[, "mapping",
+// "min_blocks_per_sm"]} object of spec files and tuning databases; absent keys
+// stay 0, unknown keys are errors.
 Json tuningToJson(const TuningConfig &tuning);
 Result<TuningConfig> tuningFromJson(const Json &value,
                                     const std::string &where);
