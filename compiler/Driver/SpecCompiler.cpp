@@ -266,9 +266,11 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
     causal = op.getCausal();
     elementBits = op.getElementType().getIntOrFloatBitWidth();
   });
-  TileOptions tile = defaultTileOptions(GPUMapping::MMA, headDim, causal,
-                                        spec.tuning.blockM, spec.tuning.blockN,
-                                        spec.tuning.warps, spec.tuning.stages);
+  TileOptions tile = defaultTileOptions(
+      GPUMapping::MMA, headDim, causal, spec.tuning.blockM, spec.tuning.blockN,
+      spec.tuning.warps, spec.tuning.stages,
+      // a forced mma.sync takes its tiles
+      spec.tuning.mapping == "mma" ? std::string() : spec.arch);
   // sm_90a takes the wgmma mapping where it supports the variant; anything
   // else (and any other target) mma.sync. The metadata names the choice.
   MappingChoice choice =

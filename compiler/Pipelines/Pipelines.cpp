@@ -20,7 +20,8 @@ using namespace mlir;
 attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
                                              int64_t headDim, bool causal,
                                              int64_t blockM, int64_t blockN,
-                                             int64_t warps, int64_t stages) {
+                                             int64_t warps, int64_t stages,
+                                             const std::string &arch) {
   TileOptions t;
   if (mapping == GPUMapping::SIMT) {
     t.blockM = 64;
@@ -29,6 +30,7 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
     KernelSpec spec;
     spec.headDim = headDim;
     spec.causal = causal;
+    spec.arch = arch.empty() ? "sm_80" : arch;
     TuningConfig h = heuristicTuning(spec);
     t.blockM = h.blockM;
     t.blockN = h.blockN;

@@ -5,6 +5,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <cstdint>
+#include <string>
 
 namespace attnc {
 
@@ -27,10 +28,13 @@ enum class GPUMapping { MMA, SIMT, WGMMA };
 /// runtime's heuristicTuning (TuningDb.h); Q goes to shared memory where
 /// registers would not hold it (32 rows per warp, or head dim 256). SIMT:
 /// 64 rows (threads) and 32 keys, to bound the per-thread registers.
-/// `stages` sets the wgmma mapping's K/V ring depth (default 2).
+/// `stages` sets the wgmma mapping's K/V ring depth (default 2). `arch` is
+/// the target the tiles are for: "sm_90a" takes the wgmma tiles where they
+/// apply; anything else (and "" for a forced mma.sync) the mma.sync ones.
 TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim, bool causal,
                                int64_t blockM = 0, int64_t blockN = 0,
-                               int64_t warps = 0, int64_t stages = 0);
+                               int64_t warps = 0, int64_t stages = 0,
+                               const std::string &arch = "");
 
 /// attn (graph level) -> tile (kernel level).
 void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);

@@ -124,8 +124,10 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
 
   TuningChoice other = chooseTuning(&db, "NVIDIA H200", s, {1, 16384, 16384});
   CHECK_FALSE(other.fromDatabase);
-  CHECK(other.tuning.blockM == 64); // sm_90a, D128: the wgmma tiles
+  // sm_90a, D128: the wgmma tiles (3 warpgroups of 64 rows, 2-tile rings).
+  CHECK(other.tuning.blockM == 192);
   CHECK(other.tuning.blockN == 64);
+  CHECK(other.tuning.stages == 2);
   KernelSpec ampere = s;
   ampere.arch = "sm_80";
   TuningConfig mma =

@@ -2,7 +2,8 @@
 //
 //   attnc-bench [--bundle DIR] [--heads 32 --kv-heads 8 --head-dim 128
 //               --dtype bf16 --causal --batch 1 --seq-len 4096 --arch sm_90a]
-//               [--block-m M --block-n N --warps W --stages S] [--baseline unfused]
+//               [--block-m M --block-n N --warps W --stages S] [--baseline
+//               unfused]
 //               [--reps 20]
 //
 // Loads attnc's fused attention for the spec from the cache (or a bundle),

@@ -278,10 +278,11 @@ int runEmit(EmitOptions &o) {
   }
   const bool rows = hasRowOps(*module);
   bool decodeModule = hasDecode(*module);
-  TileOptions tile = defaultTileOptions(o.mapping == "simt" ? GPUMapping::SIMT
-                                                            : GPUMapping::MMA,
-                                        headDimOf(*module), causalOf(*module),
-                                        o.blockM, o.blockN, o.warps, o.stages);
+  TileOptions tile = defaultTileOptions(
+      o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
+      headDimOf(*module), causalOf(*module), o.blockM, o.blockN, o.warps,
+      o.stages,
+      o.mapping == "auto" || o.mapping == "wgmma" ? o.arch : std::string());
   if (decodeModule) // one warp per 16 packed query rows
     tile = TileOptions{};
   const bool appendModule = hasKVAppend(*module);
@@ -316,8 +317,9 @@ int runEmit(EmitOptions &o) {
       decode.blockN = o.blockN;
     decode.maxQLen = o.maxQLen;
     if (o.stages > 2) {
-      fmt::print(stderr, "attnc: error: --op decode takes --stages 1 or 2, "
-                         "not {}\n",
+      fmt::print(stderr,
+                 "attnc: error: --op decode takes --stages 1 or 2, "
+                 "not {}\n",
                  o.stages);
       return 1;
     }

@@ -5,7 +5,7 @@
 // each input read once, the output written once, nothing else in memory.
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME: (%{{.*}}: memref<f32> {tile.param = "in0"}, %{{.*}}: memref<f32> {tile.param = "in1"}, %{{.*}}: memref<f32> {tile.param = "out0"}, %{{.*}}: i64 {tile.param = "rows"}, %{{.*}}: i64 {tile.param = "in0_stride"}, %{{.*}}: i64 {tile.param = "out0_stride"})
-// CHECK-SAME: tile.launch = #tile.launch<"rowwise_v1", 64, 2, 0>
+// CHECK-SAME: tile.launch = #tile.launch<"rowwise_v1", 32, 4, 0>
 // CHECK-SAME: tile.row_length = 64 : i64
 // CHECK: %[[ROW:.*]] = tile.program_id 0
 // CHECK: tile.load_row %{{.*}}[%[[ROW]], %c64] : memref<?x128xf32, strided<[?, 1]>> -> tensor<64xf32>
@@ -48,7 +48,7 @@ func.func @chain(%x: tensor<?x128xf32>, %w: tensor<64xf32>) -> tensor<?x64xf32> 
 // CHECK-LABEL: func.func @silu_mul
 // CHECK-SAME: {tile.param = "x"}
 // CHECK-SAME: {tile.param = "out"}
-// CHECK-SAME: #tile.launch<"rowwise_v1", 1, 256, 0>
+// CHECK-SAME: #tile.launch<"rowwise_v1", 1, 1024, 0>
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG: %[[CD:.*]] = arith.constant 14336 : index
 // CHECK-DAG: tile.load_row %{{.*}}[%{{.*}}, %[[C0]]] : memref<?x28672xbf16, strided<[?, 1]>> -> tensor<14336xbf16>
@@ -67,7 +67,7 @@ func.func @silu_mul(%x: tensor<?x28672xbf16> {attn.param = "x"}) -> (tensor<?x14
 // add_rmsnorm: three loads (x, residual, weight), a mean-of-squares
 // reduction, two stores; the new residual is rounded before the norm.
 // CHECK-LABEL: func.func @add_rmsnorm
-// CHECK-SAME: #tile.launch<"rowwise_v1", 1, 128, 0>
+// CHECK-SAME: #tile.launch<"rowwise_v1", 2, 256, 0>
 // CHECK-COUNT-3: tile.load_row
 // CHECK: arith.addf %{{.*}} : tensor<4096xf32>
 // CHECK: %[[H:.*]] = arith.truncf %{{.*}} : tensor<4096xf32> to tensor<4096xbf16>
