@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The GPU-machine half of the GPU loop: runs every GPU test and the
 # side-by-side benchmark from what scripts/gpu-prepare.sh staged in .gpu/,
-# and leaves logs and tables under $OUT (default out/gpu). Each step runs
+# and leaves tables under $OUT (default out/gpu), logs in $OUT/logs.tgz. Each step runs
 # even when an earlier one fails; the exit code says whether any failed.
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-out/gpu}
 mkdir -p "$out"
+# Step logs and side files go to $logs and travel as one $out/logs.tgz: the
+# device tool brings back only a few files per run (RESULTS.md and the
+# plots stay beside it).
+logs=$(mktemp -d)
 stage=.gpu
 status=0
 # ATTNC_GPU_STEPS="a b ..." runs only the named steps (default: all).
@@ -18,15 +22,15 @@ step() { # name, command...
     return
   fi
   echo "=== $name: $*"
-  "$@" >"$out/$name.log" 2>&1
+  "$@" >"$logs/$name.log" 2>&1
   local rc=$?
-  tail -n 25 "$out/$name.log"
+  tail -n 25 "$logs/$name.log"
   echo "=== $name: exit $rc"
   [ $rc -eq 0 ] || status=1
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv \
-  >"$out/device.txt" 2>&1
-cat "$out/device.txt"
+  >"$logs/device.txt" 2>&1
+cat "$logs/device.txt"
 # sm_90a kernels of the wgmma mapping (issue #6): their SASS must hold
 # HGMMA (the tensor-core op wgmma becomes); counts per kernel in the log.
 hgmma_check() {
@@ -39,8 +43,8 @@ hgmma_check() {
     if [ -f "$dir/kernel.cubin" ]; then
       sass=$("$cuobjdump" --dump-sass "$dir/kernel.cubin")
     else
-      "$ptxas" -arch=sm_90a -o "$out/hgmma.cubin" "$dir/kernel.ptx" || return 1
-      sass=$("$cuobjdump" --dump-sass "$out/hgmma.cubin")
+      "$ptxas" -arch=sm_90a -o "$logs/hgmma.cubin" "$dir/kernel.ptx" || return 1
+      sass=$("$cuobjdump" --dump-sass "$logs/hgmma.cubin")
     fi
     count=$(grep -c HGMMA <<<"$sass")
     echo "$(basename "$dir"): $count HGMMA"
@@ -71,7 +75,7 @@ step unfused-baseline "$stage/bin/attnc-bench" --bundle "$stage/bundle" \
 # .gpu/tune/plan.json; the database, the results table (default vs best,
 # gain per cell) and the per-candidate log under $OUT.
 step tune timeout 540 "$stage/bin/attnc-tune-run" --plan "$stage/tune/plan.json" \
-  --db "$out/tuning.json" --table "$out/tune-results.md"
+  --db "$logs/tuning.json" --table "$logs/tune-results.md"
 export ATTNC_LIBRARY=$PWD/$stage/lib/libattnc.so ATTNC_CACHE_DIR=$PWD/$stage/bundle
 export PYTHONUNBUFFERED=1
 step python-gpu python3 tests/python/test_gpu_binding.py
@@ -79,4 +83,6 @@ step python-gpu-decode python3 tests/python/test_gpu_decode.py
 step python-gpu-cache-ops python3 tests/python/test_gpu_cache_ops.py
 step python-gpu-rows python3 tests/python/test_gpu_rows.py
 step compare timeout 420 python3 bench/compare.py --out "$out/RESULTS.md" ${ATTNC_BENCH_ARGS:-}
+rm -f "$logs/hgmma.cubin"
+tar czf "$out/logs.tgz" -C "$logs" .
 exit $status
