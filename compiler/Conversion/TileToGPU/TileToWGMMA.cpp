@@ -77,8 +77,9 @@ class WGMMAEmitter : public gpu_emit::TileEmitter<WGMMAEmitter> {
 public:
   WGMMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
                tile::LaunchAttr launch, ArrayRef<Value> buffers,
-               int64_t kvStages)
-      : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages) {}
+               int64_t kvStages, bool mbarriers)
+      : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages),
+        mbarriers(mbarriers) {}
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -144,6 +145,8 @@ private:
   Value tid, g, t4, rowInTile, qRowBytes; // qRowBytes: warpgroup's Q rows
   unsigned nextStage = 0;
   int64_t kvStages;
+  // Per-stage full/empty mbarriers instead of one CTA barrier per tile.
+  bool mbarriers;
 };
 
 Value WGMMAEmitter::fromRows(VectorType t, ArrayRef<Value> rows) {
@@ -691,12 +694,100 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     return arith::IndexCastOp::create(b, loc, b.getI64Type(),
                                       mul(stage, bytes));
   };
+  // With mbarriers: 4·S objects in static shared memory, [full K, empty K,
+  // full V, empty V] x stage, each expecting every thread once per phase.
+  // full[s] completes when every thread's copies into stage s landed
+  // (cp.async.mbarrier.arrive.noinc); empty[s] when every thread's wgmma
+  // reads of it completed. Stage s holds tiles s, s + S, ...: tile t's use
+  // is phase t / S, so its parity is (t / S) & 1.
+  const int64_t threads = 2 * launch.getBlockM();
+  Value barBase;
+  if (mbarriers) {
+    auto barT = MemRefType::get(
+        {4 * S}, b.getI64Type(), AffineMap(),
+        gpu::AddressSpaceAttr::get(b.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+    Value bars = gpuFunc.addWorkgroupAttribution(barT, loc);
+    barBase = arith::IndexCastOp::create(
+        b, loc, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bars));
+  }
+  auto sharedPtrT = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  auto barrierAt = [&](int64_t kind, Value stage) -> Value {
+    Value slot = add(stage, kind * S);
+    Value addr = arith::AddIOp::create(
+        b, loc, barBase,
+        arith::IndexCastOp::create(b, loc, b.getI64Type(), mul(slot, 8)));
+    return LLVM::IntToPtrOp::create(b, loc, sharedPtrT, addr);
+  };
+  enum { kFullK = 0, kEmptyK = 1, kFullV = 2, kEmptyV = 3 };
+  auto parityOf = [&](Value t, int64_t phaseOffset) -> Value {
+    Value phase = add(arith::DivUIOp::create(b, loc, t, idx(S)), phaseOffset);
+    return arith::IndexCastOp::create(
+        b, loc, b.getI32Type(),
+        arith::AndIOp::create(b, loc, phase, idx(1)));
+  };
+  auto waitBarrier = [&](Value addr, Value parity) {
+    NVVM::MBarrierTryWaitParityOp::create(
+        b, loc, addr, parity,
+        LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0x989680));
+  };
+  if (mbarriers) {
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(0));
+    scf::IfOp::create(b, loc, first, [&](OpBuilder &tb, Location l) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+      Value count = LLVM::ConstantOp::create(b, loc, b.getI32Type(), threads);
+      for (int64_t i = 0; i < 4 * S; ++i)
+        NVVM::MBarrierInitOp::create(b, loc, barrierAt(0, idx(i)), count,
+                                     Value());
+      scf::YieldOp::create(b, l);
+    });
+    gpu::BarrierOp::create(b, loc); // initialised before anyone arrives
+  }
   // Copies of tile t (K or V) into its stage, nothing past the loop's end.
+  // With mbarriers: first wait until every thread has released the tile
+  // the stage held (t - S), then arrive on the stage's full barrier when
+  // this thread's copies land.
   auto copyTile = [&](tile::LoadOp load, Value ring, Value t) {
     Value row = tileRow(t);
     Value live =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, ub);
+    bool isK = load == kv.k;
+    if (mbarriers) {
+      Value reused =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t, idx(S));
+      scf::IfOp::create(b, loc, reused, [&](OpBuilder &tb, Location l) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+        waitBarrier(barrierAt(isK ? kEmptyK : kEmptyV, stageOf(t)),
+                    parityOf(t, 1));
+        scf::YieldOp::create(b, l);
+      });
+    }
     issueStage(load, ring, row, stageOf(t), live);
+    if (mbarriers)
+      NVVM::CpAsyncMBarrierArriveOp::create(
+          b, loc, barrierAt(isK ? kFullK : kFullV, stageOf(t)),
+          /*noinc=*/true);
+  };
+  // Before wgmma reads tile t of a ring: its copies have landed (every
+  // thread's), and the async proxy sees them.
+  auto waitTile = [&](bool isK, Value t) {
+    waitBarrier(barrierAt(isK ? kFullK : kFullV, stageOf(t)), parityOf(t, 0));
+  };
+  auto fenceProxy = [&]() {
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
+  };
+  auto release = [&](bool isK, Value t) {
+    NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(),
+                                   barrierAt(isK ? kEmptyK : kEmptyV,
+                                             stageOf(t)),
+                                   Value());
   };
 
   // The loop state: the tile loop's iter args, then P of the previous tile.
@@ -740,26 +831,41 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       if (&nested == kv.k || &nested == kv.v || &nested == kv.rescale)
         continue;
       if (&nested == kv.qk) {
-        waitForCopies(S - 2);
-        copyTile(kv.k, kRing, add(t, S - 1));
-        if (S >= 2)
+        Value prev = first ? Value() : arith::SubIOp::create(b, loc, t, idx(1));
+        if (mbarriers) {
+          if (first) // Q: its own commit group, every thread's copy
+            waitForCopies(0);
+          waitTile(/*isK=*/true, t);
+          if (!first)
+            waitTile(/*isK=*/false, prev);
+          fenceProxy();
+          copyTile(kv.k, kRing, add(t, S - 1));
           copyTile(kv.v, vRing, add(t, S - 2));
-        commitGroup();
+        } else {
+          waitForCopies(S - 2);
+          copyTile(kv.k, kRing, add(t, S - 1));
+          copyTile(kv.v, vRing, add(t, S - 2));
+          commitGroup();
+        }
         Value s =
             issueQK(qBuf, kRing, stageBytes(stageOf(t), kStageBytes), n, d);
         if (!first) {
-          Value prev = arith::SubIOp::create(b, loc, t, idx(1));
           oAcc =
               issuePV(pPrev, vRing, stageBytes(stageOf(prev), vStageBytes),
                       keys, frags[op.getRegionIterArgs()[kv.accArg]].regs, d);
         }
         waitWGMMA(first ? 0 : 1); // QKᵀ_j; P·V_{j-1} runs on
+        if (mbarriers)
+          release(/*isK=*/true, t);
         frags[kv.qk.getResult()] = {Frags::C, unpack(s, n / 2)};
         continue;
       }
       if (&nested == kv.pv) {
         if (!first) {
           waitWGMMA(0);
+          if (mbarriers)
+            release(/*isK=*/false,
+                    arith::SubIOp::create(b, loc, t, idx(1)));
           frags[kv.rescale.getAcc()] = {Frags::C, unpack(oAcc, d / 2)};
         }
         loc = kv.rescale.getLoc();
@@ -788,7 +894,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       copyTile(kv.k, kRing, idx(i));
       if (i >= 1)
         copyTile(kv.v, vRing, idx(i - 1));
-      commitGroup();
+      if (!mbarriers)
+        commitGroup();
     }
     if (failed(body(lb, inits, /*first=*/true)))
       return failure();
@@ -815,11 +922,20 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, ub, lb),
                               idx(1)),
         step);
-    waitForCopies(0);
+    if (mbarriers) {
+      waitTile(/*isK=*/false, tLast);
+      fenceProxy();
+    } else {
+      waitForCopies(0);
+    }
     Value o = issuePV(pLast, vRing, stageBytes(stageOf(tLast), vStageBytes),
                       keys, frags[op.getResult(kv.accArg)].regs, d);
     waitWGMMA(0);
     frags[op.getResult(kv.accArg)] = {Frags::C, unpack(o, d / 2)};
+    if (mbarriers) { // the copies past the end (zero bytes) are not waited
+      commitGroup(); // for by anyone: finish them before the block exits
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    }
     SmallVector<Value> results;
     for (Value r : op.getResults())
       llvm::append_range(results, frags[r].regs);
@@ -851,7 +967,8 @@ void MapTileToWGMMAPass::runOnOperation() {
                 wgmma::unsupportedReason(kernel, launch, kvStages);
             if (!why.empty())
               return kernel.emitError() << "the wgmma mapping " << why;
-            return WGMMAEmitter(kernel, gpuFunc, launch, buffers, kvStages)
+            return WGMMAEmitter(kernel, gpuFunc, launch, buffers, kvStages,
+                                kvSync == "mbarrier")
                 .emit();
           },
           // K and V of the KV loop: rings of kv-stages tiles.
