@@ -730,7 +730,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   auto waitBarrier = [&](Value addr, Value parity) {
     NVVM::MBarrierTryWaitParityOp::create(
         b, loc, addr, parity,
-        LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0x989680));
+        LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0));
   };
   if (mbarriers) {
     Value first =
