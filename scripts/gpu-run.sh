@@ -57,8 +57,14 @@ hgmma_check() {
 step hgmma-sass hgmma_check
 step runtime-gpu "$stage/bin/attnc_runtime_gpu_tests"
 step templates-gpu "$stage/bin/templates_gpu_test"
-step attention-gpu "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle"
-step attention-bench "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
+# timeout: a kernel that never finishes (an mbarrier protocol bug) must not
+# eat the GPU session; the tests log each case as it finishes.
+step attention-gpu timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle"
+# The wgmma K/V rings on per-stage mbarriers (tuning.kv_sync "mbarrier",
+# issue #6): correctness first, then the bench rows beside the CTA barrier.
+step attention-gpu-mbarrier timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only mbarrier
+step attention-bench-mbarrier timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only mbarrier
+step attention-bench timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
 step decode-gpu "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle"
 step decode-bench "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench
 # Every split-kernel variant (block_n x stages x split policy) side by side.

@@ -284,6 +284,13 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
              choice.mapping != GPUMapping::WGMMA) {
     return fail("tuning.mapping \"wgmma\" cannot be honoured: " + choice.why);
   }
+  // The wgmma KV loop's synchronisation (its own knob: only that mapping
+  // has it, so a spec asking for mbarriers must get that mapping).
+  if (spec.tuning.kvSync == "mbarrier" && choice.mapping != GPUMapping::WGMMA)
+    return fail("tuning.kv_sync \"mbarrier\" needs the wgmma mapping, but " +
+                std::string(choice.name) + " was chosen: " + choice.why);
+  if (!spec.tuning.kvSync.empty())
+    tile.kvSync = spec.tuning.kvSync;
   PassManager pm(&ctx);
   buildTilePipeline(pm, tile);
   buildMappingPipeline(pm, choice.mapping, tile);

@@ -139,6 +139,7 @@ void attnc::buildMMAPipeline(OpPassManager &pm, const TileOptions &options) {
 void attnc::buildWGMMAPipeline(OpPassManager &pm, const TileOptions &options) {
   MapTileToWGMMAOptions wgmma;
   wgmma.kvStages = options.kvStages;
+  wgmma.kvSync = options.kvSync;
   pm.addPass(createMapTileToWGMMA(wgmma));
   addGPUToNVVM(pm);
   // wgmma (and its fences) are PTX-builder ops: inline PTX before

@@ -16,8 +16,11 @@ struct TileOptions {
   // staged in shared memory rather than held in registers.
   int64_t rowsPerWarp = 16;
   bool qInSmem = false;
-  // wgmma mapping: tiles in each of the K and V shared-memory rings.
+  // wgmma mapping: tiles in each of the K and V shared-memory rings, and
+  // how they are synchronised ("barrier": one CTA barrier per tile;
+  // "mbarrier": per-stage full/empty mbarriers).
   int64_t kvStages = 2;
+  std::string kvSync = "barrier";
 };
 
 /// The GPU mapping a kernel is lowered with.

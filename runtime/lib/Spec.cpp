@@ -88,6 +88,8 @@ std::string KernelSpec::canonical() const {
   intField("warps", tuning.warps);
   if (!tuning.mapping.empty())
     field("mapping", tuning.mapping);
+  if (!tuning.kvSync.empty())
+    field("kv_sync", tuning.kvSync);
   if (isElementwiseOp(op)) {
     intField("hidden", hidden);
     field("eps", formatDouble(op == "add_rmsnorm" ? eps : 0.0));
@@ -162,6 +164,18 @@ Status validateElementwiseSpec(const KernelSpec &spec) {
 } // namespace
 
 Status validateSpec(const KernelSpec &spec) {
+  if (!spec.tuning.kvSync.empty()) {
+    if (!oneOf(spec.tuning.kvSync, {"barrier", "mbarrier"}))
+      return invalid("tuning.kv_sync \"" + spec.tuning.kvSync +
+                     "\" is not supported (expected \"barrier\", "
+                     "\"mbarrier\" or empty for the default, barrier)");
+    if (spec.op != "attention_fwd")
+      return invalid("tuning.kv_sync applies to op \"attention_fwd\" only");
+    if (spec.tuning.kvSync == "mbarrier" && spec.arch != "sm_90a")
+      return invalid("tuning.kv_sync \"mbarrier\" needs arch \"sm_90a\" "
+                     "(got \"" +
+                     spec.arch + "\")");
+  }
   if (isElementwiseOp(spec.op))
     return validateElementwiseSpec(spec);
   if (!oneOf(spec.op, {"attention_fwd", "decode", "lse_merge", "kv_append"}))
@@ -266,6 +280,8 @@ Json tuningToJson(const TuningConfig &tuning) {
   out.set("warps", tuning.warps);
   if (!tuning.mapping.empty())
     out.set("mapping", tuning.mapping);
+  if (!tuning.kvSync.empty())
+    out.set("kv_sync", tuning.kvSync);
   if (tuning.minBlocksPerSm != 0)
     out.set("min_blocks_per_sm", tuning.minBlocksPerSm);
   return out;
@@ -280,6 +296,7 @@ Result<TuningConfig> tuningFromJson(const Json &value,
   reader.getInt("stages", tuning.stages, false);
   reader.getInt("warps", tuning.warps, false);
   reader.getString("mapping", tuning.mapping, false);
+  reader.getString("kv_sync", tuning.kvSync, false);
   reader.getInt("min_blocks_per_sm", tuning.minBlocksPerSm, false);
   ATTNC_RETURN_IF_ERROR(reader.finish());
   return tuning;
@@ -430,6 +447,7 @@ size_t KernelSpecHash::operator()(const KernelSpec &spec) const {
   mix(hashInt(spec.tuning.stages));
   mix(hashInt(spec.tuning.warps));
   mix(hashString(spec.tuning.mapping));
+  mix(hashString(spec.tuning.kvSync));
   mix(hashInt(spec.tuning.minBlocksPerSm));
   mix(hashInt(spec.rotaryDim));
   mix(hashInt(spec.isNeox ? 1 : 0));

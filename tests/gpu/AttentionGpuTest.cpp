@@ -6,8 +6,14 @@
 // rows), windows, softcap, GQA/MQA, both layouts, large logits. `--bench`
 // times the PEERS.md D=128 cells with CUDA events instead.
 //
-// Usage: attnc-gpu-attention --bundle DIR [--bench]
+// Usage: attnc-gpu-attention --bundle DIR [--bench] [--only SUBSTR]
 //        attnc-gpu-attention --write-specs FILE   (the specs to bundle)
+//
+// --only runs the cases whose name (or bench tiles) contain SUBSTR. The
+// kv_sync = "mbarrier" cases (names with "mbarrier") run only so, e.g.
+// `--only mbarrier`, until they have passed on a GPU: a protocol bug
+// hangs the kernel, and scripts/gpu-run.sh runs them in steps of their own
+// under `timeout`.
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Context.h"
@@ -219,7 +225,48 @@ std::vector<Case> correctnessCases() {
        cs[0].bshd};
   c.spec.arch = "sm_80";
   cs.push_back(c);
+  // kv_sync = "mbarrier" (issue #6): the wgmma rings on per-stage
+  // full/empty mbarriers. The first case and the ring cases above again
+  // (default tiles; one tile; fewer tiles than stages; a window, so the
+  // loop starts past key 0; rows that see no key; 3 warpgroups, 4 stages),
+  // plus many tiles at 128x128 s2 and 4 warpgroups.
+  const size_t plain = cs.size();
+  auto mbarrier = [&](Case m) {
+    m.name = "mbarrier " + m.name;
+    m.spec.tuning.kvSync = "mbarrier";
+    cs.push_back(m);
+  };
+  mbarrier(cs[0]);
+  for (size_t i = 0; i < plain; ++i)
+    if (cs[i].name.rfind("wgmma ", 0) == 0 && cs[i].spec.tuning.stages > 0)
+      mbarrier(cs[i]);
+  c = {"128x128 s2, D128 bf16, Sq=Skv=1031 (9 tiles)",
+       spec(4, 2, 128, "bf16"),
+       2,
+       1031,
+       1031,
+       true};
+  c.spec.tuning = {128, 128, 2, 0};
+  mbarrier(c);
+  c = {"256x64 s2 (4 warpgroups), D64 fp16 causal, S=1500",
+       spec(4, 4, 64, "fp16"),
+       1,
+       1500,
+       1500,
+       false};
+  c.spec.causal = true;
+  c.spec.tuning = {256, 64, 2, 0};
+  mbarrier(c);
   return cs;
+}
+
+/// Whether a case runs: --only SUBSTR in its name or tiles; without it,
+/// every case but the kv_sync = "mbarrier" ones.
+bool selected(const Case &c, const std::string &only) {
+  if (!only.empty())
+    return c.name.find(only) != std::string::npos ||
+           c.tiles.find(only) != std::string::npos;
+  return c.spec.tuning.kvSync != "mbarrier";
 }
 
 std::vector<Case> benchCases() {
@@ -263,6 +310,15 @@ std::vector<Case> benchCases() {
     if (cs[i].spec.headDim <= 128 && cs[i].spec.tuning.stages == 0) {
       Case c = cs[i];
       c.spec.arch = "sm_80";
+      cs.push_back(c);
+    }
+  // kv_sync = "mbarrier" beside the CTA barrier at the same tiles (D128).
+  for (size_t i = 0, n = cs.size(); i < n; ++i)
+    if (cs[i].spec.headDim == 128 && cs[i].spec.tuning.stages > 0 &&
+        cs[i].spec.arch == "sm_90a") {
+      Case c = cs[i];
+      c.spec.tuning.kvSync = "mbarrier";
+      c.tiles += " mbarrier";
       cs.push_back(c);
     }
   return cs;
@@ -424,7 +480,7 @@ double timeCase(Context &ctx, const Case &c, int reps) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string bundle, writeSpecs;
+  std::string bundle, writeSpecs, only;
   bool bench = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -434,6 +490,8 @@ int main(int argc, char **argv) {
       writeSpecs = argv[++i];
     else if (a == "--bench")
       bench = true;
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -449,6 +507,9 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  // Line-buffered, so that a step killed by `timeout` (a hung kernel) still
+  // logs every case that finished.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   Result<const DriverApi *> driver = loadDriver();
   int devices = 0;
   if (!driver.isOk() || (*driver)->cuInit(0) != CUDA_SUCCESS ||
@@ -468,6 +529,8 @@ int main(int argc, char **argv) {
 
   if (bench) {
     for (const Case &c : benchCases()) {
+      if (!selected(c, only))
+        continue;
       double ms = timeCase(**ctx, c, 10);
       double flops = 4.0 * c.batch * c.spec.heads * double(c.seqQ) * c.seqKV *
                      c.spec.headDim * (c.spec.causal ? 0.5 : 1.0);
@@ -486,7 +549,13 @@ int main(int argc, char **argv) {
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::mt19937_64 rng(seed);
   int passed = 0, failed = 0;
+  int skipped = 0;
   for (const Case &c : correctnessCases()) {
+    if (!selected(c, only)) {
+      ++skipped;
+      continue;
+    }
+    std::printf("run  %s\n", c.name.c_str());
     test::AttentionComparison r = runCase(**ctx, c, rng);
     bool ok = r.ok(1e-2, 1e-3);
     std::printf("%s %-48s [%s] rel L2 %.2e  LSE err %.2e  masked rows %d  "
@@ -496,6 +565,8 @@ int main(int argc, char **argv) {
                 r.nonFinite, r.maskedWrong);
     (ok ? passed : failed)++;
   }
-  std::printf("%d passed, %d failed\n", passed, failed);
+  std::printf("%d passed, %d failed, %d not selected%s\n", passed, failed,
+              skipped,
+              only.empty() ? " (kv_sync mbarrier: --only mbarrier)" : "");
   return failed ? 1 : 0;
 }

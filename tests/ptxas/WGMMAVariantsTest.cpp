@@ -106,3 +106,60 @@ TEST_CASE("sm_90a variants the wgmma mapping cannot take fall back to "
   ampere.arch = "sm_80";
   CHECK(compiled(ampere).meta.mapping == "mma.sync");
 }
+
+TEST_CASE("kv_sync mbarrier: the K/V rings on per-stage mbarriers assemble "
+          "without spills, their objects inside the dynamic shared memory",
+          "[ptxas][wgmma][mbarrier]") {
+  struct Variant {
+    int64_t d, blockM, blockN, stages;
+    bool causal;
+    const char *dtype;
+  };
+  const Variant variants[] = {
+      {128, 128, 128, 2, false, "bf16"}, {128, 128, 128, 2, true, "bf16"},
+      {128, 128, 64, 3, true, "bf16"},   {128, 192, 64, 4, false, "bf16"},
+      {128, 64, 64, 3, true, "fp16"},    {64, 128, 128, 3, false, "fp16"},
+      {64, 256, 64, 2, true, "bf16"}};
+  for (const Variant &v : variants) {
+    KernelSpec s = sm90(v.d, v.dtype);
+    s.causal = v.causal;
+    s.tuning.blockM = v.blockM;
+    s.tuning.blockN = v.blockN;
+    s.tuning.stages = v.stages;
+    s.tuning.kvSync = "mbarrier";
+    INFO("spec " << s.canonical());
+    CompiledKernel k = compiled(s);
+    CHECK(k.meta.mapping == "wgmma");
+    // 4 x stages objects of 8 bytes after Q and the two rings.
+    CHECK(k.meta.dynamicSmem ==
+          (v.blockM + 2 * v.stages * v.blockN) * v.d * 2 + 32 * v.stages);
+    CHECK(k.ptx.find("mbarrier.init.shared.b64") != std::string::npos);
+    CHECK(k.ptx.find("cp.async.mbarrier.arrive.noinc.shared.b64") !=
+          std::string::npos);
+    CHECK(k.ptx.find("mbarrier.try_wait.parity.shared.b64") !=
+          std::string::npos);
+    CHECK(k.ptx.find("__wg_") == std::string::npos); // no static array
+    PtxasResult r = runPtxas(k.ptx, s.arch, ATTNC_PTXAS_PATH);
+    INFO(r.log);
+    REQUIRE(r.ok);
+    REQUIRE(r.kernels.size() == 1);
+    const KernelResources &res = r.kernels[0];
+    std::printf("wgmma mbarrier %-4s D=%-3lld %3lldx%-3lld s%lld %-7s %3lld "
+                "registers %6lld B dynamic + %lld B static smem, spills "
+                "%lld/%lld B\n",
+                v.dtype, (long long)v.d, (long long)v.blockM,
+                (long long)v.blockN, (long long)v.stages,
+                v.causal ? "causal" : "", (long long)res.registers,
+                (long long)k.meta.dynamicSmem, (long long)res.sharedBytes,
+                (long long)res.spillStoreBytes, (long long)res.spillLoadBytes);
+    // Only the dynamic-memory symbol is static (1 byte, as without them).
+    CHECK(res.sharedBytes <= 16);
+    CHECK_FALSE(res.spills());
+  }
+  // Only the wgmma mapping has the knob: a spec that falls back says so.
+  KernelSpec d96 = sm90(96, "bf16");
+  d96.tuning.kvSync = "mbarrier";
+  Result<CompiledKernel> bad = SpecCompiler().compile(d96);
+  REQUIRE_FALSE(bad.isOk());
+  CHECK(bad.status().message().find("tuning.kv_sync") != std::string::npos);
+}

@@ -230,3 +230,36 @@ TEST_CASE("spec files fill defaults and reject unknown keys", "[spec]") {
         "specs[0]: expected an object but found integer");
   CHECK(error("{\"specs\": [}").rfind("JSON parse error at line 1", 0) == 0);
 }
+
+TEST_CASE("tuning.kv_sync is part of the key only when set", "[spec]") {
+  KernelSpec spec = sampleSpec();
+  spec.op = "attention_fwd";
+  spec.arch = "sm_90a";
+  REQUIRE(validateSpec(spec).isOk());
+  std::string plain = spec.canonical();
+  CHECK(plain.find("kv_sync") == std::string::npos);
+  KernelSpec mbar = spec;
+  mbar.tuning.kvSync = "mbarrier";
+  REQUIRE(validateSpec(mbar).isOk());
+  CHECK(mbar.canonical().find(";kv_sync=mbarrier") != std::string::npos);
+  CHECK(cacheKey("b", mbar.canonical()) != cacheKey("b", plain));
+  CHECK(KernelSpecHash{}(mbar) != KernelSpecHash{}(spec));
+  // Spec files carry it; unknown values, other ops and sm_80 are errors.
+  Result<TuningConfig> t = tuningFromJson(tuningToJson(mbar.tuning), "tuning");
+  REQUIRE(t.isOk());
+  CHECK(t->kvSync == "mbarrier");
+  KernelSpec bad = mbar;
+  bad.tuning.kvSync = "fence";
+  CHECK(validateSpec(bad).message().find("tuning.kv_sync \"fence\"") !=
+        std::string::npos);
+  bad = mbar;
+  bad.arch = "sm_80";
+  CHECK(validateSpec(bad).message().find("sm_90a") != std::string::npos);
+  bad = mbar;
+  bad.op = "silu_mul";
+  bad.hidden = 64;
+  CHECK(validateSpec(bad).message().find("attention_fwd") != std::string::npos);
+  KernelSpec barrier = spec;
+  barrier.tuning.kvSync = "barrier";
+  CHECK(validateSpec(barrier).isOk());
+}

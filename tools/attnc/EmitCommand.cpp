@@ -94,6 +94,11 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "GPU mapping: auto (wgmma on sm_90a where supported, else "
                    "mma.sync), wgmma, mma (tensor cores) or simt (baseline)")
       ->check(CLI::IsMember({"auto", "wgmma", "mma", "simt"}));
+  emit->add_option("--kv-sync", o.kvSync,
+                   "wgmma mapping: how the K/V rings are synchronised, "
+                   "barrier (one CTA barrier per tile, the default) or "
+                   "mbarrier (per-stage full/empty mbarriers)")
+      ->check(CLI::IsMember({"barrier", "mbarrier"}));
   emit->add_option("--block-m", o.blockM,
                    "Query rows per program (row kernels: rows per program)")
       ->check(CLI::PositiveNumber);
@@ -351,11 +356,21 @@ int runEmit(EmitOptions &o) {
         choice.mapping = GPUMapping::MMA;
         choice.why = "--mapping mma";
       }
+      if (o.kvSync == "mbarrier" && choice.mapping != GPUMapping::WGMMA) {
+        fmt::print(stderr,
+                   "attnc emit: error: --kv-sync mbarrier needs the wgmma "
+                   "mapping: {}\n",
+                   choice.why);
+        return 1;
+      }
+      tile.kvSync = o.kvSync;
       if (choice.mapping == GPUMapping::WGMMA)
         fmt::print(stderr,
                    "attnc: {} path: wgmma m64nNk16 (one warpgroup per 64 "
-                   "query rows; {})\n",
-                   o.arch, choice.why);
+                   "query rows; {}){}\n",
+                   o.arch, choice.why,
+                   o.kvSync == "mbarrier" ? ", K/V rings on per-stage mbarriers"
+                                          : "");
       else
         fmt::print(stderr,
                    "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "

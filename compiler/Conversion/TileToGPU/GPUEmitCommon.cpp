@@ -293,7 +293,8 @@ LogicalResult gpu_emit::mapKernelsToGPU(
     function_ref<LogicalResult(func::FuncOp, gpu::GPUFuncOp, tile::LaunchAttr,
                                ArrayRef<Value>)>
         emit,
-    function_ref<int64_t(tile::LoadOp)> ringStages) {
+    function_ref<int64_t(tile::LoadOp)> ringStages,
+    function_ref<int64_t(tile::LaunchAttr)> scratchBytes) {
   MLIRContext *ctx = module.getContext();
   SmallVector<func::FuncOp> kernels;
   for (auto fn : module.getOps<func::FuncOp>())
@@ -343,6 +344,11 @@ LogicalResult gpu_emit::mapKernelsToGPU(
     Location loc = kernel.getLoc();
     SmallVector<Value> buffers;
     int64_t bytes = 0;
+    // After the tiles (whole 1 KiB blocks), the mapping's scratch bytes.
+    size_t tiles = bufferTypes.size();
+    if (int64_t scratch = scratchBytes ? scratchBytes(launch) : 0; scratch > 0)
+      bufferTypes.push_back(
+          MemRefType::get({scratch}, b.getI8Type(), nullptr, wg));
     if (!bufferTypes.empty()) {
       Value base = gpu::DynamicSharedMemoryOp::create(
           b, loc,
@@ -352,7 +358,7 @@ LogicalResult gpu_emit::mapKernelsToGPU(
             b, loc, t, base, indexConst(b, loc, bytes), ValueRange{}));
         int64_t size = t.getNumElements() *
                        (t.getElementType().getIntOrFloatBitWidth() / 8);
-        bytes += llvm::alignTo(size, 1024);
+        bytes += llvm::alignTo(size, buffers.size() <= tiles ? 1024 : 16);
       }
     }
     infos.push_back(b.getNamedAttr(

@@ -87,6 +87,12 @@ bool isRowOwnedLoad(attnc::tile::LoadOp load);
 /// buffers; the func.func is erased. The launch geometry of each kernel is
 /// recorded on the module (see launchInfo). A load for which `ringStages`
 /// returns n > 1 gets a ring of n tiles: one n x rows x cols buffer.
+/// When `scratchBytes` returns n > 0, one more buffer, memref<n x i8>, comes
+/// last in `buffers`, after the tiles (e.g. mbarrier objects). Shared memory
+/// other than these buffers must not be used: the dynamic shared memory is
+/// lowered to a function-local `.shared` variable at the start of the
+/// block's window, so a static workgroup attribution would alias the first
+/// tile.
 mlir::LogicalResult mapKernelsToGPU(
     mlir::ModuleOp module, int64_t rowPad, bool stageRowOwned,
     llvm::function_ref<int64_t(attnc::tile::LaunchAttr)> threads,
@@ -94,7 +100,9 @@ mlir::LogicalResult mapKernelsToGPU(
         mlir::func::FuncOp, mlir::gpu::GPUFuncOp, attnc::tile::LaunchAttr,
         llvm::ArrayRef<mlir::Value> buffers)>
         emit,
-    llvm::function_ref<int64_t(attnc::tile::LoadOp)> ringStages = nullptr);
+    llvm::function_ref<int64_t(attnc::tile::LoadOp)> ringStages = nullptr,
+    llvm::function_ref<int64_t(attnc::tile::LaunchAttr)> scratchBytes =
+        nullptr);
 
 /// The staged loads of a KV loop that can be copied an iteration ahead:
 /// their row is the induction variable, their source, batch and head are

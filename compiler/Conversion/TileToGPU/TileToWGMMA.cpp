@@ -77,9 +77,9 @@ class WGMMAEmitter : public gpu_emit::TileEmitter<WGMMAEmitter> {
 public:
   WGMMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
                tile::LaunchAttr launch, ArrayRef<Value> buffers,
-               int64_t kvStages, bool mbarriers)
+               int64_t kvStages, Value barriers)
       : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages),
-        mbarriers(mbarriers) {}
+        barriers(barriers), mbarriers(bool(barriers)) {}
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -145,7 +145,10 @@ private:
   Value tid, g, t4, rowInTile, qRowBytes; // qRowBytes: warpgroup's Q rows
   unsigned nextStage = 0;
   int64_t kvStages;
-  // Per-stage full/empty mbarriers instead of one CTA barrier per tile.
+  // Per-stage full/empty mbarriers instead of one CTA barrier per tile
+  // (kv-sync=mbarrier): their bytes, at the end of the dynamic shared
+  // memory (null with kv-sync=barrier).
+  Value barriers;
   bool mbarriers;
 };
 
@@ -694,24 +697,26 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     return arith::IndexCastOp::create(b, loc, b.getI64Type(),
                                       mul(stage, bytes));
   };
-  // With mbarriers: 4·S objects in static shared memory, [full K, empty K,
-  // full V, empty V] x stage, each expecting every thread once per phase.
-  // full[s] completes when every thread's copies into stage s landed
-  // (cp.async.mbarrier.arrive.noinc); empty[s] when every thread's wgmma
-  // reads of it completed. Stage s holds tiles s, s + S, ...: tile t's use
-  // is phase t / S, so its parity is (t / S) & 1.
+  // With mbarriers: 4·S objects, [full K, empty K, full V, empty V] x
+  // stage, each expecting every thread once per phase. full[s] completes
+  // when every thread's copies into stage s landed (one
+  // cp.async.mbarrier.arrive.noinc per thread: .noinc makes the async
+  // arrival count against the init count); empty[s] when every thread's
+  // wgmma reads of it completed (one mbarrier.arrive per thread). Stage s
+  // holds tiles s, s + S, ...: tile t's use is phase t / S, so its parity
+  // is (t / S) & 1, and refilling it waits for the phase before, the
+  // parity (t / S + 1) & 1 (for t >= S only: a fresh barrier would pass a
+  // wait for parity 1 anyway, but t < S needs no wait).
+  // They live in the frame's scratch bytes after the K/V rings, inside the
+  // dynamic shared memory: a static workgroup attribution would be laid out
+  // after the dynamic-memory symbol, i.e. on top of Q's first row (the hang
+  // of the first kv-sync=mbarrier attempt, bench/NOTES-hopper.md).
   const int64_t threads = 2 * launch.getBlockM();
   Value barBase;
-  if (mbarriers) {
-    auto barT = MemRefType::get(
-        {4 * S}, b.getI64Type(), AffineMap(),
-        gpu::AddressSpaceAttr::get(b.getContext(),
-                                   gpu::AddressSpace::Workgroup));
-    Value bars = gpuFunc.addWorkgroupAttribution(barT, loc);
+  if (mbarriers)
     barBase = arith::IndexCastOp::create(
         b, loc, b.getI64Type(),
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bars));
-  }
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, barriers));
   auto sharedPtrT = LLVM::LLVMPointerType::get(b.getContext(), 3);
   auto barrierAt = [&](int64_t kind, Value stage) -> Value {
     Value slot = add(stage, kind * S);
@@ -724,13 +729,14 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   auto parityOf = [&](Value t, int64_t phaseOffset) -> Value {
     Value phase = add(arith::DivUIOp::create(b, loc, t, idx(S)), phaseOffset);
     return arith::IndexCastOp::create(
-        b, loc, b.getI32Type(),
-        arith::AndIOp::create(b, loc, phase, idx(1)));
+        b, loc, b.getI32Type(), arith::AndIOp::create(b, loc, phase, idx(1)));
   };
+  // A try_wait.parity loop (the op's inline PTX spins until the phase
+  // completed), with CUTLASS's suspend-time hint of 10 ms.
   auto waitBarrier = [&](Value addr, Value parity) {
     NVVM::MBarrierTryWaitParityOp::create(
         b, loc, addr, parity,
-        LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0));
+        LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0x989680));
   };
   if (mbarriers) {
     Value first =
@@ -744,7 +750,9 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
                                      Value());
       scf::YieldOp::create(b, l);
     });
-    gpu::BarrierOp::create(b, loc); // initialised before anyone arrives
+    // Initialised before anyone arrives or waits (every user is in this
+    // block, so the CTA barrier orders them; no cluster, no TMA).
+    gpu::BarrierOp::create(b, loc);
   }
   // Copies of tile t (K or V) into its stage, nothing past the loop's end.
   // With mbarriers: first wait until every thread has released the tile
@@ -784,10 +792,9 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
                                    NVVM::SharedSpace::shared_cta));
   };
   auto release = [&](bool isK, Value t) {
-    NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(),
-                                   barrierAt(isK ? kEmptyK : kEmptyV,
-                                             stageOf(t)),
-                                   Value());
+    NVVM::MBarrierArriveOp::create(
+        b, loc, b.getI64Type(), barrierAt(isK ? kEmptyK : kEmptyV, stageOf(t)),
+        Value());
   };
 
   // The loop state: the tile loop's iter args, then P of the previous tile.
@@ -831,17 +838,16 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       if (&nested == kv.k || &nested == kv.v || &nested == kv.rescale)
         continue;
       if (&nested == kv.qk) {
-        Value prev = first ? Value() : arith::SubIOp::create(b, loc, t, idx(1));
         if (mbarriers) {
           if (first) // Q: its own commit group, every thread's copy
             waitForCopies(0);
           waitTile(/*isK=*/true, t);
           if (!first)
-            waitTile(/*isK=*/false, prev);
+            waitTile(/*isK=*/false, arith::SubIOp::create(b, loc, t, idx(1)));
           fenceProxy();
           copyTile(kv.k, kRing, add(t, S - 1));
           copyTile(kv.v, vRing, add(t, S - 2));
-        } else {
+        } else { // kv-sync=barrier: as before the mbarriers
           waitForCopies(S - 2);
           copyTile(kv.k, kRing, add(t, S - 1));
           copyTile(kv.v, vRing, add(t, S - 2));
@@ -850,6 +856,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         Value s =
             issueQK(qBuf, kRing, stageBytes(stageOf(t), kStageBytes), n, d);
         if (!first) {
+          Value prev = arith::SubIOp::create(b, loc, t, idx(1));
           oAcc =
               issuePV(pPrev, vRing, stageBytes(stageOf(prev), vStageBytes),
                       keys, frags[op.getRegionIterArgs()[kv.accArg]].regs, d);
@@ -864,8 +871,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         if (!first) {
           waitWGMMA(0);
           if (mbarriers)
-            release(/*isK=*/false,
-                    arith::SubIOp::create(b, loc, t, idx(1)));
+            release(/*isK=*/false, arith::SubIOp::create(b, loc, t, idx(1)));
           frags[kv.rescale.getAcc()] = {Frags::C, unpack(oAcc, d / 2)};
         }
         loc = kv.rescale.getLoc();
@@ -953,6 +959,13 @@ public:
 };
 
 void MapTileToWGMMAPass::runOnOperation() {
+  if (kvSync != "barrier" && kvSync != "mbarrier") {
+    getOperation().emitError()
+        << "attnc-map-tile-to-wgmma: kv-sync must be barrier or mbarrier, not "
+        << kvSync;
+    return signalPassFailure();
+  }
+  const bool mbarriers = kvSync == "mbarrier";
   // Q, K and V all in shared memory (Q first), unpadded: the 128-byte
   // swizzle spreads the rows over the banks instead. The frame aligns every
   // buffer to 1024 bytes, the swizzle's period.
@@ -967,8 +980,10 @@ void MapTileToWGMMAPass::runOnOperation() {
                 wgmma::unsupportedReason(kernel, launch, kvStages);
             if (!why.empty())
               return kernel.emitError() << "the wgmma mapping " << why;
-            return WGMMAEmitter(kernel, gpuFunc, launch, buffers, kvStages,
-                                kvSync == "mbarrier")
+            Value barriers = mbarriers ? buffers.back() : Value();
+            return WGMMAEmitter(kernel, gpuFunc, launch,
+                                mbarriers ? buffers.drop_back() : buffers,
+                                kvStages, barriers)
                 .emit();
           },
           // K and V of the KV loop: rings of kv-stages tiles.
@@ -978,6 +993,10 @@ void MapTileToWGMMAPass::runOnOperation() {
                                               load)
                        ? int64_t(kvStages)
                        : 1;
+          },
+          // kv-sync=mbarrier: 4 x kv-stages mbarrier objects of 8 bytes.
+          [&](tile::LaunchAttr) -> int64_t {
+            return mbarriers ? 4 * kvStages * 8 : 0;
           })))
     signalPassFailure();
 }

@@ -30,6 +30,10 @@ struct TuningConfig {
   // variant allows it, else mma.sync), "wgmma" or "mma". In the canonical
   // string only when set, so untuned keys are unchanged.
   std::string mapping;
+  // The wgmma mapping's K/V ring synchronisation: "" or "barrier" (one CTA
+  // barrier per tile) or "mbarrier" (per-stage full/empty mbarriers). In
+  // the canonical string only when set, as mapping.
+  std::string kvSync;
   // Row kernels: blocks that must fit one SM at once (ptxas caps registers
   // to fit; 0: no cap). Keyed for elementwise ops only.
   int64_t minBlocksPerSm = 0;
@@ -96,7 +100,7 @@ int64_t elementSize(const KernelSpec &spec);
 // JSON form used by spec files. Optional keys take the defaults above;
 // "kv_heads" defaults to "heads"; unknown keys are errors.
 Json specToJson(const KernelSpec &spec);
-// The {"block_m", "block_n", "stages", "warps"[, "mapping",
+// The {"block_m", "block_n", "stages", "warps"[, "mapping", "kv_sync",
 // "min_blocks_per_sm"]} object of spec files and tuning databases; absent keys
 // stay 0, unknown keys are errors.
 Json tuningToJson(const TuningConfig &tuning);

@@ -1,0 +1,10 @@
+// RUN: not attnc-opt %s -attnc-tile-attention="block-m=64 block-n=64" -attnc-map-tile-to-wgmma="kv-sync=fence" 2>&1 | FileCheck %s
+
+// kv-sync takes barrier (the default) or mbarrier.
+// CHECK: error: attnc-map-tile-to-wgmma: kv-sync must be barrier or mbarrier, not fence
+func.func @attention_fwd(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>)
+    -> tensor<?x2x?x64xbf16> {
+  %o = attn.attention %q, %k, %v
+      : tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x2x?x64xbf16>
+  return %o : tensor<?x2x?x64xbf16>
+}
