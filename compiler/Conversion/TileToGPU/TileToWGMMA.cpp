@@ -668,6 +668,13 @@ LogicalResult WGMMAEmitter::emitFor(scf::ForOp op) {
 // of K and V run S - 1 tiles ahead. The first tile is peeled (no P·V
 // before it), and the whole loop is skipped when it has no tile (fully
 // masked rows keep O = 0, m = -inf, l = 0).
+// kv-sync=mbarrier replaces the per-tile wait + CTA barrier: iteration j
+// waits on the full barriers of K_j and V_{j-1} (every thread's copies
+// landed), and each copy into a stage first waits on that stage's empty
+// barrier (every thread released the tile it held); K_j is released after
+// the wait for QKᵀ_j, V_{j-1} after the wait for P·V. No commit groups
+// for the rings then (Q keeps its own); tests/unit/mbarrier_protocol_sim.py
+// models the protocol.
 LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   KVLoop kv = *matchKVLoop(op);
   const int64_t S = kvStages;
