@@ -368,6 +368,15 @@ LogicalResult gpu_emit::mapKernelsToGPU(
              b.getNamedAttr("dynamic_smem", b.getI64IntegerAttr(bytes))})));
     if (failed(emit(kernel, gpuFunc, launch, buffers)))
       return failure();
+    // The tiles are addressed from the dynamic-memory symbol, which NVPTX
+    // lays out as the first static .shared variable: any other static
+    // shared memory would sit on top of the first tile (the first
+    // kv-sync=mbarrier attempt hung so). Mappings ask for scratchBytes.
+    if (bytes > 0 && gpuFunc.getNumWorkgroupAttributions() > 0)
+      return gpuFunc.emitError(
+          "a kernel with dynamic shared memory must not also have workgroup "
+          "attributions (they would alias its first buffer); use the "
+          "frame's scratch bytes");
     kernel.erase();
   }
   module->setAttr("attnc.launch_info", b.getDictionaryAttr(infos));
