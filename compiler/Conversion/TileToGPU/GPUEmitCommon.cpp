@@ -287,6 +287,30 @@ Value gpu_emit::tileNeedsMasks(OpBuilder &b, Location loc, tile::ScoreOp op,
   return needs;
 }
 
+SmallVector<func::FuncOp> gpu_emit::kernelsWithRule(ModuleOp module,
+                                                    StringRef rule) {
+  SmallVector<func::FuncOp> kernels;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (auto l = fn->getAttrOfType<tile::LaunchAttr>("tile.launch");
+        l && l.getRule() == rule)
+      kernels.push_back(fn);
+  return kernels;
+}
+
+gpu::GPUModuleOp gpu_emit::kernelsModule(ModuleOp module) {
+  OpBuilder b(module.getContext());
+  gpu::GPUModuleOp gpuModule;
+  for (auto m : module.getOps<gpu::GPUModuleOp>())
+    gpuModule = m;
+  if (!gpuModule) {
+    b.setInsertionPointToEnd(module.getBody());
+    gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kernels");
+  }
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  return gpuModule;
+}
+
 LogicalResult gpu_emit::mapKernelsToGPU(
     ModuleOp module, int64_t rowPad, bool stageRowOwned,
     function_ref<int64_t(tile::LaunchAttr)> threads,

@@ -101,6 +101,16 @@ mlir::LogicalResult mapKernelsToGPU(
 /// loop-invariant, and they are neither paged nor length-bounded.
 llvm::SmallVector<attnc::tile::LoadOp> prefetchableLoads(mlir::scf::ForOp loop);
 
+/// The tile kernels (func.func with `tile.launch`) of `module` whose launch
+/// rule is `rule`, in module order.
+llvm::SmallVector<mlir::func::FuncOp> kernelsWithRule(mlir::ModuleOp module,
+                                                      llvm::StringRef rule);
+
+/// The gpu.module @kernels of `module` that kernels are moved into: the
+/// last one there is, else a new one at the end; `module` is marked a GPU
+/// container module either way.
+mlir::gpu::GPUModuleOp kernelsModule(mlir::ModuleOp module);
+
 /// What a launch of a mapped kernel needs: threads per block and bytes of
 /// dynamic shared memory. mapKernelsToGPU records it on the top-level
 /// module (attribute "attnc.launch_info"), where it survives the lowering
