@@ -291,11 +291,11 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
                                 meta.gridRule + "'"));
   } else if (decode) {
     // Decode's parameters are a fixed contract (Decode.h), packed in order.
-    if (meta.gridRule != kGridRuleDecodeSplitV1 ||
+    if (meta.gridRule != kGridRuleDecodeSplit ||
         meta.params != decodeSplitV1Params())
       return context(Status(
           ErrorCode::Unsupported,
-          "op decode needs grid rule " + std::string(kGridRuleDecodeSplitV1) +
+          "op decode needs grid rule " + std::string(kGridRuleDecodeSplit) +
               " and its parameter list; metadata has '" + meta.gridRule + "'"));
   } else {
     if (meta.gridRule != kGridRuleAttentionFwdV1 || meta.blockM < 1)

@@ -90,6 +90,20 @@ std::vector<Case> correctnessCases() {
   c.seqQ = 4;
   c.spec.causal = true;
   cs.push_back(c);
+  // The combine spreads splits over 8 warps x 4 in flight: more splits
+  // than its 256 threads (the LSE max loop runs twice), a count that is
+  // no multiple of 32, and query rows past one.
+  c = {"300 splits, MQA 16/1 D64, q_len 3, page 16, {2, 9000, 40000}",
+       decodeSpec(16, 1, 64, "bf16", 16, 3),
+       {2, 9000, 40000}};
+  c.splits = 300;
+  c.seqQ = 3;
+  cs.push_back(c);
+  c = {"37 splits, GQA 32/8 D128, page 16, {1, 131, 20000}",
+       decodeSpec(32, 8, 128, "bf16", 16),
+       {1, 131, 20000}};
+  c.splits = 37;
+  cs.push_back(c);
   c = {"empty sequence in the batch, softcap 30, 1 split",
        decodeSpec(32, 8, 128, "bf16", 16),
        {0, 513}};

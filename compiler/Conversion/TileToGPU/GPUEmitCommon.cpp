@@ -326,12 +326,13 @@ LogicalResult gpu_emit::mapKernelsToGPU(
   if (kernels.empty())
     return success();
   OpBuilder b(ctx);
-  b.setInsertionPointToEnd(module.getBody());
-  auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kernels");
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
+  // Kernels an earlier, op-specific mapping placed (the split-KV combine)
+  // share the gpu.module and keep their launch info.
+  gpu::GPUModuleOp gpuModule = kernelsModule(module);
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   SmallVector<NamedAttribute> infos;
+  if (auto earlier = module->getAttrOfType<DictionaryAttr>("attnc.launch_info"))
+    llvm::append_range(infos, earlier.getValue());
   for (func::FuncOp kernel : kernels) {
     auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
     SmallVector<MemRefType> bufferTypes; // staged tiles, in kernel order
