@@ -821,7 +821,7 @@ std::vector<uint16_t> runOnce(Context &ctx, const Kernel &kernel,
 /// variant of sweepVariants() side by side on each row, each first checked
 /// (against float64 on the correctness case, then against the default's
 /// output on the row itself), then timed; the best per row is marked.
-void bench(Context &ctx, bool sweep, std::mt19937_64 &rng) {
+void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
   const DriverApi *api = &ctx.driver();
   if (!api->cuEventCreate || !api->cuEventElapsedTime) {
     std::fprintf(stderr, "the driver has no event API\n");
@@ -849,7 +849,10 @@ void bench(Context &ctx, bool sweep, std::mt19937_64 &rng) {
                   "are still timed but must not become the default\n",
                   bad);
   }
-  for (BenchRow row : benchRows()) {
+  std::vector<BenchRow> rows = benchRows();
+  if (onlyRow >= 0)
+    rows = {rows.at(size_t(onlyRow) % rows.size())};
+  for (BenchRow row : rows) {
     BenchProblem p(api, row, rng);
     std::vector<uint16_t> reference;
     double bestTbs = 0;
@@ -913,6 +916,7 @@ void bench(Context &ctx, bool sweep, std::mt19937_64 &rng) {
 int main(int argc, char **argv) {
   std::string bundle, writeSpecs;
   bool doBench = false, sweep = false;
+  int onlyRow = -1; // --row i: bench row i only (for a profiler)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--bundle" && i + 1 < argc)
@@ -923,6 +927,8 @@ int main(int argc, char **argv) {
       doBench = true;
     else if (a == "--sweep")
       sweep = true;
+    else if (a == "--row" && i + 1 < argc)
+      onlyRow = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -983,7 +989,7 @@ int main(int argc, char **argv) {
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::mt19937_64 rng(seed);
   if (doBench) {
-    bench(**ctx, sweep, rng);
+    bench(**ctx, sweep, onlyRow, rng);
     return 0;
   }
   int passed = 0, failed = 0;
