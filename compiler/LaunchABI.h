@@ -42,7 +42,7 @@ attentionFwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
   return types;
 }
 
-/// Decode, split over the KV sequence (`decode_split_v1`). Grid:
+/// Decode, split over the KV sequence (`decode_split_v2`). Grid:
 /// (num_splits, kv_heads, batch). Each program computes the GQA group of one
 /// KV head (its Hq / Hkv query heads x seq_q rows) over its chunk of the
 /// sequence and writes a partial O and LSE (f32) into the workspace:
@@ -51,7 +51,7 @@ attentionFwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
 /// strides; the block table [batch, max_blocks] i32 is contiguous; kv_lens
 /// [batch] i32. The query rows of a group are read as one [Hq/Hkv · seq_q,
 /// D] matrix: q_stride_h = seq_q · q_stride_s when seq_q > 1.
-inline constexpr const char *kDecodeSplitRule = "decode_split_v1";
+inline constexpr const char *kDecodeSplitRule = "decode_split_v2";
 inline constexpr std::array<const char *, 21> kDecodeSplitParams = {
     "q",          "k_cache",    "v_cache",    "block_table", "kv_lens",
     "o_part",     "lse_part",   "batch",      "seq_q",       "num_splits",
@@ -63,10 +63,14 @@ inline constexpr std::array<const char *, 21> kDecodeSplitParams = {
 /// loads may be copied a tile ahead (tuning.stages = 2).
 inline constexpr const char *kPrefetchPagedAttr = "tile.prefetch_paged";
 
-/// The combine of the partials (`decode_combine_v1`): grid (ceil(seq_q /
+/// The combine of the partials (`decode_combine_v2`): grid (ceil(seq_q /
 /// block_m), heads, batch); O [B, Hq, seq_q, D] and LSE [B, Hq, seq_q] with
 /// strides, as in attention_fwd_v1.
-inline constexpr const char *kDecodeCombineRule = "decode_combine_v1";
+/// v2: the combine's block is kDecodeCombineBlock threads (the splits
+/// spread over its warps, compiler/Conversion/TileToGPU/CombineToGPU.cpp);
+/// v1 was one warp.
+inline constexpr const char *kDecodeCombineRule = "decode_combine_v2";
+inline constexpr int64_t kDecodeCombineBlock = 256;
 inline constexpr std::array<const char *, 12> kDecodeCombineParams = {
     "o_part",       "lse_part",    "o",          "lse",        "batch",
     "seq_q",        "num_splits",  "o_stride_b", "o_stride_h", "o_stride_s",

@@ -68,6 +68,17 @@ step attention-bench-mbarrier timeout 120 "$stage/bin/attnc-gpu-attention" --bun
 step attention-bench timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
 step decode-gpu "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle"
 step decode-bench "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench
+# Nsight Compute on the decode bench (skip the check run and warm-ups):
+# split and combine times at B=1 L=128k (row 0), and the split kernel's full
+# section set at B=16 L=32k (row 1). Clocks left alone (--clock-control none).
+ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+step ncu-decode-times timeout 180 "$ncu_bin" --clock-control none \
+  --metrics gpu__time_duration.sum -k regex:decode --launch-skip 2 \
+  --launch-count 4 "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" \
+  --bench --row 0
+step ncu-decode-split timeout 240 "$ncu_bin" --clock-control none --set full \
+  -k regex:decode_split --launch-skip 2 --launch-count 1 \
+  "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --row 1
 # Every split-kernel variant (block_n x stages x split policy) side by side.
 step decode-sweep "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --sweep
 step elementwise-gpu "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle"

@@ -52,6 +52,20 @@ struct CompileSession {
                              diagnostics);
   }
 
+  /// The last step of every op's compile: the passes `build` adds, run over
+  /// `module`, then PTX for the spec's arch.
+  attnc::Result<std::string>
+  lowerToPTX(ModuleOp module, function_ref<void(OpPassManager &)> build) {
+    PassManager pm(&ctx);
+    build(pm);
+    if (failed(pm.run(module)))
+      return fail("lowering failed");
+    FailureOr<std::string> ptx = attnc::emitPTX(module, spec.arch);
+    if (failed(ptx))
+      return fail("PTX emission failed");
+    return std::move(*ptx);
+  }
+
   const attnc::KernelSpec &spec;
   MLIRContext ctx;
   std::string diagnostics;
@@ -139,14 +153,10 @@ compileRowKernel(const attnc::KernelSpec &spec) {
   meta.gridRule = kRowwiseRule;
   meta.dynamicSmem = 0; // reduction buffers are static shared memory
 
-  PassManager gpuPm(&ctx);
-  buildRowGPUPipeline(gpuPm);
-  if (failed(gpuPm.run(*module)))
-    return fail("lowering failed");
-  FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
-  if (failed(ptx))
-    return fail("PTX emission failed");
-  out.ptx = std::move(*ptx);
+  ATTNC_ASSIGN_OR_RETURN(out.ptx,
+                         session.lowerToPTX(*module, [](OpPassManager &pm) {
+                           buildRowGPUPipeline(pm);
+                         }));
   return out;
 }
 
@@ -185,14 +195,10 @@ compileKVAppend(const attnc::KernelSpec &spec) {
   meta.arch = spec.arch;
   meta.gridRule = kKVAppendRule;
   meta.params = kvAppendV1Params();
-  PassManager gpuPm(&ctx);
-  buildKVAppendGPUPipeline(gpuPm);
-  if (failed(gpuPm.run(*module)))
-    return fail("lowering failed");
-  FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
-  if (failed(ptx))
-    return fail("PTX emission failed");
-  out.ptx = std::move(*ptx);
+  ATTNC_ASSIGN_OR_RETURN(out.ptx,
+                         session.lowerToPTX(*module, [](OpPassManager &pm) {
+                           buildKVAppendGPUPipeline(pm);
+                         }));
   return out;
 }
 
@@ -208,16 +214,12 @@ compileLseMerge(const attnc::KernelSpec &spec) {
       buildLseMergeModule(ctx, attentionConfigOf(spec));
   if (!module)
     return fail("the lse_merge does not verify");
-  PassManager pm(&ctx);
-  buildDecodeTilePipeline(pm, {});
-  buildMMAPipeline(pm);
-  if (failed(pm.run(*module)))
-    return fail("lowering failed");
-  FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
-  if (failed(ptx))
-    return fail("PTX emission failed");
   CompiledKernel out;
-  out.ptx = std::move(*ptx);
+  ATTNC_ASSIGN_OR_RETURN(out.ptx,
+                         session.lowerToPTX(*module, [](OpPassManager &pm) {
+                           buildDecodeTilePipeline(pm, {});
+                           buildMMAPipeline(pm);
+                         }));
   KernelMetadata &meta = out.meta;
   meta.entry = "lse_merge";
   meta.arch = spec.arch;
@@ -291,17 +293,12 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
                 std::string(choice.name) + " was chosen: " + choice.why);
   if (!spec.tuning.kvSync.empty())
     tile.kvSync = spec.tuning.kvSync;
-  PassManager pm(&ctx);
-  buildTilePipeline(pm, tile);
-  buildMappingPipeline(pm, choice.mapping, tile);
-  if (failed(pm.run(*module)))
-    return fail("lowering failed");
-  FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
-  if (failed(ptx))
-    return fail("PTX emission failed");
-
   CompiledKernel out;
-  out.ptx = std::move(*ptx);
+  ATTNC_ASSIGN_OR_RETURN(out.ptx,
+                         session.lowerToPTX(*module, [&](OpPassManager &pm) {
+                           buildTilePipeline(pm, tile);
+                           buildMappingPipeline(pm, choice.mapping, tile);
+                         }));
   KernelMetadata &meta = out.meta;
   meta.entry = "attention_fwd";
   meta.arch = spec.arch;
@@ -350,17 +347,12 @@ attnc::SpecCompiler::compileDecode(const KernelSpec &spec) {
   if (spec.tuning.stages > 0)
     tile.stages = spec.tuning.stages;
   tile.maxQLen = spec.maxQLen;
-  PassManager pm(&ctx);
-  buildDecodeTilePipeline(pm, tile);
-  buildMMAPipeline(pm);
-  if (failed(pm.run(*module)))
-    return fail("lowering failed");
-  FailureOr<std::string> ptx = emitPTX(*module, spec.arch);
-  if (failed(ptx))
-    return fail("PTX emission failed");
-
   CompiledKernel out;
-  out.ptx = std::move(*ptx);
+  ATTNC_ASSIGN_OR_RETURN(out.ptx,
+                         session.lowerToPTX(*module, [&](OpPassManager &pm) {
+                           buildDecodeTilePipeline(pm, tile);
+                           buildMMAPipeline(pm);
+                         }));
   KernelMetadata &meta = out.meta;
   int64_t rows = decodeSplitRows(spec);
   meta.entry = "decode_split"; // and decode_combine (Decode.h)

@@ -124,6 +124,7 @@ static void addGPUToNVVM(OpPassManager &pm) {
 }
 
 void attnc::buildSIMTPipeline(OpPassManager &pm) {
+  pm.addPass(createMapCombineToGPU()); // split-KV combines, if any
   pm.addPass(createMapTileToSIMT());
   addGPUToNVVM(pm);
 }
@@ -132,6 +133,7 @@ void attnc::buildMMAPipeline(OpPassManager &pm, const TileOptions &options) {
   MapTileToMMAOptions mma;
   mma.rowsPerWarp = options.rowsPerWarp;
   mma.qInSharedMemory = options.qInSmem;
+  pm.addPass(createMapCombineToGPU()); // split-KV combines, if any
   pm.addPass(createMapTileToMMA(mma));
   addGPUToNVVM(pm);
 }

@@ -33,11 +33,11 @@ def TileDecode : Pass<"attnc-tile-decode", "mlir::ModuleOp"> {
                 "and its LSE combine";
   let description = [{
     A function `@f` whose body is one `attn.decode` on its arguments becomes
-    two kernel functions: `@f_split` (launch rule `decode_split_v1`, one
+    two kernel functions: `@f_split` (launch rule `decode_split_v2`, one
     program per (split, KV head, sequence): the online softmax over its
     chunk of the paged cache for the whole GQA group, `max-q-len` rows per
     head, padded to 16; writes a partial O and LSE in f32) and `@f_combine`
-    (`decode_combine_v1`: merges the partials by their LSE weights into O
+    (`decode_combine_v2`: merges the partials by their LSE weights into O
     and LSE). The number of splits is a kernel argument, so the runtime
     picks it per problem. A function holding one `attn.lse_merge` (cascade
     attention) becomes the kernel `lse_merge_v1` of the same name.
@@ -209,6 +209,25 @@ def MapRowsToGPU : Pass<"attnc-map-rows-to-gpu", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def MapCombineToGPU : Pass<"attnc-map-combine-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Map the split-KV combine onto a block whose warps share "
+                "the splits";
+  let description = [{
+    Each `decode_combine_v2` kernel (from `attnc-tile-decode`) becomes a
+    `gpu.func` of 256 threads. Its loop over the splits is a log-sum-exp
+    merge, which is associative, so instead of one split after the other
+    the block finds the largest LSE of a row first (every thread reads some
+    of them), then each warp sums its share of the splits weighted against
+    it (16-byte vector loads, four splits in flight per warp), and the
+    warps' sums meet in shared memory. Runs before the attention mappings,
+    which then map the remaining kernels.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect"];

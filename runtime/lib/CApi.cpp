@@ -51,15 +51,25 @@ template <typename Body> attnc_status guarded(Body &&body) {
   }
 }
 
+/// Every versioned argument struct of the C ABI starts with struct_size: a
+/// caller built against an older header passes a smaller one.
+attnc::Status checkStructSize(size_t got, size_t expected, const char *name) {
+  if (got >= expected)
+    return attnc::Status::ok();
+  return attnc::Status(attnc::ErrorCode::InvalidArgument,
+                       std::string(name) + ".struct_size is " +
+                           std::to_string(got) + ", expected " +
+                           std::to_string(expected) + " (call " + name +
+                           "_init)");
+}
+
 attnc::Result<attnc::KernelSpec> specFromC(const attnc_spec *in) {
   if (!in)
     return attnc::Status(attnc::ErrorCode::InvalidArgument, "spec is NULL");
-  if (in->struct_size < sizeof(attnc_spec))
-    return attnc::Status(attnc::ErrorCode::InvalidArgument,
-                         "attnc_spec.struct_size is " +
-                             std::to_string(in->struct_size) + ", expected " +
-                             std::to_string(sizeof(attnc_spec)) +
-                             " (call attnc_spec_init)");
+  if (attnc::Status s =
+          checkStructSize(in->struct_size, sizeof(attnc_spec), "attnc_spec");
+      !s.isOk())
+    return s;
   attnc::KernelSpec spec;
   if (in->op)
     spec.op = in->op;
@@ -275,12 +285,10 @@ namespace {
 attnc::Result<attnc::DecodeArgs> decodeArgsFromC(const attnc_decode_args *in) {
   if (!in)
     return attnc::Status(attnc::ErrorCode::InvalidArgument, "args is NULL");
-  if (in->struct_size < sizeof(attnc_decode_args))
-    return attnc::Status(attnc::ErrorCode::InvalidArgument,
-                         "attnc_decode_args.struct_size is " +
-                             std::to_string(in->struct_size) + ", expected " +
-                             std::to_string(sizeof(attnc_decode_args)) +
-                             " (call attnc_decode_args_init)");
+  if (attnc::Status s = checkStructSize(
+          in->struct_size, sizeof(attnc_decode_args), "attnc_decode_args");
+      !s.isOk())
+    return s;
   attnc::DecodeArgs out;
   out.q = tensorFromC(in->q);
   out.kCache = tensorFromC(in->k_cache);
@@ -351,11 +359,11 @@ attnc_status attnc_kv_append_launch(attnc_context *ctx,
   return guarded([&]() -> attnc_status {
     if (!ctx || !kernel || !args)
       return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx, kernel or args is NULL");
-    if (args->struct_size < sizeof(attnc_kv_append_args))
-      return fail(ATTNC_ERROR_INVALID_ARGUMENT,
-                  "attnc_kv_append_args.struct_size is " +
-                      std::to_string(args->struct_size) +
-                      " (call attnc_kv_append_args_init)");
+    if (attnc::Status s =
+            checkStructSize(args->struct_size, sizeof(attnc_kv_append_args),
+                            "attnc_kv_append_args");
+        !s.isOk())
+      return fail(s);
     attnc::KVAppendArgs a;
     a.key = tensorFromC(args->key);
     a.value = tensorFromC(args->value);
@@ -379,11 +387,10 @@ attnc_status attnc_merge_launch(attnc_context *ctx, const attnc_kernel *kernel,
   return guarded([&]() -> attnc_status {
     if (!ctx || !kernel || !args)
       return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx, kernel or args is NULL");
-    if (args->struct_size < sizeof(attnc_merge_args))
-      return fail(ATTNC_ERROR_INVALID_ARGUMENT,
-                  "attnc_merge_args.struct_size is " +
-                      std::to_string(args->struct_size) +
-                      " (call attnc_merge_args_init)");
+    if (attnc::Status s = checkStructSize(
+            args->struct_size, sizeof(attnc_merge_args), "attnc_merge_args");
+        !s.isOk())
+      return fail(s);
     attnc::MergeArgs a;
     a.oA = tensorFromC(args->o_a);
     a.lseA = tensorFromC(args->lse_a);

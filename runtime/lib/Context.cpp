@@ -291,11 +291,11 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
                                 meta.gridRule + "'"));
   } else if (decode) {
     // Decode's parameters are a fixed contract (Decode.h), packed in order.
-    if (meta.gridRule != kGridRuleDecodeSplitV1 ||
+    if (meta.gridRule != kGridRuleDecodeSplit ||
         meta.params != decodeSplitV1Params())
       return context(Status(
           ErrorCode::Unsupported,
-          "op decode needs grid rule " + std::string(kGridRuleDecodeSplitV1) +
+          "op decode needs grid rule " + std::string(kGridRuleDecodeSplit) +
               " and its parameter list; metadata has '" + meta.gridRule + "'"));
   } else {
     if (meta.gridRule != kGridRuleAttentionFwdV1 || meta.blockM < 1)
@@ -357,6 +357,14 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
           result, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, " +
                       std::to_string(meta.dynamicSmem) + ")"));
   }
+  // Decode: many small programs per SM, each with its K/V tiles in shared
+  // memory and read through cp.async.cg (L2 only, so L1 is not needed):
+  // ask for the largest shared-memory carveout, which decodeResidentPerSm
+  // assumes. Only a preference: a driver that declines it is no error.
+  if (decode)
+    (void)driver_->cuFuncSetAttribute(
+        kernel->function_, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+        CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
   if (decode && driver_->cuFuncGetAttribute) {
     int regs = 0, staticSmem = 0;
     if (driver_->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS,

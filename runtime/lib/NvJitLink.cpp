@@ -1,14 +1,26 @@
-//===- NvJitLink.cpp - Optional PTX to cubin through nvJitLink ------------===//
+//===- NvJitLink.cpp - Optional PTX to cubin: ptxas, else nvJitLink -------===//
 
 #include "attnc/runtime/NvJitLink.h"
 
 #include <nvJitLink.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <vector>
+
+extern char **environ;
 
 namespace attnc {
 
@@ -66,6 +78,99 @@ Result<std::unique_ptr<CubinLinker::Api>> openNvJitLink(void *handle) {
   return api;
 }
 
+bool executable(const std::string &path) {
+  return !path.empty() && ::access(path.c_str(), X_OK) == 0;
+}
+
+/// The ptxas binary to use: $ATTNC_PTXAS ("none" turns ptxas off), else
+/// $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin, then PATH.
+std::string findPtxas() {
+  if (const char *forced = std::getenv("ATTNC_PTXAS"))
+    return std::string(forced) == "none" ? std::string() : std::string(forced);
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *dir = std::getenv(var))
+      if (std::string p = std::string(dir) + "/bin/ptxas"; executable(p))
+        return p;
+  if (executable("/usr/local/cuda/bin/ptxas"))
+    return "/usr/local/cuda/bin/ptxas";
+  if (const char *path = std::getenv("PATH")) {
+    std::stringstream dirs(path);
+    for (std::string dir; std::getline(dirs, dir, ':');)
+      if (std::string p = dir + "/ptxas"; executable(p))
+        return p;
+  }
+  return {};
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// `ptxas -arch=<arch> -O3 kernel.ptx -o kernel.cubin` in a fresh temporary
+/// directory. A whole-program compile: nvJitLink compiles PTX as
+/// relocatable code (like `ptxas -c`), which costs registers (the decode
+/// split kernel: 227 against 162, bench/NOTES.md), so ptxas comes first.
+Result<std::string> runPtxas(const std::string &ptxas, std::string_view ptx,
+                             const std::string &arch) {
+  const char *tmp = std::getenv("TMPDIR");
+  std::string dirTemplate =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/attnc-ptxas-XXXXXX";
+  if (!::mkdtemp(dirTemplate.data()))
+    return Status(ErrorCode::IoError,
+                  "cannot create a temporary directory for ptxas");
+  const std::string dir = dirTemplate;
+  const std::string in = dir + "/kernel.ptx", out = dir + "/kernel.cubin",
+                    log = dir + "/ptxas.log";
+  auto cleanup = [&] {
+    std::remove(in.c_str());
+    std::remove(out.c_str());
+    std::remove(log.c_str());
+    ::rmdir(dir.c_str());
+  };
+  {
+    std::ofstream f(in, std::ios::binary);
+    f.write(ptx.data(), std::streamsize(ptx.size()));
+    if (!f) {
+      cleanup();
+      return Status(ErrorCode::IoError, "cannot write " + in);
+    }
+  }
+  std::string archOption = "-arch=" + arch;
+  std::vector<std::string> args = {ptxas, archOption, "-O3", in, "-o", out};
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, ptxas.c_str(), &actions, nullptr, argv.data(),
+                         environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    cleanup();
+    return Status(ErrorCode::NotFound, "cannot run " + ptxas);
+  }
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  std::string cubin = readFile(out), messages = readFile(log);
+  cleanup();
+  while (!messages.empty() && messages.back() == '\n')
+    messages.pop_back();
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || cubin.empty())
+    return Status(ErrorCode::CompileError, "ptxas could not compile PTX for " +
+                                               arch + " (" + ptxas +
+                                               "): " + messages);
+  return cubin;
+}
+
 } // namespace
 
 Result<const CubinLinker *> CubinLinker::load() {
@@ -81,6 +186,7 @@ Result<const CubinLinker *> CubinLinker::load() {
     return failure;
   }
   tried = true;
+  std::string ptxas = findPtxas();
   std::string errors;
   for (const char *name :
        {"libnvJitLink.so.13", "/usr/local/cuda/lib64/libnvJitLink.so.13"}) {
@@ -100,15 +206,36 @@ Result<const CubinLinker *> CubinLinker::load() {
     unsigned major = 0, minor = 0;
     api->version(&major, &minor);
     linker.reset(new CubinLinker(
-        api.get(), name, std::to_string(major) + "." + std::to_string(minor)));
+        api.get(), name, std::to_string(major) + "." + std::to_string(minor),
+        ptxas));
     return static_cast<const CubinLinker *>(linker.get());
   }
-  failure = Status(ErrorCode::NotFound, "nvJitLink not found: " + errors);
+  if (!ptxas.empty()) { // ptxas alone will do
+    linker.reset(new CubinLinker(nullptr, "", "", ptxas));
+    return static_cast<const CubinLinker *>(linker.get());
+  }
+  failure = Status(ErrorCode::NotFound,
+                   "neither ptxas nor nvJitLink found: " + errors);
   return failure;
 }
 
 Result<std::string> CubinLinker::link(std::string_view ptx,
                                       const std::string &arch) const {
+  if (!ptxas_.empty()) {
+    Result<std::string> cubin = runPtxas(ptxas_, ptx, arch);
+    // A ptxas that cannot run (removed since load) leaves nvJitLink; a
+    // ptxas that rejects the PTX is the answer.
+    if (cubin.isOk() || cubin.status().code() != ErrorCode::NotFound || !api_)
+      return cubin;
+  }
+  return linkWithNvJitLink(ptx, arch);
+}
+
+Result<std::string>
+CubinLinker::linkWithNvJitLink(std::string_view ptx,
+                               const std::string &arch) const {
+  if (!api_)
+    return Status(ErrorCode::NotFound, "nvJitLink not loaded");
   std::string archOption = "-arch=" + arch;
   const char *options[] = {archOption.c_str()};
   nvJitLinkHandle handle = nullptr;

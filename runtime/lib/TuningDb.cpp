@@ -158,13 +158,24 @@ Status TuningDb::save(const std::string &path) const {
 TuningConfig heuristicTuning(const KernelSpec &spec) {
   TuningConfig t;
   if (spec.arch == "sm_90a" && spec.headDim == 128) {
-    // The wgmma mapping (one warpgroup per 64 rows, K/V rings of 2 tiles),
-    // H200 at S = 4k (bench/RESULTS.md, session 3): 192x64 (3 warpgroups)
-    // 375 TFLOP/s non-causal, 128x128 306 causal; 64x64 only 260/238 (its
-    // 80 KiB leave 2 blocks = 2 warpgroups per SM).
-    t.blockM = spec.causal ? 128 : 192;
-    t.blockN = spec.causal ? 128 : 64;
+    // The wgmma mapping (one warpgroup per 64 rows, K/V rings of 2 tiles).
+    // H200 at S = 4k with whole-program ptxas cubins (bench/NOTES.md,
+    // session 4): 192x64 (3 warpgroups) 402 TFLOP/s non-causal and 326
+    // causal, 128x128 356 / 312; 64x64 only 284 / 262 (its 80 KiB leave 2
+    // blocks = 2 warpgroups per SM). Session 3's sweep had 192x64 ahead for
+    // causal S = 16k too.
+    t.blockM = 192;
+    t.blockN = 64;
     t.stages = 2;
+    return t;
+  } else if (spec.arch == "sm_90a" && spec.headDim == 256) {
+    // mma.sync (wgmma takes D 64/128 so far). The session-3 sweep on the
+    // H200 (bench/RESULTS.md): 128x64 with 8 warps 280 TFLOP/s against
+    // 239 for 64x32 at S = 16k; 255 registers, no spills on sm_90a. sm_80
+    // keeps 64x32: there the causal variant of 128x64 spills.
+    t.blockM = 128;
+    t.blockN = 64;
+    t.warps = 8;
     return t;
   } else if (spec.headDim <= 128) {
     t.blockM = 128;

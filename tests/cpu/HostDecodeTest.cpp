@@ -511,7 +511,8 @@ TEST_CASE("decode kernels take the runtime's parameter lists",
   REQUIRE(combine.size() == kDecodeCombineParams.size());
   for (size_t i = 0; i < combine.size(); ++i)
     CHECK(combine[i].name == kDecodeCombineParams[i]);
-  CHECK(std::string(kGridRuleDecodeSplitV1) == kDecodeSplitRule);
+  CHECK(std::string(kGridRuleDecodeSplit) == kDecodeSplitRule);
+  CHECK(kDecodeCombineThreads == kDecodeCombineBlock);
 }
 
 // attn.kv_append: every valid slot gets its token's K and V rows, every

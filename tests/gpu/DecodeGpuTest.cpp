@@ -90,6 +90,20 @@ std::vector<Case> correctnessCases() {
   c.seqQ = 4;
   c.spec.causal = true;
   cs.push_back(c);
+  // The combine spreads splits over 8 warps x 4 in flight: more splits
+  // than its 256 threads (the LSE max loop runs twice), a count that is
+  // no multiple of 32, and query rows past one.
+  c = {"300 splits, MQA 16/1 D64, q_len 3, page 16, {2, 9000, 40000}",
+       decodeSpec(16, 1, 64, "bf16", 16, 3),
+       {2, 9000, 40000}};
+  c.splits = 300;
+  c.seqQ = 3;
+  cs.push_back(c);
+  c = {"37 splits, GQA 32/8 D128, page 16, {1, 131, 20000}",
+       decodeSpec(32, 8, 128, "bf16", 16),
+       {1, 131, 20000}};
+  c.splits = 37;
+  cs.push_back(c);
   c = {"empty sequence in the batch, softcap 30, 1 split",
        decodeSpec(32, 8, 128, "bf16", 16),
        {0, 513}};
@@ -807,7 +821,7 @@ std::vector<uint16_t> runOnce(Context &ctx, const Kernel &kernel,
 /// variant of sweepVariants() side by side on each row, each first checked
 /// (against float64 on the correctness case, then against the default's
 /// output on the row itself), then timed; the best per row is marked.
-void bench(Context &ctx, bool sweep, std::mt19937_64 &rng) {
+void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
   const DriverApi *api = &ctx.driver();
   if (!api->cuEventCreate || !api->cuEventElapsedTime) {
     std::fprintf(stderr, "the driver has no event API\n");
@@ -835,7 +849,10 @@ void bench(Context &ctx, bool sweep, std::mt19937_64 &rng) {
                   "are still timed but must not become the default\n",
                   bad);
   }
-  for (BenchRow row : benchRows()) {
+  std::vector<BenchRow> rows = benchRows();
+  if (onlyRow >= 0)
+    rows = {rows.at(size_t(onlyRow) % rows.size())};
+  for (BenchRow row : rows) {
     BenchProblem p(api, row, rng);
     std::vector<uint16_t> reference;
     double bestTbs = 0;
@@ -899,6 +916,7 @@ void bench(Context &ctx, bool sweep, std::mt19937_64 &rng) {
 int main(int argc, char **argv) {
   std::string bundle, writeSpecs;
   bool doBench = false, sweep = false;
+  int onlyRow = -1; // --row i: bench row i only (for a profiler)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--bundle" && i + 1 < argc)
@@ -909,6 +927,8 @@ int main(int argc, char **argv) {
       doBench = true;
     else if (a == "--sweep")
       sweep = true;
+    else if (a == "--row" && i + 1 < argc)
+      onlyRow = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -969,7 +989,7 @@ int main(int argc, char **argv) {
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::mt19937_64 rng(seed);
   if (doBench) {
-    bench(**ctx, sweep, rng);
+    bench(**ctx, sweep, onlyRow, rng);
     return 0;
   }
   int passed = 0, failed = 0;

@@ -1,8 +1,9 @@
 //===- NvJitLinkTest.cpp - PTX to cubin without a GPU ---------------------===//
 //
-// nvJitLink runs on the CPU, so the cubin path of `attnc bundle` is tested
-// here: real PTX (from nvcc) becomes an ELF cubin that is cached beside the
-// PTX. Exits 77 where nvJitLink is not installed.
+// ptxas and nvJitLink run on the CPU, so the cubin path of `attnc bundle` is
+// tested here: real PTX (from nvcc) becomes an ELF cubin that is cached
+// beside the PTX. Exits 77 where neither compiler is installed; the cases
+// of one compiler report themselves not run where it is missing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 
 using namespace attnc;
 using namespace attnc::test;
@@ -28,10 +31,50 @@ const char *const kFixturePtx =
 const CubinLinker &linker() { return **CubinLinker::load(); }
 } // namespace
 
+TEST_CASE("ptxas turns PTX into cubins for both targets, whole program",
+          "[nvjitlink]") {
+  if (linker().ptxas().empty()) {
+    WARN("no ptxas found; the ptxas path is not tested");
+    return;
+  }
+  // A private TMPDIR: ptxas's scratch directory must be gone afterwards.
+  TempDir scratch;
+  const char *oldTmp = std::getenv("TMPDIR");
+  std::string saved = oldTmp ? oldTmp : "";
+  ::setenv("TMPDIR", scratch.path().c_str(), 1);
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    Result<std::string> cubin = linker().link(kFixturePtx, arch);
+    INFO(cubin.status().message());
+    REQUIRE(cubin.isOk());
+    CHECK(cubin->rfind("\x7f"
+                       "ELF",
+                       0) == 0);
+    CHECK(cubin->find("attnc_fixture_attention") != std::string::npos);
+  }
+  Result<std::string> bad =
+      linker().link(".version 8.0\n.target sm_80\n.address_size 64\n"
+                    ".visible .entry broken()\n{\n\tnot_an_instruction;\n}\n",
+                    "sm_80");
+  if (oldTmp)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  REQUIRE_FALSE(bad.isOk());
+  CHECK(bad.status().code() == ErrorCode::CompileError);
+  CHECK_THAT(bad.status().message(),
+             Catch::StartsWith("ptxas could not compile PTX for sm_80"));
+  CHECK_THAT(bad.status().message(), Catch::Contains("not_an_instruction"));
+  CHECK(std::filesystem::is_empty(scratch.path()));
+}
+
 TEST_CASE("nvJitLink turns PTX into cubins for both targets", "[nvjitlink]") {
+  if (linker().library().empty()) {
+    WARN("nvJitLink not found; its path is not tested");
+    return;
+  }
   for (const char *arch : {"sm_80", "sm_90a"}) {
     auto start = std::chrono::steady_clock::now();
-    Result<std::string> cubin = linker().link(kFixturePtx, arch);
+    Result<std::string> cubin = linker().linkWithNvJitLink(kFixturePtx, arch);
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
                     .count();
@@ -47,10 +90,14 @@ TEST_CASE("nvJitLink turns PTX into cubins for both targets", "[nvjitlink]") {
 }
 
 TEST_CASE("nvJitLink errors carry its log", "[nvjitlink]") {
-  Result<std::string> cubin =
-      linker().link(".version 8.0\n.target sm_80\n.address_size 64\n"
-                    ".visible .entry broken()\n{\n\tnot_an_instruction;\n}\n",
-                    "sm_80");
+  if (linker().library().empty()) {
+    WARN("nvJitLink not found; its path is not tested");
+    return;
+  }
+  Result<std::string> cubin = linker().linkWithNvJitLink(
+      ".version 8.0\n.target sm_80\n.address_size 64\n"
+      ".visible .entry broken()\n{\n\tnot_an_instruction;\n}\n",
+      "sm_80");
   REQUIRE_FALSE(cubin.isOk());
   CHECK(cubin.status().code() == ErrorCode::CompileError);
   std::printf("nvJitLink error: %s\n", cubin.status().message().c_str());
@@ -102,7 +149,8 @@ int main(int argc, char **argv) {
     std::printf("skipped: %s\n", loaded.status().message().c_str());
     return 77;
   }
-  std::printf("using %s (nvJitLink %s)\n", (*loaded)->library().c_str(),
+  std::printf("using ptxas '%s', nvJitLink '%s' (%s)\n",
+              (*loaded)->ptxas().c_str(), (*loaded)->library().c_str(),
               (*loaded)->version().c_str());
   return Catch::Session().run(argc, argv);
 }

@@ -65,13 +65,22 @@ mlir::Value tileNeedsMasks(mlir::OpBuilder &b, mlir::Location loc,
 /// leading barrier when the caller has placed one. `length` (else the
 /// view's sequence length) bounds the rows; with `table` the view is a paged
 /// cache [pages, heads, page_size, D] and `batch` picks the block table's
-/// row (see tile.load).
+/// row (see tile.load). `tilePage` (index), when the tile lies in one page
+/// (page size a multiple of `rows`), is that page, looked up ahead by the
+/// caller (see tilePageOf); else the tile's page is looked up here.
 void stageRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value view,
                mlir::Value batch, mlir::Value head, mlir::Value row,
                mlir::Value buf, int64_t rows, int64_t dim, mlir::Value tid,
                int64_t threads, bool async = false, bool barrier = true,
                bool commit = true, mlir::Value length = {},
-               mlir::Value table = {});
+               mlir::Value table = {}, mlir::Value tilePage = {});
+
+/// The block-table entry (index) of the page that holds row `row` of a
+/// paged view, the row clamped into [0, length): what stageRows looks up
+/// for a tile that lies in one page.
+mlir::Value tilePageOf(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value table, mlir::Value batch, mlir::Value row,
+                       mlir::Value length, int64_t pageSize);
 
 /// Whether a tile.load feeds only the left operand of tile.dots (its rows
 /// belong to the program's query rows) rather than being shared by all.
@@ -108,6 +117,16 @@ mlir::LogicalResult mapKernelsToGPU(
 /// their row is the induction variable, their source, batch and head are
 /// loop-invariant, and they are neither paged nor length-bounded.
 llvm::SmallVector<attnc::tile::LoadOp> prefetchableLoads(mlir::scf::ForOp loop);
+
+/// The tile kernels (func.func with `tile.launch`) of `module` whose launch
+/// rule is `rule`, in module order.
+llvm::SmallVector<mlir::func::FuncOp> kernelsWithRule(mlir::ModuleOp module,
+                                                      llvm::StringRef rule);
+
+/// The gpu.module @kernels of `module` that kernels are moved into: the
+/// last one there is, else a new one at the end; `module` is marked a GPU
+/// container module either way.
+mlir::gpu::GPUModuleOp kernelsModule(mlir::ModuleOp module);
 
 /// What a launch of a mapped kernel needs: threads per block and bytes of
 /// dynamic shared memory. mapKernelsToGPU records it on the top-level

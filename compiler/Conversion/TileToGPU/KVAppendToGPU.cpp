@@ -221,23 +221,12 @@ public:
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = module.getContext();
-    SmallVector<func::FuncOp> kernels;
-    for (auto fn : module.getOps<func::FuncOp>())
-      if (auto l = fn->getAttrOfType<tile::LaunchAttr>("tile.launch");
-          l && l.getRule() == kKVAppendRule)
-        kernels.push_back(fn);
+    SmallVector<func::FuncOp> kernels =
+        gpu_emit::kernelsWithRule(module, kKVAppendRule);
     if (kernels.empty())
       return;
     OpBuilder b(ctx);
-    gpu::GPUModuleOp gpuModule;
-    for (auto m : module.getOps<gpu::GPUModuleOp>())
-      gpuModule = m;
-    if (!gpuModule) {
-      b.setInsertionPointToEnd(module.getBody());
-      gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kernels");
-    }
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    b.getUnitAttr());
+    gpu::GPUModuleOp gpuModule = gpu_emit::kernelsModule(module);
     for (func::FuncOp kernel : kernels) {
       auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
       auto length = kernel->getAttrOfType<IntegerAttr>("tile.row_length");

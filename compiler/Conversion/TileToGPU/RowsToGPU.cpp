@@ -516,23 +516,12 @@ public:
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = module.getContext();
-    SmallVector<func::FuncOp> kernels;
-    for (auto fn : module.getOps<func::FuncOp>())
-      if (auto l = fn->getAttrOfType<tile::LaunchAttr>("tile.launch");
-          l && l.getRule() == kRowwiseRule)
-        kernels.push_back(fn);
+    SmallVector<func::FuncOp> kernels =
+        gpu_emit::kernelsWithRule(module, kRowwiseRule);
     if (kernels.empty())
       return;
     OpBuilder b(ctx);
-    gpu::GPUModuleOp gpuModule;
-    for (auto m : module.getOps<gpu::GPUModuleOp>())
-      gpuModule = m;
-    if (!gpuModule) {
-      b.setInsertionPointToEnd(module.getBody());
-      gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kernels");
-    }
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    b.getUnitAttr());
+    gpu::GPUModuleOp gpuModule = gpu_emit::kernelsModule(module);
     auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
     for (func::FuncOp kernel : kernels) {
       auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");

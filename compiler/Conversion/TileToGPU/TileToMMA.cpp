@@ -127,6 +127,9 @@ private:
   // of each staged buffer (wait_group N lets the N newest stay in flight).
   int64_t committedGroups = 0;
   DenseMap<Value, int64_t> groupOf;
+  // Paged K/V tiles copied where they stand, each in one page: the page of
+  // this iteration's tile, looked up an iteration ahead (see emitFor).
+  DenseMap<Operation *, Value> pageAhead;
   // The KV loop's copy-ahead rings (K and V, two stages each): the tiles of
   // iteration j + 1 are copied while iteration j computes, so an iteration
   // has two barriers: before QKᵀ (K_j has landed, and every warp is done
@@ -374,7 +377,8 @@ void MMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
       map.lookup(op.getHead()), row, buf, t.getDimSize(0), t.getDimSize(1), tid,
       2 * launch.getBlockM() / mTiles, /*async=*/true, barrier,
       /*commit=*/true, op.getLength() ? map.lookup(op.getLength()) : Value(),
-      op.isPaged() ? map.lookup(op.getBlockTable()) : Value());
+      op.isPaged() ? map.lookup(op.getBlockTable()) : Value(),
+      pageAhead.lookup(op));
   groupOf[buf] = committedGroups++;
 }
 
@@ -792,7 +796,45 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
                /*barrier=*/false);
     rings.push_back({load, buf, committedGroups - 1, {}, {}});
   }
-  // Loop-carried fragments travel as a flat list of registers.
+  // Paged tiles copied where they stand (a decode split at one stage),
+  // each within one page: the block-table lookup of a tile would sit
+  // between the loop's barrier and its copies, an L2 round trip per tile
+  // on the critical path. Instead the page of tile j + 1 is loaded in
+  // iteration j and carried; K and V of a row share it.
+  SmallVector<std::pair<tile::LoadOp, size_t>> carriedPages; // load, slot
+  SmallVector<Value> pageInits;
+  if (ahead.empty())
+    for (auto load : op.getBody()->getOps<tile::LoadOp>()) {
+      auto viewT = dyn_cast<MemRefType>(load.getSource().getType());
+      int64_t rows = load.getResult().getType().getDimSize(0);
+      if (!load.isPaged() || !load.getLength() ||
+          load.getRow() != op.getInductionVar() || !viewT ||
+          ShapedType::isDynamic(viewT.getDimSize(2)) ||
+          viewT.getDimSize(2) % rows != 0 ||
+          !llvm::all_of(ValueRange{load.getBatch(), load.getBlockTable(),
+                                   load.getLength()},
+                        [&](Value v) { return op.isDefinedOutsideOfLoop(v); }))
+        continue;
+      auto same = llvm::find_if(carriedPages, [&](auto &c) {
+        tile::LoadOp o = c.first;
+        return o.getBlockTable() == load.getBlockTable() &&
+               o.getBatch() == load.getBatch() &&
+               o.getLength() == load.getLength() &&
+               cast<MemRefType>(o.getSource().getType()).getDimSize(2) ==
+                   viewT.getDimSize(2);
+      });
+      if (same != carriedPages.end()) {
+        carriedPages.push_back({load, same->second});
+        continue;
+      }
+      carriedPages.push_back({load, pageInits.size()});
+      pageInits.push_back(gpu_emit::tilePageOf(
+          b, loc, map.lookup(load.getBlockTable()), map.lookup(load.getBatch()),
+          map.lookup(op.getLowerBound()), map.lookup(load.getLength()),
+          viewT.getDimSize(2)));
+    }
+  // Loop-carried fragments travel as a flat list of registers (then the
+  // carried pages).
   SmallVector<Value> inits;
   SmallVector<std::pair<Frags::Kind, size_t>> shapes;
   for (Value v : op.getInitArgs()) {
@@ -800,6 +842,8 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
     shapes.push_back({f.kind, f.regs.size()});
     llvm::append_range(inits, f.regs);
   }
+  const size_t fragRegs = inits.size();
+  llvm::append_range(inits, pageInits);
   auto loop = scf::ForOp::create(b, loc, map.lookup(op.getLowerBound()),
                                  map.lookup(op.getUpperBound()),
                                  map.lookup(op.getStep()), inits);
@@ -813,9 +857,23 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
     }
   };
   unflatten(loop.getRegionIterArgs(), op.getRegionIterArgs());
+  SmallVector<Value> nextPages;
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
+    if (!pageInits.empty()) {
+      Value next =
+          arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
+      for (auto [load, slot] : carriedPages) {
+        pageAhead[load] = loop.getRegionIterArgs()[fragRegs + slot];
+        if (slot < nextPages.size())
+          continue;
+        nextPages.push_back(gpu_emit::tilePageOf(
+            b, loc, map.lookup(load.getBlockTable()),
+            map.lookup(load.getBatch()), next, map.lookup(load.getLength()),
+            cast<MemRefType>(load.getSource().getType()).getDimSize(2)));
+      }
+    }
     if (!ahead.empty()) {
       // Iteration j computes on stage j % 2 and fills stage (j + 1) % 2.
       ringLoop = loop;
@@ -841,9 +899,12 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
     SmallVector<Value> yields;
     for (Value v : op.getBody()->getTerminator()->getOperands())
       llvm::append_range(yields, frags[v].regs);
+    llvm::append_range(yields, nextPages);
     scf::YieldOp::create(b, loc, yields);
   }
-  unflatten(loop.getResults(), op.getResults());
+  for (auto &carried : carriedPages)
+    pageAhead.erase(carried.first);
+  unflatten(loop.getResults().take_front(fragRegs), op.getResults());
   if (!ahead.empty()) {
     // The last iteration's look-ahead copies: drain them before leaving.
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);

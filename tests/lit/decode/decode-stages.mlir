@@ -5,7 +5,7 @@
 
 // Two stages: the split kernel is marked so that the GPU mapping copies the
 // next paged K/V tile into a two-stage ring while this one is computed.
-// TILE: func.func @decode_split({{.*}}) attributes {tile.launch = #tile.launch<"decode_split_v1", 16, 32, 1>, tile.prefetch_paged}
+// TILE: func.func @decode_split({{.*}}) attributes {tile.launch = #tile.launch<"decode_split_v2", 16, 32, 1>, tile.prefetch_paged}
 // TILE-NOT: tile.prefetch_paged
 // The rings double the split kernel's tiles (2 rings of 2 stages of 32 x
 // 72 bf16) and the first tiles are copied before the loop.

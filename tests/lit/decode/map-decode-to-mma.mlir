@@ -1,11 +1,36 @@
-// RUN: attnc-opt %s -attnc-tile-decode="block-n=32" -attnc-map-tile-to-mma | FileCheck %s
+// RUN: attnc-opt %s -attnc-tile-decode="block-n=32" -attnc-map-combine-to-gpu -attnc-map-tile-to-mma | FileCheck %s
 
 // The split kernel: one warp for the 4 packed rows of a GQA group (padded to
 // 16); K/V tiles of 32 keys copied by cp.async from the paged cache (the
 // page of each row from the block table: page 16 < 32 keys) into views of
 // dynamic shared memory, each where it stands in the loop; the sequence's
 // length read from kv_lens.
-// CHECK: attnc.launch_info = {decode_combine = {dynamic_smem = 0 : i64, threads = 32 : i64}, decode_split = {dynamic_smem = 10240 : i64, threads = 32 : i64}}
+// CHECK: attnc.launch_info = {decode_combine = {dynamic_smem = 0 : i64, threads = 256 : i64}, decode_split = {dynamic_smem = 10240 : i64, threads = 32 : i64}}
+// The combine (attnc-map-combine-to-gpu, before the mma.sync mapping): 256
+// threads, per query row of the program: the largest LSE over the splits
+// (a block-strided loop, warp shuffles, one slot per warp), then each warp's
+// share of the splits, four splits' loads issued before their weighted sums,
+// then the warps' sums through shared memory, O = sum / l and the LSE.
+// CHECK: gpu.func @decode_combine({{.*}}) workgroup(%[[ACC:.*]] : memref<512xf32, #gpu.address_space<workgroup>>, %[[MAX:.*]] : memref<8xf32, #gpu.address_space<workgroup>>, %[[SUM:.*]] : memref<8xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>
+// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: scf.for %{{.*}} = %thread_id_x to %{{.*}} step %c256
+// CHECK: memref.load {{.*}}[%{{.*}}, %block_id_y, %[[ROW]]] : memref<?x4x?xf32
+// CHECK: arith.maximumf
+// CHECK: gpu.shuffle xor
+// CHECK: memref.store {{.*}}, %[[MAX]]
+// CHECK: gpu.barrier
+// CHECK: scf.for {{.*}} step %c32{{.*}} iter_args
+// CHECK-COUNT-4: vector.load {{.*}} : memref<?x4x?x64xf32, strided<[?, ?, 64, 1]>>, vector<4xf32>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: vector.fma
+// CHECK: vector.store {{.*}}, %[[ACC]]
+// CHECK: memref.store {{.*}}, %[[SUM]]
+// CHECK: gpu.barrier
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: memref.store {{.*}} : memref<?x4x?x64xbf16
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: memref.store {{.*}} : memref<?x4x?xf32
+// CHECK: gpu.barrier
 // CHECK: gpu.func @decode_split({{.*}}) kernel attributes {known_block_size = array<i32: 32, 1, 1>
 // CHECK: %[[K:.*]] = memref.view {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[V:.*]] = memref.view {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
@@ -18,13 +43,6 @@
 // The f32 partial O (two floats per lane) and its LSE.
 // CHECK: vector.store {{.*}} : memref<?x1x?x64xf32, {{.*}}>, vector<2xf32>
 // CHECK: memref.store {{.*}} : memref<?x1x?xf32
-// The combine: no shared memory, partials in the accumulator layout.
-// CHECK: gpu.func @decode_combine({{.*}}) kernel attributes {known_block_size = array<i32: 32, 1, 1>
-// CHECK: scf.for
-// CHECK: vector.load {{.*}} : memref<?x4x?x64xf32, {{.*}}>, vector<2xf32>
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// CHECK: gpu.shuffle xor
-// CHECK: vector.store {{.*}} : memref<?x4x?x64xbf16, {{.*}}>, vector<2xbf16>
 func.func @decode(%q: tensor<?x4x?x64xbf16>, %kc: tensor<?x1x16x64xbf16>, %vc: tensor<?x1x16x64xbf16>,
                   %table: tensor<?x?xi32>, %lens: tensor<?xi32>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) {
   %o, %lse = attn.decode %q, %kc, %vc, %table, %lens

@@ -1,14 +1,14 @@
 //===- Decode.h - Paged split-KV decode: arguments, contract ----*- C++ -*-===//
 //
-// The launch contract of op "decode" (grid rules decode_split_v1 and
-// decode_combine_v1). One compiled module holds two kernels:
+// The launch contract of op "decode" (grid rules decode_split_v2 and
+// decode_combine_v2). One compiled module holds two kernels:
 //   decode_split    grid (num_splits, kv_heads, batch), block meta.block;
 //                   parameters, in order, 8 bytes each:
 //                   q, k_cache, v_cache, block_table, kv_lens, o_part,
 //                   lse_part (pointers), batch, seq_q, num_splits,
 //                   max_blocks, num_pages, q_stride_b/h/s,
 //                   k_stride_p/h/s, v_stride_p/h/s (i64, elements)
-//   decode_combine  grid (ceil(seq_q / 16), heads, batch), 32 threads;
+//   decode_combine  grid (ceil(seq_q / 16), heads, batch), 256 threads;
 //                   o_part, lse_part, o, lse (pointers), batch, seq_q,
 //                   num_splits, o_stride_b/h/s, lse_stride_b/h (i64)
 // launched back to back on the caller's stream. The workspace holds the
@@ -23,9 +23,9 @@
 
 namespace attnc {
 
-inline constexpr const char *kGridRuleDecodeSplitV1 = "decode_split_v1";
+inline constexpr const char *kGridRuleDecodeSplit = "decode_split_v2";
 inline constexpr const char *kDecodeCombineEntry = "decode_combine";
-inline constexpr int64_t kDecodeCombineThreads = 32;
+inline constexpr int64_t kDecodeCombineThreads = 256;
 inline constexpr int64_t kDecodeCombineRows = 16;
 
 struct DecodeArgs {

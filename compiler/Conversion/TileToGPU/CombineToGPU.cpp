@@ -1,0 +1,449 @@
+//===- CombineToGPU.cpp - the split-KV combine onto GPU threads -----------===//
+//
+// A `decode_combine` kernel merges, for each query row of one head, the
+// partial results of all KV splits: a loop over the splits that folds each
+// (O_s, LSE_s) into an online-softmax state (tile.lse_accumulate), then
+// tile.finalize and the stores. Mapped like the attention tiles (one warp,
+// one split after the other) the loop is a chain of dependent global loads:
+// at B = 1 and 128k keys it merges ~110 splits at ~0.7 us each, a third of
+// the decode's time (bench/NOTES.md, "Decode combine").
+//
+// lse_accumulate is associative and commutative (a log-sum-exp merge), so
+// this mapping spreads the splits over the block instead. For each row:
+//   1. every thread reads some of the splits' LSEs; the block's maximum M
+//      (log2 domain) through warp shuffles and shared memory;
+//   2. warp w takes splits w, w + W, ...; lane l holds 16-byte column
+//      vectors l, l + 32, ... of O; with M known each split only adds
+//      w_s = exp2(t_s - M) times its O (no rescaling), and the loads of
+//      kUnroll splits are issued before any of them is used;
+//   3. the warps' sums meet in shared memory; thread c writes column c of
+//      O = sum / l (0 where l = 0) and thread 0 the LSE (M + log2 l) · ln 2
+//      (-inf where l = 0), tile.finalize's meaning.
+// The row loop is uniform over the block, so its barriers are safe.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+#include "compiler/LaunchABI.h"
+#include "compiler/Transforms/Passes.h"
+
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+
+#include <limits>
+
+namespace attnc {
+#define GEN_PASS_DEF_MAPCOMBINETOGPU
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+using namespace attnc;
+using gpu_emit::f32Const;
+using gpu_emit::indexConst;
+
+namespace {
+
+constexpr int64_t kWarps = kDecodeCombineBlock / 32;
+/// Splits per warp whose loads are in flight together.
+constexpr int64_t kUnroll = 4;
+/// f32 elements per 16-byte vector.
+constexpr int64_t kVec = 4;
+
+/// The parts of a combine kernel this mapping rewrites: the loop over the
+/// splits, the loads it merges, and the finalize and stores after it.
+struct CombineShape {
+  scf::ForOp loop;
+  tile::LoadOp oLoad, lseLoad;
+  tile::FinalizeOp finalize;
+  tile::StoreOp oStore, lseStore; // lseStore may be null
+  int64_t rows = 0, headDim = 0;
+};
+
+/// Float splat constant `v` (a tensor init of the state)?
+bool isSplat(Value v, float expected) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return false;
+  auto f = dyn_cast<FloatAttr>(attr.getSplatValue<Attribute>());
+  return f && f.getValueAsDouble() == double(expected);
+}
+
+FailureOr<CombineShape> matchCombine(func::FuncOp kernel) {
+  CombineShape c;
+  auto loops = llvm::to_vector(kernel.getBody().front().getOps<scf::ForOp>());
+  if (loops.size() != 1)
+    return kernel.emitError() << "combine kernel needs one loop over splits";
+  c.loop = loops.front();
+  auto accus =
+      llvm::to_vector(c.loop.getBody()->getOps<tile::LseAccumulateOp>());
+  if (accus.size() != 1 || c.loop.getNumRegionIterArgs() != 3)
+    return c.loop.emitError()
+           << "combine loop must carry (acc, max, sum) of one lse_accumulate";
+  tile::LseAccumulateOp accu = accus.front();
+  Block *body = c.loop.getBody();
+  if (accu.getAcc() != body->getArgument(1) ||
+      accu.getMax() != body->getArgument(2) ||
+      accu.getSum() != body->getArgument(3) ||
+      body->getTerminator()->getOperands() != accu->getResults())
+    return accu.emitError() << "lse_accumulate must fold the loop's state";
+  if (!matchPattern(c.loop.getLowerBound(), m_Zero()) ||
+      !matchPattern(c.loop.getStep(), m_One()))
+    return c.loop.emitError() << "combine loop must run from 0 in steps of 1";
+  const float negInf = -std::numeric_limits<float>::infinity();
+  auto inits = c.loop.getInitArgs();
+  if (!isSplat(inits[0], 0.f) || !isSplat(inits[1], negInf) ||
+      !isSplat(inits[2], 0.f))
+    return c.loop.emitError()
+           << "combine state must start at acc = 0, max = -inf, sum = 0";
+  c.oLoad = accu.getPartial().getDefiningOp<tile::LoadOp>();
+  c.lseLoad = accu.getLse().getDefiningOp<tile::LoadOp>();
+  for (tile::LoadOp load : {c.oLoad, c.lseLoad})
+    if (!load || load.isPaged() || load.getLength() ||
+        load->getBlock() != body ||
+        !load.getResult().getType().getElementType().isF32())
+      return accu.emitError()
+             << "combine partials must be plain f32 tile.loads in the loop";
+  auto oType = c.oLoad.getResult().getType();
+  c.rows = oType.getDimSize(0);
+  c.headDim = oType.getDimSize(1);
+  if (c.headDim % kVec != 0 || c.headDim > kDecodeCombineBlock)
+    return accu.emitError()
+           << "combine head dim " << c.headDim
+           << " must be a multiple of 4 and at most " << kDecodeCombineBlock;
+  for (Operation *user : c.loop->getUsers()) {
+    auto fin = dyn_cast<tile::FinalizeOp>(user);
+    if (!fin || (c.finalize && fin != c.finalize))
+      return c.loop.emitError() << "combine state must only be finalized";
+    c.finalize = fin;
+  }
+  if (!c.finalize || c.finalize.getAcc() != c.loop.getResult(0) ||
+      c.finalize.getMax() != c.loop.getResult(1) ||
+      c.finalize.getSum() != c.loop.getResult(2))
+    return c.loop.emitError() << "combine state must be finalized as a whole";
+  for (Operation *user : c.finalize->getUsers()) {
+    auto store = dyn_cast<tile::StoreOp>(user);
+    if (!store)
+      return user->emitError() << "combine results may only be stored";
+    (store.getValue() == c.finalize.getOutput() ? c.oStore : c.lseStore) =
+        store;
+  }
+  if (!c.oStore)
+    return c.finalize.emitError() << "combine output is never stored";
+  return c;
+}
+
+class CombineEmitter {
+public:
+  CombineEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
+                 CombineShape shape)
+      : kernel(kernel), gpuFunc(gpuFunc), c(shape), b(gpuFunc.getContext()) {}
+
+  LogicalResult emit();
+
+private:
+  Value idx(int64_t v) { return indexConst(b, loc, v); }
+  Value addI(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mulI(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+  }
+  Value addF(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value mulF(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  /// `then` under `cond`, no results.
+  void ifThen(Value cond, function_ref<void()> then) {
+    auto op = scf::IfOp::create(b, loc, cond, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    then();
+  }
+  /// The loop body's scalar ops (the workspace index of split `split`)
+  /// cloned with the induction variable bound to it.
+  IRMapping splitScalars(Value split);
+  /// LSE of split `split` at query row `row`, in the log2 domain.
+  Value loadLse(Value split, Value row);
+  Value warpReduce(Value v, bool max);
+  void emitRow(Value row);
+
+  func::FuncOp kernel;
+  gpu::GPUFuncOp gpuFunc;
+  CombineShape c;
+  OpBuilder b;
+  Location loc = UnknownLoc::get(b.getContext());
+  IRMapping scalars; // kernel scalars -> per thread
+  Value tid, warp, lane, splits;
+  Value smemAcc, smemMax, smemSum; // [W·D], [W], [W] f32
+};
+
+IRMapping CombineEmitter::splitScalars(Value split) {
+  IRMapping m = scalars;
+  m.map(c.loop.getInductionVar(), split);
+  for (Operation &op : c.loop.getBody()->without_terminator())
+    if (!isa<tile::LoadOp, tile::LseAccumulateOp>(op))
+      b.clone(op, m);
+  return m;
+}
+
+Value CombineEmitter::loadLse(Value split, Value row) {
+  IRMapping m = splitScalars(split);
+  Value lse =
+      memref::LoadOp::create(b, loc, m.lookup(c.lseLoad.getSource()),
+                             ValueRange{m.lookup(c.lseLoad.getBatch()),
+                                        m.lookup(c.lseLoad.getHead()), row});
+  return mulF(lse, f32Const(b, loc, gpu_emit::kLog2e));
+}
+
+Value CombineEmitter::warpReduce(Value v, bool max) {
+  for (int32_t off = 16; off >= 1; off /= 2) {
+    Value other =
+        gpu::ShuffleOp::create(b, loc, v, off, 32, gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    v = max ? Value(arith::MaximumFOp::create(b, loc, v, other))
+            : addF(v, other);
+  }
+  return v;
+}
+
+void CombineEmitter::emitRow(Value row) {
+  const float negInf = -std::numeric_limits<float>::infinity();
+  Type f32 = b.getF32Type();
+  Value zero = f32Const(b, loc, 0.f);
+  Value firstLane =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(0));
+  // 1. M = max over splits of t_s = lse_s · log2(e).
+  auto maxLoop =
+      scf::ForOp::create(b, loc, tid, splits, idx(kDecodeCombineBlock),
+                         ValueRange{f32Const(b, loc, negInf)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(maxLoop.getBody());
+    Value t = loadLse(maxLoop.getInductionVar(), row);
+    scf::YieldOp::create(b, loc,
+                         ValueRange{arith::MaximumFOp::create(
+                             b, loc, maxLoop.getRegionIterArg(0), t)});
+  }
+  Value warpMax = warpReduce(maxLoop.getResult(0), /*max=*/true);
+  ifThen(firstLane,
+         [&] { memref::StoreOp::create(b, loc, warpMax, smemMax, warp); });
+  gpu::BarrierOp::create(b, loc);
+  Value m = memref::LoadOp::create(b, loc, smemMax, ValueRange{idx(0)});
+  for (int64_t w = 1; w < kWarps; ++w)
+    m = arith::MaximumFOp::create(
+        b, loc, m, memref::LoadOp::create(b, loc, smemMax, ValueRange{idx(w)}));
+  // Every split at -inf: weigh against 0, so exp2(-inf - 0) = 0, not NaN.
+  Value mIsNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m,
+                                          f32Const(b, loc, negInf));
+  Value ref = arith::SelectOp::create(b, loc, mIsNegInf, zero, m);
+
+  // 2. Warp w: splits w, w + W, ...; kUnroll of them loaded at once.
+  const int64_t vectors = c.headDim / kVec;
+  const int64_t perLane = (vectors + 31) / 32;
+  auto vecT = VectorType::get({kVec}, f32);
+  SmallVector<Value> cols; // this lane's column vectors, clamped into the row
+  for (int64_t k = 0; k < perLane; ++k)
+    cols.push_back(mulI(arith::MinUIOp::create(b, loc, addI(lane, idx(32 * k)),
+                                               idx(vectors - 1)),
+                        idx(kVec)));
+  SmallVector<Value> init(
+      perLane, arith::ConstantOp::create(b, loc, vecT,
+                                         DenseElementsAttr::get(vecT, 0.f)));
+  init.push_back(zero);
+  auto sumLoop =
+      scf::ForOp::create(b, loc, warp, splits, idx(kWarps * kUnroll), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(sumLoop.getBody());
+    Value s0 = sumLoop.getInductionVar();
+    SmallVector<Value> valid, lse;
+    SmallVector<SmallVector<Value>> parts;
+    for (int64_t u = 0; u < kUnroll; ++u) {
+      // Past the last split: re-read split s0 (always valid), weigh it 0.
+      Value s = addI(s0, idx(u * kWarps));
+      valid.push_back(ult(s, splits));
+      Value at =
+          u == 0 ? s0
+                 : Value(arith::SelectOp::create(b, loc, valid.back(), s, s0));
+      IRMapping m = splitScalars(at);
+      Value view = m.lookup(c.oLoad.getSource());
+      Value sb = m.lookup(c.oLoad.getBatch()),
+            head = m.lookup(c.oLoad.getHead());
+      lse.push_back(loadLse(at, row));
+      SmallVector<Value> vecs;
+      for (Value col : cols)
+        vecs.push_back(vector::LoadOp::create(
+            b, loc, vecT, view, ValueRange{sb, head, row, col}, false,
+            llvm::MaybeAlign(gpu_emit::kVectorAlign)));
+      parts.push_back(std::move(vecs));
+    }
+    SmallVector<Value> acc(sumLoop.getRegionIterArgs().take_front(perLane));
+    Value l = sumLoop.getRegionIterArgs().back();
+    for (int64_t u = 0; u < kUnroll; ++u) {
+      Value w =
+          gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, lse[u], ref));
+      if (u > 0)
+        w = arith::SelectOp::create(b, loc, valid[u], w, zero);
+      Value wv = vector::BroadcastOp::create(b, loc, vecT, w);
+      for (int64_t k = 0; k < perLane; ++k)
+        acc[k] = vector::FMAOp::create(b, loc, parts[u][k], wv, acc[k]);
+      l = addF(l, w);
+    }
+    acc.push_back(l);
+    scf::YieldOp::create(b, loc, acc);
+  }
+
+  // 3. The warps' sums meet in shared memory.
+  for (int64_t k = 0; k < perLane; ++k) {
+    Value inRow = ult(addI(lane, idx(32 * k)), idx(vectors));
+    ifThen(inRow, [&] {
+      vector::StoreOp::create(
+          b, loc, sumLoop.getResult(k), smemAcc,
+          ValueRange{addI(mulI(warp, idx(c.headDim)), cols[k])});
+    });
+  }
+  ifThen(firstLane, [&] {
+    memref::StoreOp::create(b, loc, sumLoop.getResults().back(), smemSum, warp);
+  });
+  gpu::BarrierOp::create(b, loc);
+  Value l = memref::LoadOp::create(b, loc, smemSum, ValueRange{idx(0)});
+  for (int64_t w = 1; w < kWarps; ++w)
+    l = addF(l, memref::LoadOp::create(b, loc, smemSum, ValueRange{idx(w)}));
+  Value positive =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, zero);
+  Value inv = arith::SelectOp::create(
+      b, loc, positive, arith::DivFOp::create(b, loc, f32Const(b, loc, 1.f), l),
+      zero);
+  Type outElt = c.finalize.getOutput().getType().getElementType();
+  ifThen(ult(tid, idx(c.headDim)), [&] {
+    Value o = memref::LoadOp::create(b, loc, smemAcc, ValueRange{tid});
+    for (int64_t w = 1; w < kWarps; ++w)
+      o = addF(
+          o, memref::LoadOp::create(b, loc, smemAcc,
+                                    ValueRange{addI(idx(w * c.headDim), tid)}));
+    o = mulF(o, inv);
+    if (outElt != f32)
+      o = arith::TruncFOp::create(b, loc, outElt, o);
+    memref::StoreOp::create(b, loc, o, scalars.lookup(c.oStore.getDest()),
+                            ValueRange{scalars.lookup(c.oStore.getBatch()),
+                                       scalars.lookup(c.oStore.getHead()), row,
+                                       tid});
+  });
+  if (c.lseStore)
+    ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(0)),
+           [&] {
+             Value v = mulF(addF(m, gpu_emit::log2(b, loc, l)),
+                            f32Const(b, loc, gpu_emit::kLn2));
+             v = arith::SelectOp::create(b, loc, positive, v,
+                                         f32Const(b, loc, negInf));
+             memref::StoreOp::create(
+                 b, loc, v, scalars.lookup(c.lseStore.getDest()),
+                 ValueRange{scalars.lookup(c.lseStore.getBatch()),
+                            scalars.lookup(c.lseStore.getHead()), row});
+           });
+  // The next row reuses the shared memory.
+  gpu::BarrierOp::create(b, loc);
+}
+
+LogicalResult CombineEmitter::emit() {
+  Block *entry = &gpuFunc.getBody().front();
+  b.setInsertionPointToStart(entry);
+  loc = kernel.getLoc();
+  scalars.map(kernel.getArguments(),
+              entry->getArguments().take_front(kernel.getNumArguments()));
+  auto buffers = gpuFunc.getWorkgroupAttributions();
+  smemAcc = buffers[0];
+  smemMax = buffers[1];
+  smemSum = buffers[2];
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  warp = arith::DivUIOp::create(b, loc, tid, idx(32));
+  lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+  gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
+                           gpu::Dimension::z};
+  // Scalars before the loop: program ids, views, the program's first row.
+  for (Operation &op : kernel.getBody().front()) {
+    loc = op.getLoc();
+    if (&op == c.loop.getOperation())
+      break;
+    if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
+      scalars.map(pid.getResult(),
+                  gpu::BlockIdOp::create(b, loc, dims[pid.getDim()]));
+      continue;
+    }
+    if (llvm::any_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>))
+      continue; // the state's splat inits (checked by matchCombine)
+    if (op.getNumRegions() != 0)
+      return op.emitError() << "has no combine mapping";
+    b.clone(op, scalars);
+  }
+  loc = c.loop.getLoc();
+  splits = scalars.lookup(c.loop.getUpperBound());
+  Value q0 = scalars.lookup(c.oLoad.getRow());
+  Value seq =
+      memref::DimOp::create(b, loc, scalars.lookup(c.oStore.getDest()), 2);
+  // The program's rows [q0, q0 + rows) within the sequence, one at a time.
+  Value end = arith::MinSIOp::create(b, loc, addI(q0, idx(c.rows)), seq);
+  auto rowLoop = scf::ForOp::create(b, loc, q0, end, idx(1));
+  b.setInsertionPointToStart(rowLoop.getBody());
+  emitRow(rowLoop.getInductionVar());
+  b.setInsertionPointAfter(rowLoop);
+  gpu::ReturnOp::create(b, loc);
+  return success();
+}
+
+class MapCombineToGPUPass
+    : public attnc::impl::MapCombineToGPUBase<MapCombineToGPUPass> {
+public:
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = module.getContext();
+    SmallVector<func::FuncOp> kernels =
+        gpu_emit::kernelsWithRule(module, kDecodeCombineRule);
+    if (kernels.empty())
+      return;
+    OpBuilder b(ctx);
+    gpu::GPUModuleOp gpuModule = gpu_emit::kernelsModule(module);
+    auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    SmallVector<NamedAttribute> infos;
+    if (auto earlier =
+            module->getAttrOfType<DictionaryAttr>("attnc.launch_info"))
+      llvm::append_range(infos, earlier.getValue());
+    for (func::FuncOp kernel : kernels) {
+      FailureOr<CombineShape> shape = matchCombine(kernel);
+      if (failed(shape))
+        return signalPassFailure();
+      Type f32 = b.getF32Type();
+      SmallVector<Type> buffers = {
+          MemRefType::get({kWarps * shape->headDim}, f32, nullptr, wg),
+          MemRefType::get({kWarps}, f32, nullptr, wg),
+          MemRefType::get({kWarps}, f32, nullptr, wg)};
+      b.setInsertionPointToEnd(gpuModule.getBody());
+      auto gpuFunc =
+          gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
+                                 kernel.getFunctionType(), buffers);
+      gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                       b.getUnitAttr());
+      gpuFunc.setKnownBlockSizeAttr(
+          b.getDenseI32ArrayAttr({int32_t(kDecodeCombineBlock), 1, 1}));
+      gpuFunc->setAttr("tile.launch", kernel->getAttr("tile.launch"));
+      if (auto args = kernel.getArgAttrs())
+        gpuFunc.setAllArgAttrs(*args);
+      if (failed(CombineEmitter(kernel, gpuFunc, *shape).emit()))
+        return signalPassFailure();
+      infos.push_back(b.getNamedAttr(
+          kernel.getName(),
+          b.getDictionaryAttr(
+              {b.getNamedAttr("threads",
+                              b.getI64IntegerAttr(kDecodeCombineBlock)),
+               b.getNamedAttr("dynamic_smem", b.getI64IntegerAttr(0))})));
+      kernel.erase();
+    }
+    module->setAttr("attnc.launch_info", b.getDictionaryAttr(infos));
+  }
+};
+
+} // namespace
