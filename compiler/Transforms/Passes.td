@@ -149,10 +149,10 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
   let options = [
     Option<"kvStages", "kv-stages", "int64_t", /*default=*/"2",
            "Tiles in each of the K and V shared-memory rings (2-4)">,
-    Option<"kvSync", "kv-sync", "std::string", /*default=*/"\"barrier\"",
-           "How the rings are synchronised: barrier (one CTA barrier per "
-           "tile, the default) or mbarrier (per-stage full/empty mbarriers, "
-           "warpgroups drift apart)">,
+    Option<"kvSync", "kv-sync", "std::string", /*default=*/"\"mbarrier\"",
+           "How the rings are synchronised: mbarrier (per-stage full/empty "
+           "mbarriers, warpgroups drift apart; the default) or barrier (one "
+           "CTA barrier per tile)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

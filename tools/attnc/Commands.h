@@ -29,9 +29,10 @@ struct EmitOptions {
   bool summary = false;
   int64_t seqLen = 8192;
   int64_t batch = 1;
-  std::string mapping = "auto";   // auto | wgmma | mma | simt
-  std::string kvSync = "barrier"; // wgmma K/V rings: barrier | mbarrier
-  int64_t blockM = 0;             // 0: the mapping's default for the head dim
+  std::string mapping = "auto"; // auto | wgmma | mma | simt
+  std::string
+      kvSync; // wgmma K/V rings: barrier | mbarrier ("": the default, mbarrier)
+  int64_t blockM = 0; // 0: the mapping's default for the head dim
   int64_t blockN = 0;
   int64_t warps = 0;     // 0: one warp per 16 query rows (mma)
   int64_t stages = 0;    // K/V tiles in flight (0: the op's default)

@@ -96,8 +96,8 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
       ->check(CLI::IsMember({"auto", "wgmma", "mma", "simt"}));
   emit->add_option("--kv-sync", o.kvSync,
                    "wgmma mapping: how the K/V rings are synchronised, "
-                   "barrier (one CTA barrier per tile, the default) or "
-                   "mbarrier (per-stage full/empty mbarriers)")
+                   "mbarrier (per-stage full/empty mbarriers, the default) "
+                   "or barrier (one CTA barrier per tile)")
       ->check(CLI::IsMember({"barrier", "mbarrier"}));
   emit->add_option("--block-m", o.blockM,
                    "Query rows per program (row kernels: rows per program)")
@@ -363,14 +363,16 @@ int runEmit(EmitOptions &o) {
                    choice.why);
         return 1;
       }
-      tile.kvSync = o.kvSync;
+      if (!o.kvSync.empty())
+        tile.kvSync = o.kvSync;
       if (choice.mapping == GPUMapping::WGMMA)
         fmt::print(stderr,
                    "attnc: {} path: wgmma m64nNk16 (one warpgroup per 64 "
                    "query rows; {}){}\n",
                    o.arch, choice.why,
-                   o.kvSync == "mbarrier" ? ", K/V rings on per-stage mbarriers"
-                                          : "");
+                   tile.kvSync == "mbarrier"
+                       ? ", K/V rings on per-stage mbarriers"
+                       : ", K/V rings on a CTA barrier per tile");
       else
         fmt::print(stderr,
                    "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "
