@@ -28,6 +28,16 @@ std::string formatDouble(double value) {
   return std::string(buf, ptr);
 }
 
+/// The shortest decimal that reads back as the same float.
+std::string formatFloat(float value) {
+  if (value == 0.0f)
+    return "0";
+  char buf[64];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  (void)ec;
+  return std::string(buf, ptr);
+}
+
 bool oneOf(const std::string &value, std::initializer_list<const char *> set) {
   for (const char *item : set)
     if (value == item)
@@ -78,7 +88,9 @@ std::string KernelSpec::canonical() const {
   intField("window_left", windowLeft);
   intField("window_right", windowRight);
   field("softcap", formatDouble(softcap));
-  field("scale", formatDouble(effectiveScale()));
+  // The kernel multiplies in f32: scales that round to the same float
+  // (1/sqrt(128) computed as D**-0.5 or as 1/sqrt(D)) are one kernel.
+  field("scale", formatFloat(float(effectiveScale())));
   intField("has_lse", hasLse ? 1 : 0);
   field("arch", arch);
   field("custom_ir", customIr.empty() ? "none" : fnv1a128(customIr).hex());

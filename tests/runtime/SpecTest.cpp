@@ -15,6 +15,21 @@
 using namespace attnc;
 using attnc::test::sampleSpec;
 
+TEST_CASE("scales that round to the same float are one kernel", "[spec]") {
+  // 1/sqrt(128) as C++ computes it, as Python's 128 ** -0.5 gives it (one
+  // ulp apart in double), and the default: the kernel multiplies in f32.
+  KernelSpec a = sampleSpec(), b = sampleSpec(), d = sampleSpec();
+  a.headDim = b.headDim = d.headDim = 128;
+  a.scale = 0.08838834764831843;
+  b.scale = 0.08838834764831845;
+  CHECK(a.canonical() == b.canonical());
+  CHECK(a.canonical() == d.canonical());
+  CHECK_THAT(a.canonical(), Catch::Contains(";scale=0.088388346;"));
+  // A scale one float apart is another kernel.
+  b.scale = double(std::nextafter(float(*a.scale), 1.0f));
+  CHECK(a.canonical() != b.canonical());
+}
+
 TEST_CASE("canonical spec string prints every field in a fixed order",
           "[spec]") {
   CHECK(sampleSpec().canonical() ==
