@@ -125,6 +125,31 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
       f32Const(b, loc, -std::numeric_limits<float>::infinity()));
 }
 
+int64_t gpu_emit::tilePageCount(int64_t rows, int64_t pageSize) {
+  if (pageSize <= 0)
+    return 0;
+  if (pageSize % rows == 0)
+    return 1;
+  if (rows % pageSize == 0 && rows / pageSize <= kMaxTilePages)
+    return rows / pageSize;
+  return 0;
+}
+
+SmallVector<Value> gpu_emit::tilePagesOf(OpBuilder &b, Location loc,
+                                         Value table, Value batch, Value row,
+                                         Value length, int64_t pageSize,
+                                         int64_t count) {
+  SmallVector<Value> pages;
+  for (int64_t i = 0; i < count; ++i)
+    pages.push_back(
+        tilePageOf(b, loc, table, batch,
+                   i ? Value(arith::AddIOp::create(
+                           b, loc, row, indexConst(b, loc, i * pageSize)))
+                     : row,
+                   length, pageSize));
+  return pages;
+}
+
 Value gpu_emit::tilePageOf(OpBuilder &b, Location loc, Value table, Value batch,
                            Value row, Value length, int64_t pageSize) {
   Value last = arith::MaxSIOp::create(
@@ -142,7 +167,7 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
                          Value head, Value row, Value buf, int64_t rows,
                          int64_t dim, Value tid, int64_t threads, bool async,
                          bool barrier, bool commit, Value length, Value table,
-                         Value tilePageIn) {
+                         ArrayRef<Value> tilePagesIn) {
   // Nobody may still read the previous tile from this buffer.
   if (barrier)
     gpu::BarrierOp::create(b, loc);
@@ -151,16 +176,35 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
   auto chunkT = VectorType::get({8}, elt);
   int64_t chunksPerRow = dim / 8;
   Value seq = length ? length : Value(memref::DimOp::create(b, loc, view, 2));
-  // A tile that never crosses a page (tiles start on multiples of `rows`
-  // and the page size is a multiple of it): one block-table lookup for the
-  // whole tile, at a row clamped into the sequence (a look-ahead copy past
-  // the end must not read past the table's used part).
-  Value tilePage;
+  // A tile over a few whole pages (tiles start on multiples of `rows`; the
+  // page size a multiple of it, or it a small multiple of the page size):
+  // one block-table lookup per page, each at a row clamped into the
+  // sequence (a look-ahead copy past the end must not read past the
+  // table's used part), rather than one per 16-byte chunk.
   int64_t pageSize = table ? viewT.getDimSize(2) : 0;
-  if (table && pageSize % rows == 0)
-    tilePage = tilePageIn
-                   ? tilePageIn
-                   : tilePageOf(b, loc, table, batch, row, seq, pageSize);
+  SmallVector<Value> tilePages;
+  if (int64_t count = tilePageCount(rows, pageSize)) {
+    if (!tilePagesIn.empty())
+      tilePages.assign(tilePagesIn.begin(), tilePagesIn.end());
+    else
+      tilePages = tilePagesOf(b, loc, table, batch, row, seq, pageSize, count);
+  }
+  // The page of row `at` in [row, row + rows).
+  auto pageOf = [&](OpBuilder &sb, Location l, Value at) -> Value {
+    if (tilePages.size() == 1)
+      return tilePages.front();
+    Value k =
+        arith::DivUIOp::create(sb, l, arith::SubIOp::create(sb, l, at, row),
+                               indexConst(sb, l, pageSize));
+    Value page = tilePages.back();
+    for (int64_t i = int64_t(tilePages.size()) - 2; i >= 0; --i)
+      page = arith::SelectOp::create(
+          sb, l,
+          arith::CmpIOp::create(sb, l, arith::CmpIPredicate::eq, k,
+                                indexConst(sb, l, i)),
+          tilePages[i], page);
+    return page;
+  };
   // The checked copy: bounds, clamps, per-row page lookups.
   auto emitChecked = [&]() {
     scf::ForOp::create(
@@ -182,8 +226,9 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
             if (!table)
               return {batch, at};
             Value pageSize = indexConst(sb, l, viewT.getDimSize(2));
-            if (tilePage)
-              return {tilePage, arith::RemUIOp::create(sb, l, at, pageSize)};
+            if (!tilePages.empty())
+              return {pageOf(sb, l, at),
+                      arith::RemUIOp::create(sb, l, at, pageSize)};
             Value entry = memref::LoadOp::create(
                 sb, l, table,
                 ValueRange{batch, arith::DivUIOp::create(sb, l, at, pageSize)});
@@ -247,7 +292,7 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
   // per-chunk bounds checks, clamps and selects: a few instructions per
   // 16 bytes instead of ~17 (the decode split kernel copies 16 chunks per
   // thread per K or V tile).
-  if (async && (!table || tilePage)) {
+  if (async && (!table || !tilePages.empty())) {
     Value whole = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::sle,
         arith::AddIOp::create(b, loc, row, indexConst(b, loc, rows)), seq);
@@ -267,7 +312,7 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
             Value at = arith::AddIOp::create(lb, l, row, r);
             Value first = batch;
             if (table) {
-              first = tilePage;
+              first = pageOf(lb, l, at);
               at = arith::RemUIOp::create(lb, l, at,
                                           indexConst(lb, l, pageSize));
             }

@@ -65,15 +65,31 @@ mlir::Value tileNeedsMasks(mlir::OpBuilder &b, mlir::Location loc,
 /// leading barrier when the caller has placed one. `length` (else the
 /// view's sequence length) bounds the rows; with `table` the view is a paged
 /// cache [pages, heads, page_size, D] and `batch` picks the block table's
-/// row (see tile.load). `tilePage` (index), when the tile lies in one page
-/// (page size a multiple of `rows`), is that page, looked up ahead by the
-/// caller (see tilePageOf); else the tile's page is looked up here.
+/// row (see tile.load). `tilePages` (index values), when the tile lies in
+/// tilePageCount(rows, page size) whole pages, are those pages, looked up
+/// ahead by the caller (see tilePagesOf); else they are looked up here.
 void stageRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value view,
                mlir::Value batch, mlir::Value head, mlir::Value row,
                mlir::Value buf, int64_t rows, int64_t dim, mlir::Value tid,
                int64_t threads, bool async = false, bool barrier = true,
                bool commit = true, mlir::Value length = {},
-               mlir::Value table = {}, mlir::Value tilePage = {});
+               mlir::Value table = {},
+               llvm::ArrayRef<mlir::Value> tilePages = {});
+
+/// Pages a tile of `rows` rows starting on a multiple of `rows` covers,
+/// when that is one (the page size a multiple of rows) or a few (rows a
+/// multiple of the page size, at most kMaxTilePages pages); else 0 (one
+/// lookup per row).
+inline constexpr int64_t kMaxTilePages = 4;
+int64_t tilePageCount(int64_t rows, int64_t pageSize);
+
+/// The `count` block-table entries of the pages holding rows row,
+/// row + page size, ... (each clamped as tilePageOf does).
+llvm::SmallVector<mlir::Value> tilePagesOf(mlir::OpBuilder &b,
+                                           mlir::Location loc,
+                                           mlir::Value table, mlir::Value batch,
+                                           mlir::Value row, mlir::Value length,
+                                           int64_t pageSize, int64_t count);
 
 /// The block-table entry (index) of the page that holds row `row` of a
 /// paged view, the row clamped into [0, length): what stageRows looks up

@@ -129,7 +129,7 @@ private:
   DenseMap<Value, int64_t> groupOf;
   // Paged K/V tiles copied where they stand, each in one page: the page of
   // this iteration's tile, looked up an iteration ahead (see emitFor).
-  DenseMap<Operation *, Value> pageAhead;
+  DenseMap<Operation *, SmallVector<Value>> pageAhead;
   // The KV loop's copy-ahead rings (K and V, two stages each): the tiles of
   // iteration j + 1 are copied while iteration j computes, so an iteration
   // has two barriers: before QKᵀ (K_j has landed, and every warp is done
@@ -797,41 +797,48 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
     rings.push_back({load, buf, committedGroups - 1, {}, {}});
   }
   // Paged tiles copied where they stand (a decode split at one stage),
-  // each within one page: the block-table lookup of a tile would sit
-  // between the loop's barrier and its copies, an L2 round trip per tile
-  // on the critical path. Instead the page of tile j + 1 is loaded in
-  // iteration j and carried; K and V of a row share it.
-  SmallVector<std::pair<tile::LoadOp, size_t>> carriedPages; // load, slot
+  // each over one or a few whole pages: the block-table lookups of a tile
+  // would sit between the loop's barrier and its copies, an L2 round trip
+  // per tile on the critical path. Instead the pages of tile j + 1 are
+  // loaded in iteration j and carried; K and V of a row share them.
+  struct CarriedPages {
+    tile::LoadOp load;
+    size_t slot, count; // iter_args [slot, slot + count) after the fragments
+  };
+  SmallVector<CarriedPages> carriedPages;
   SmallVector<Value> pageInits;
   if (ahead.empty())
     for (auto load : op.getBody()->getOps<tile::LoadOp>()) {
       auto viewT = dyn_cast<MemRefType>(load.getSource().getType());
       int64_t rows = load.getResult().getType().getDimSize(0);
+      int64_t count = viewT && !ShapedType::isDynamic(viewT.getDimSize(2))
+                          ? gpu_emit::tilePageCount(rows, viewT.getDimSize(2))
+                          : 0;
       if (!load.isPaged() || !load.getLength() ||
-          load.getRow() != op.getInductionVar() || !viewT ||
-          ShapedType::isDynamic(viewT.getDimSize(2)) ||
-          viewT.getDimSize(2) % rows != 0 ||
+          load.getRow() != op.getInductionVar() || count == 0 ||
           !llvm::all_of(ValueRange{load.getBatch(), load.getBlockTable(),
                                    load.getLength()},
                         [&](Value v) { return op.isDefinedOutsideOfLoop(v); }))
         continue;
-      auto same = llvm::find_if(carriedPages, [&](auto &c) {
-        tile::LoadOp o = c.first;
+      auto same = llvm::find_if(carriedPages, [&](CarriedPages &c) {
+        tile::LoadOp o = c.load;
         return o.getBlockTable() == load.getBlockTable() &&
                o.getBatch() == load.getBatch() &&
-               o.getLength() == load.getLength() &&
+               o.getLength() == load.getLength() && c.count == size_t(count) &&
                cast<MemRefType>(o.getSource().getType()).getDimSize(2) ==
                    viewT.getDimSize(2);
       });
       if (same != carriedPages.end()) {
-        carriedPages.push_back({load, same->second});
+        carriedPages.push_back({load, same->slot, same->count});
         continue;
       }
-      carriedPages.push_back({load, pageInits.size()});
-      pageInits.push_back(gpu_emit::tilePageOf(
-          b, loc, map.lookup(load.getBlockTable()), map.lookup(load.getBatch()),
-          map.lookup(op.getLowerBound()), map.lookup(load.getLength()),
-          viewT.getDimSize(2)));
+      carriedPages.push_back({load, pageInits.size(), size_t(count)});
+      llvm::append_range(
+          pageInits,
+          gpu_emit::tilePagesOf(
+              b, loc, map.lookup(load.getBlockTable()),
+              map.lookup(load.getBatch()), map.lookup(op.getLowerBound()),
+              map.lookup(load.getLength()), viewT.getDimSize(2), count));
     }
   // Loop-carried fragments travel as a flat list of registers (then the
   // carried pages).
@@ -864,14 +871,19 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
     if (!pageInits.empty()) {
       Value next =
           arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
-      for (auto [load, slot] : carriedPages) {
-        pageAhead[load] = loop.getRegionIterArgs()[fragRegs + slot];
-        if (slot < nextPages.size())
+      for (CarriedPages &c : carriedPages) {
+        auto args = loop.getRegionIterArgs().slice(fragRegs + c.slot, c.count);
+        pageAhead[c.load] = SmallVector<Value>(args.begin(), args.end());
+        if (c.slot < nextPages.size())
           continue;
-        nextPages.push_back(gpu_emit::tilePageOf(
-            b, loc, map.lookup(load.getBlockTable()),
-            map.lookup(load.getBatch()), next, map.lookup(load.getLength()),
-            cast<MemRefType>(load.getSource().getType()).getDimSize(2)));
+        llvm::append_range(
+            nextPages,
+            gpu_emit::tilePagesOf(
+                b, loc, map.lookup(c.load.getBlockTable()),
+                map.lookup(c.load.getBatch()), next,
+                map.lookup(c.load.getLength()),
+                cast<MemRefType>(c.load.getSource().getType()).getDimSize(2),
+                c.count));
       }
     }
     if (!ahead.empty()) {
@@ -902,8 +914,8 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
     llvm::append_range(yields, nextPages);
     scf::YieldOp::create(b, loc, yields);
   }
-  for (auto &carried : carriedPages)
-    pageAhead.erase(carried.first);
+  for (CarriedPages &c : carriedPages)
+    pageAhead.erase(c.load);
   unflatten(loop.getResults().take_front(fragRegs), op.getResults());
   if (!ahead.empty()) {
     // The last iteration's look-ahead copies: drain them before leaving.
