@@ -100,6 +100,8 @@ step python-gpu python3 tests/python/test_gpu_binding.py
 step python-gpu-decode python3 tests/python/test_gpu_decode.py
 step python-gpu-cache-ops python3 tests/python/test_gpu_cache_ops.py
 step python-gpu-rows python3 tests/python/test_gpu_rows.py
+# Host cost of a Python decode call vs its CUDA-graph GPU time.
+step decode-overhead timeout 120 python3 bench/decode_host_overhead.py
 step compare timeout 420 python3 bench/compare.py --out "$out/RESULTS.md" ${ATTNC_BENCH_ARGS:-}
 rm -f "$logs/hgmma.cubin"
 tar czf "$out/logs.tgz" -C "$logs" .
