@@ -22,6 +22,10 @@ def _desc(t, perm):
                       tuple(int(st[p]) for p in perm))
 
 
+# The decode specs met so far: key -> (Context, kernel handle).
+_kernels = {}
+
+
 def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
            layout="NHD", causal=False, window=None, softcap=None, scale=None,
            return_lse=False, max_q_len=None, num_splits=0, workspace=None,
@@ -30,8 +34,9 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
     16: speculative decoding; the rows are the last q_len positions of each
     sequence) against the paged cache. ``max_kv_len``: a host-side bound of
     ``kv_lens`` that picks the split count (None: read from kv_lens, which
-    synchronises). ``workspace``: a CUDA uint8 tensor to reuse (None:
-    allocated here). Runs on torch.cuda.current_stream(). Returns o like q,
+    synchronises). ``workspace``: a CUDA uint8 tensor to reuse, at least
+    what decode_workspace() gives (a smaller one is an error, not silently
+    replaced; None: allocated here). Runs on torch.cuda.current_stream(). Returns o like q,
     or (o, lse) with lse float32 [batch, heads, q_len]."""
     import torch
 
@@ -69,44 +74,56 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
     if window is None:
         window = (-1, -1)
     device = q.device
-    with torch.cuda.device(device):
-        if arch is None:
-            arch = arch_for_capability(
+    key = (int(heads), kv_heads, int(head_dim), page_size,
+           int(max_q_len if max_q_len is not None else q_len), dtype,
+           bool(causal), bool(return_lse), tuple(window), softcap, scale, arch,
+           int(block_n), device.index)
+    hit = _kernels.get(key)
+    if hit is None:
+        # First call for this spec: the device guard, the capability query
+        # and the kernel lookup; later calls skip them (tens of
+        # microseconds of Python per call, bench/NOTES.md).
+        with torch.cuda.device(device):
+            spec_arch = arch or arch_for_capability(
                 torch.cuda.get_device_capability(device))
-        spec = DecodeSpec(
-            heads=int(heads), kv_heads=kv_heads, head_dim=int(head_dim),
-            page_size=page_size,
-            max_q_len=int(max_q_len if max_q_len is not None else q_len),
-            dtype=dtype, causal=bool(causal), has_lse=bool(return_lse),
-            window_left=int(window[0]), window_right=int(window[1]),
-            softcap=0.0 if softcap is None else float(softcap),
-            scale=None if scale is None else float(scale), arch=arch,
-            block_n=int(block_n))
-        ctx = context(device.index)
-        kernel = ctx.get_decode_kernel(spec)
-        o = torch.empty_like(q)
-        lse = None
-        if return_lse:
-            lse = torch.empty((batch, heads, q_len), dtype=torch.float32,
-                              device=device)
-        args = DecodeArgs(
-            q=_desc(q, (0, 2, 1, 3)), k_cache=_desc(k_cache, perm),
-            v_cache=_desc(v_cache, perm),
-            block_table=int(block_table.data_ptr()),
-            max_blocks=int(block_table.shape[1]),
-            kv_lens=int(kv_lens.data_ptr()), max_kv_len=int(max_kv_len),
-            o=_desc(o, (0, 2, 1, 3)),
-            lse=None if lse is None else TensorDesc(
-                int(lse.data_ptr()), tuple(lse.shape), tuple(lse.stride())),
-            num_splits=int(num_splits))
+            spec = DecodeSpec(
+                heads=int(heads), kv_heads=kv_heads, head_dim=int(head_dim),
+                page_size=page_size,
+                max_q_len=int(max_q_len if max_q_len is not None else q_len),
+                dtype=dtype, causal=bool(causal), has_lse=bool(return_lse),
+                window_left=int(window[0]), window_right=int(window[1]),
+                softcap=0.0 if softcap is None else float(softcap),
+                scale=None if scale is None else float(scale),
+                arch=spec_arch, block_n=int(block_n))
+            ctx = context(device.index)
+            kernel = ctx.get_decode_kernel(spec)
+        hit = _kernels[key] = (ctx, kernel)
+    ctx, kernel = hit
+    o = torch.empty_like(q)
+    lse = None
+    if return_lse:
+        lse = torch.empty((batch, heads, q_len), dtype=torch.float32,
+                          device=device)
+    args = DecodeArgs(
+        q=_desc(q, (0, 2, 1, 3)), k_cache=_desc(k_cache, perm),
+        v_cache=_desc(v_cache, perm),
+        block_table=int(block_table.data_ptr()),
+        max_blocks=int(block_table.shape[1]),
+        kv_lens=int(kv_lens.data_ptr()), max_kv_len=int(max_kv_len),
+        o=_desc(o, (0, 2, 1, 3)),
+        lse=None if lse is None else TensorDesc(
+            int(lse.data_ptr()), tuple(lse.shape), tuple(lse.stride())),
+        num_splits=int(num_splits))
+    if workspace is None:
         need = ctx.decode_workspace_size(kernel, args)
-        if workspace is None or workspace.numel() < need:
-            workspace = torch.empty(max(need, 256), dtype=torch.uint8,
-                                    device=device)
-        args = args._replace(workspace=int(workspace.data_ptr()),
-                             workspace_bytes=int(workspace.numel()))
-        stream = torch.cuda.current_stream(device).cuda_stream
-        ctx.launch_decode(kernel, args, stream=stream)
+        workspace = torch.empty(max(need, 256), dtype=torch.uint8,
+                                device=device)
+    # A caller's workspace is checked by the launch (a clear error when it
+    # is too small; decode_workspace() sizes one for any split count).
+    args = args._replace(workspace=int(workspace.data_ptr()),
+                         workspace_bytes=int(workspace.numel()))
+    stream = torch.cuda.current_stream(device).cuda_stream
+    ctx.launch_decode(kernel, args, stream=stream)
     return (o, lse) if return_lse else o
 
 

@@ -62,18 +62,31 @@ def spec_json(op, dtype, hidden, arch, eps=None, threads_per_row=0,
     return json.dumps(spec, sort_keys=True)
 
 
+# (op, dtype, hidden, eps, arch, device index) -> (Context, kernel handle):
+# a call after the first skips the spec's JSON, the device guard and the
+# capability query (tens of microseconds of Python per call, as much as a
+# 70 us add+rms_norm kernel takes on the GPU; bench/NOTES.md).
+_kernels = {}
+
+
 def _launch(name, op, ref, hidden, tensors, rows, eps=None, arch=None):
     import torch
 
     device = ref.device
-    with torch.cuda.device(device):
-        if arch is None:
-            arch = arch_for_capability(torch.cuda.get_device_capability(device))
-        ctx = context(device.index)
-        kernel = ctx.get_kernel_json(spec_json(op, _dtype(name, ref), hidden,
-                                               arch, eps))
-        stream = torch.cuda.current_stream(device).cuda_stream
-        ctx.launch_rows(kernel, rows, tensors, stream=stream)
+    key = (op, ref.dtype, hidden, eps, arch, device.index)
+    hit = _kernels.get(key)
+    if hit is None:
+        with torch.cuda.device(device):
+            spec_arch = arch or arch_for_capability(
+                torch.cuda.get_device_capability(device))
+            ctx = context(device.index)
+            kernel = ctx.get_kernel_json(spec_json(op, _dtype(name, ref),
+                                                   hidden, spec_arch, eps))
+        hit = _kernels[key] = (ctx, kernel)
+    ctx, kernel = hit
+    # The runtime makes its own CUDA context current for the launch.
+    stream = torch.cuda.current_stream(device).cuda_stream
+    ctx.launch_rows(kernel, rows, tensors, stream=stream)
 
 
 def _desc(name, what, t):

@@ -98,5 +98,25 @@ try:
 except attnc.AttncError as e:
     check("an int64 block table is rejected", "int32" in str(e), str(e))
 
+# A caller's workspace is not silently replaced: too small is an error that
+# says how much is needed; decode_workspace's size works; and the second
+# call of a spec (its kernel remembered) gives the same result as the first.
+x = torch.randn(1, 1, 32, 128, device="cuda", dtype=torch.bfloat16)
+c = torch.randn(64, 16, 8, 128, device="cuda", dtype=torch.bfloat16)
+table = torch.arange(64, dtype=torch.int32, device="cuda").view(1, 64)
+lens_t = torch.full((1,), 1000, dtype=torch.int32, device="cuda")
+try:
+    attnc.decode(x, c, c, table, lens_t, max_kv_len=1000,
+                 workspace=torch.empty(256, dtype=torch.uint8, device="cuda"))
+    check("a too-small workspace is an error", False, "no error")
+except attnc.AttncError as e:
+    check("a too-small workspace is an error", "workspace has 256" in str(e), str(e))
+ws = attnc.decode_workspace(x, c, table, max_kv_len=1000)
+first = attnc.decode(x, c, c, table, lens_t, max_kv_len=1000, workspace=ws)
+again = attnc.decode(x, c, c, table, lens_t, max_kv_len=1000, workspace=ws)
+torch.cuda.synchronize()
+check("a remembered kernel gives the same result",
+      bool(torch.isfinite(first).all()) and torch.equal(first, again))
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
