@@ -46,7 +46,10 @@ void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);
 /// Decode's kernel-level options: keys per KV tile, most query rows per
 /// sequence.
 struct DecodeTileOptions {
-  int64_t blockN = 32; // 64 spills the split kernel at D = 128 (sm_90a)
+  // Keys per K/V tile. 16: on the H200 best or within 1% on every row of
+  // the decode sweep at pages 16 and 256 (B=64: 3.97 / 4.21 TB/s against
+  // 3.64 / 3.89 at 32; bench/NOTES.md, session 4); 64 spills at D = 128.
+  int64_t blockN = 16;
   int64_t maxQLen = 1;
   // K/V tiles in flight per program: 1 = copy each where it is used, 2 =
   // copy the next one ahead (tuning.stages; bench/NOTES.md, "Decode").
