@@ -885,8 +885,9 @@ void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
       args.workspace = ws.get();
       args.workspaceBytes = bytes.isOk() ? *bytes : 0;
       char name[96];
-      std::snprintf(name, sizeof name, "block_n %-2lld stages %lld splits %-6s",
-                    (long long)(v.blockN ? v.blockN : 32),
+      std::string bn = v.blockN ? std::to_string(v.blockN) : "dflt";
+      std::snprintf(name, sizeof name, "block_n %-4s stages %lld splits %-6s",
+                    bn.c_str(),
                     (long long)(v.stages ? v.stages : 1), splitsName(v.splits));
       if (!ok) {
         std::printf("bench decode B=%-3d L=%-6d page %-3d %s: WRONG (rel L2 "
