@@ -887,8 +887,8 @@ void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
       char name[96];
       std::string bn = v.blockN ? std::to_string(v.blockN) : "dflt";
       std::snprintf(name, sizeof name, "block_n %-4s stages %lld splits %-6s",
-                    bn.c_str(),
-                    (long long)(v.stages ? v.stages : 1), splitsName(v.splits));
+                    bn.c_str(), (long long)(v.stages ? v.stages : 1),
+                    splitsName(v.splits));
       if (!ok) {
         std::printf("bench decode B=%-3d L=%-6d page %-3d %s: WRONG (rel L2 "
                     "%.2e vs the default, %zu non-finite), not timed\n",
