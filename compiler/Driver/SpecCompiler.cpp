@@ -276,7 +276,8 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   // sm_90a takes the wgmma mapping where it supports the variant; anything
   // else (and any other target) mma.sync. The metadata names the choice.
   MappingChoice choice =
-      chooseTensorCoreMapping(spec.arch, headDim, elementBits, tile);
+      chooseTensorCoreMapping(spec.arch, headDim, elementBits, tile,
+                              /*leftWindow=*/spec.windowLeft >= 0);
   // A tuned spec may name its mapping (attnc tune sweeps both on sm_90a).
   if (spec.tuning.mapping == "mma" && choice.mapping != GPUMapping::MMA) {
     choice.mapping = GPUMapping::MMA;

@@ -107,8 +107,9 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
   if (t.mapping == "wgmma") {
     if (t.warps != 0)
       return "wgmma takes one warpgroup per 64 rows; warps is not a knob";
-    std::string why = wgmma::unsupportedReason(spec.headDim, t.blockM, t.blockN,
-                                               16, t.stages > 0 ? t.stages : 2);
+    std::string why = wgmma::unsupportedReason(
+        spec.headDim, t.blockM, t.blockN, 16, t.stages > 0 ? t.stages : 2,
+        /*leftWindow=*/spec.windowLeft >= 0);
     return why.empty() ? "" : "the wgmma mapping " + why;
   }
   // mma.sync (explicitly, or the only mapping of the target).

@@ -18,13 +18,15 @@ const char *attnc::mappingName(GPUMapping mapping) {
 attnc::MappingChoice attnc::chooseTensorCoreMapping(const std::string &arch,
                                                     int64_t headDim,
                                                     int64_t elementBits,
-                                                    const TileOptions &tile) {
+                                                    const TileOptions &tile,
+                                                    bool leftWindow) {
   MappingChoice c;
   if (arch != "sm_90a") {
     c.mapping = GPUMapping::MMA;
     c.why = arch + " has no wgmma";
   } else if (std::string reason = wgmma::unsupportedReason(
-                 headDim, tile.blockM, tile.blockN, elementBits, tile.kvStages);
+                 headDim, tile.blockM, tile.blockN, elementBits, tile.kvStages,
+                 leftWindow);
              !reason.empty()) {
     c.mapping = GPUMapping::MMA;
     c.why = "fallback: the wgmma mapping " + reason;

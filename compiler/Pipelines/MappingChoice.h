@@ -23,10 +23,12 @@ struct MappingChoice {
   std::string why;
 };
 
-/// The tensor-core mapping for `arch` and a variant with `tile` sizes.
+/// The tensor-core mapping for `arch` and a variant with `tile` sizes
+/// (`leftWindow`: it has a sliding window with a left bound).
 MappingChoice chooseTensorCoreMapping(const std::string &arch, int64_t headDim,
                                       int64_t elementBits,
-                                      const TileOptions &tile);
+                                      const TileOptions &tile,
+                                      bool leftWindow = false);
 
 /// The name a mapping goes by ("wgmma", "mma.sync", "simt").
 const char *mappingName(GPUMapping mapping);

@@ -168,14 +168,15 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
     t.blockN = 64;
     t.stages = 2;
     return t;
-  } else if (spec.arch == "sm_90a" && spec.headDim == 256) {
-    // mma.sync (wgmma takes D 64/128 so far). The session-3 sweep on the
-    // H200 (bench/RESULTS.md): 128x64 with 8 warps 280 TFLOP/s against
-    // 239 for 64x32 at S = 16k; 255 registers, no spills on sm_90a. sm_80
-    // keeps 64x32: there the causal variant of 128x64 spills.
+  } else if (spec.arch == "sm_90a" &&
+             (spec.headDim == 192 || spec.headDim == 256)) {
+    // The wgmma mapping (D 192/256 since session 4): 128x64, K/V rings of
+    // 2 tiles (Q + rings 144 / 192 KiB; 206 / 240 registers, no spills).
+    // mma.sync's best at D256 was 128x64 with 8 warps, 283 TFLOP/s at S16k
+    // on the H200 (bench/RESULTS.md).
     t.blockM = 128;
     t.blockN = 64;
-    t.warps = 8;
+    t.stages = 2;
     return t;
   } else if (spec.headDim <= 128) {
     t.blockM = 128;

@@ -1,6 +1,6 @@
 //===- WGMMAVariantsTest.cpp - sm_90a variants through the wgmma mapping --===//
 //
-// Every sm_90a variant the wgmma mapping takes (head dims 64 and 128, bf16 and
+// Every sm_90a variant the wgmma mapping takes (head dims 64-256, bf16 and
 // fp16, no mask / causal / window + softcap, GQA, with and without LSE, one
 // and two warpgroups) compiles through the runtime's compiler hook with the
 // mapping named in its metadata, carries wgmma in its PTX, and assembles for
@@ -63,7 +63,7 @@ void assemblesWithWGMMA(const KernelSpec &spec, const char *what) {
 
 TEST_CASE("sm_90a variants take the wgmma mapping and assemble without spills",
           "[ptxas][wgmma]") {
-  for (int64_t d : {64, 128})
+  for (int64_t d : {64, 128, 192, 256})
     for (const char *dtype : {"bf16", "fp16"}) {
       KernelSpec plain = sm90(d, dtype);
       assemblesWithWGMMA(plain, "no mask");
@@ -75,7 +75,16 @@ TEST_CASE("sm_90a variants take the wgmma mapping and assemble without spills",
       w.windowRight = 0;
       w.softcap = 30.0;
       w.hasLse = false;
-      assemblesWithWGMMA(w, "window+softcap, no LSE");
+      if (d <= 192) {
+        assemblesWithWGMMA(w, "window+softcap, no LSE");
+      } else { // would spill: mma.sync, and the reason says so
+        CompiledKernel k = compiled(w);
+        CHECK(k.meta.mapping == "mma.sync");
+        CHECK_THAT(k.meta.mappingWhy, Catch::Contains("sliding window"));
+        KernelSpec s = w;
+        s.windowLeft = -1; // softcap alone stays on wgmma
+        assemblesWithWGMMA(s, "softcap, no LSE");
+      }
     }
   KernelSpec two = sm90(128, "bf16"); // two warpgroups
   two.causal = true;
@@ -96,7 +105,7 @@ TEST_CASE("sm_90a variants take the wgmma mapping and assemble without spills",
 TEST_CASE("sm_90a variants the wgmma mapping cannot take fall back to "
           "mma.sync",
           "[ptxas][wgmma]") {
-  for (int64_t d : {96, 192, 256}) {
+  for (int64_t d : {96}) {
     CompiledKernel k = compiled(sm90(d, "bf16"));
     CHECK(k.meta.mapping == "mma.sync");
     CHECK(k.meta.mappingWhy.find("fallback") != std::string::npos);

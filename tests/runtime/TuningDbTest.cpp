@@ -137,14 +137,15 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   CHECK(mma.warps == 4);
   CHECK_THAT(other.why, Catch::Contains("no database entry"));
 
-  // D256: the sweep's 128x64 with 8 warps on sm_90a, 64x32 on sm_80.
+  // D256: wgmma 128x64 with two K/V stages on sm_90a, 64x32 on sm_80.
   KernelSpec d256 = s;
   d256.headDim = 256;
   TuningConfig h256 =
       chooseTuning(nullptr, "NVIDIA H200", d256, {1, 4096, 4096}).tuning;
   CHECK(h256.blockM == 128);
   CHECK(h256.blockN == 64);
-  CHECK(h256.warps == 8);
+  CHECK(h256.warps == 0);
+  CHECK(h256.stages == 2);
   d256.arch = "sm_80";
   CHECK(chooseTuning(nullptr, "NVIDIA A100", d256, {1, 4096, 4096})
             .tuning.blockN == 32);

@@ -239,6 +239,16 @@ static bool causalOf(ModuleOp module) {
   return causal;
 }
 
+/// Whether the module's attention has a sliding window with a left bound.
+static bool leftWindowOf(ModuleOp module) {
+  bool left = false;
+  module.walk([&](attn::AttentionOp op) {
+    if (auto w = op.getWindowAttr())
+      left |= w.getLeft() >= 0;
+  });
+  return left;
+}
+
 /// The bit width of the module's attention elements (16 unless stated).
 static int64_t elementBitsOf(ModuleOp module) {
   int64_t bits = 16;
@@ -342,7 +352,8 @@ int runEmit(EmitOptions &o) {
       buildSIMTPipeline(pm);
     } else {
       MappingChoice choice = chooseTensorCoreMapping(
-          o.arch, headDimOf(*module), elementBitsOf(*module), tile);
+          o.arch, headDimOf(*module), elementBitsOf(*module), tile,
+          leftWindowOf(*module));
       if (decodeModule) {
         choice.mapping = GPUMapping::MMA;
         choice.why = "decode's split-KV kernels have no wgmma mapping yet";

@@ -7,12 +7,17 @@ using namespace mlir;
 
 std::string attnc::wgmma::unsupportedReason(int64_t headDim, int64_t blockM,
                                             int64_t blockN, int64_t elementBits,
-                                            int64_t stages) {
+                                            int64_t stages, bool leftWindow) {
   if (elementBits != 16)
     return "needs 16-bit (bf16/f16) inputs";
-  if (headDim != 64 && headDim != 128)
-    return "supports head dims 64 and 128 so far, not " +
+  if (headDim % 64 != 0 || headDim > 256)
+    return "supports head dims 64, 128, 192 and 256, not " +
            std::to_string(headDim);
+  // 128 accumulator registers per thread at D = 256 leave too few for the
+  // window's bounds: ptxas spills (255 registers, ~200 bytes of stack).
+  if (leftWindow && headDim > 192)
+    return "takes no sliding window at head dim " + std::to_string(headDim) +
+           " yet (it would spill)";
   if (blockM % 64 != 0 || blockM > 256)
     return "needs block_m a multiple of 64 (one warpgroup per 64 rows), up "
            "to 256, not " +
@@ -51,5 +56,11 @@ std::string attnc::wgmma::unsupportedReason(func::FuncOp kernel,
   });
   if (!consistent || headDim < 0 || blockN < 0)
     return "needs one Q tile of block_m rows and K/V tiles of one shape";
-  return unsupportedReason(headDim, launch.getBlockM(), blockN, bits, stages);
+  bool leftWindow = false;
+  kernel.walk([&](tile::ScoreOp score) {
+    if (auto w = score.getWindowAttr())
+      leftWindow |= w.getLeft() >= 0;
+  });
+  return unsupportedReason(headDim, launch.getBlockM(), blockN, bits, stages,
+                           leftWindow);
 }

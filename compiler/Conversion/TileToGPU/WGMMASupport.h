@@ -32,8 +32,11 @@ inline int64_t smemBytes(int64_t headDim, int64_t blockM, int64_t blockN,
 
 /// Why a variant cannot take the wgmma mapping ("" when it can), as the end
 /// of a sentence "the wgmma mapping ...".
+/// `leftWindow`: the variant has a sliding window with a left bound (at
+/// head dim 256 its index arithmetic and the accumulator spill).
 std::string unsupportedReason(int64_t headDim, int64_t blockM, int64_t blockN,
-                              int64_t elementBits, int64_t stages);
+                              int64_t elementBits, int64_t stages,
+                              bool leftWindow = false);
 
 /// The same for a tile kernel (its Q/K/V tile shapes and launch).
 std::string unsupportedReason(mlir::func::FuncOp kernel,

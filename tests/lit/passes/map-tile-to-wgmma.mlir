@@ -100,7 +100,7 @@ func.func @attention_fwd(%q: tensor<?x4x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
 // drivers check first and fall back to mma.sync).
 func.func @attention_fwd(%q: tensor<?x2x?x96xbf16>, %k: tensor<?x2x?x96xbf16>, %v: tensor<?x2x?x96xbf16>)
     -> tensor<?x2x?x96xbf16> {
-  // expected-error @+1 {{the wgmma mapping supports head dims 64 and 128 so far, not 96}}
+  // expected-error @+1 {{the wgmma mapping supports head dims 64, 128, 192 and 256, not 96}}
   %o = attn.attention %q, %k, %v
       : tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16>, tensor<?x2x?x96xbf16> -> tensor<?x2x?x96xbf16>
   return %o : tensor<?x2x?x96xbf16>
