@@ -131,6 +131,10 @@ _SIGNATURES = {
     "attnc_get_kernel": (
         _status, [ctypes.c_void_p, ctypes.POINTER(_Spec),
                   ctypes.POINTER(ctypes.c_void_p)]),
+    "attnc_get_kernel_for": (
+        _status, [ctypes.c_void_p, ctypes.POINTER(_Spec), ctypes.c_int64,
+                  ctypes.c_int64, ctypes.c_int64,
+                  ctypes.POINTER(ctypes.c_void_p)]),
     "attnc_kernel_key": (ctypes.c_char_p, [ctypes.c_void_p]),
     "attnc_attention_validate": (
         _status, [ctypes.POINTER(_Spec), ctypes.POINTER(_AttentionArgs)]),
@@ -429,6 +433,20 @@ class Context:
                        "attnc_get_kernel(%s)" % (spec,))
                 kernel = self._kernels[spec] = out.value
             return kernel
+
+    def get_kernel_for(self, spec, batch, seq_q, seq_kv):
+        """The kernel handle for ``spec`` at one problem size: the tuning
+        database's choice for this GPU and size bucket when the context has
+        one ($ATTNC_TUNING_DB), else what get_kernel gives. Asks the runtime
+        every time (its own lookup is a map find)."""
+        c_spec = spec._to_c()
+        out = ctypes.c_void_p()
+        _check(lib().attnc_get_kernel_for(self._handle, ctypes.byref(c_spec),
+                                          int(batch), int(seq_q), int(seq_kv),
+                                          ctypes.byref(out)),
+               "attnc_get_kernel_for(%s, batch %d, seq_q %d, seq_kv %d)"
+               % (spec, batch, seq_q, seq_kv))
+        return out.value
 
     def get_kernel_json(self, spec_json):
         """The kernel handle for a spec given as a JSON object string (the

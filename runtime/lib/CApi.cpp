@@ -219,6 +219,56 @@ attnc_status attnc_get_kernel(attnc_context *ctx, const attnc_spec *spec,
   });
 }
 
+namespace {
+attnc_status kernelFor(attnc_context *ctx, const attnc::KernelSpec &spec,
+                       int64_t batch, int64_t seqQ, int64_t seqKV,
+                       const attnc_kernel **out, int64_t *splitsOut) {
+  if (batch < 1 || seqQ < 1 || seqKV < 1)
+    return fail(ATTNC_ERROR_INVALID_ARGUMENT,
+                "problem size must be positive: batch " +
+                    std::to_string(batch) + ", seq_q " + std::to_string(seqQ) +
+                    ", seq_kv " + std::to_string(seqKV));
+  attnc::TuningChoice choice;
+  attnc_status status = storeKernel(
+      ctx->impl->getKernelFor(spec, {batch, seqQ, seqKV}, &choice), out);
+  if (splitsOut)
+    *splitsOut = status == ATTNC_OK ? choice.decodeSplits : 0;
+  return status;
+}
+} // namespace
+
+attnc_status attnc_get_kernel_for(attnc_context *ctx, const attnc_spec *spec,
+                                  int64_t batch, int64_t seq_q, int64_t seq_kv,
+                                  const attnc_kernel **out) {
+  return guarded([&]() -> attnc_status {
+    if (!ctx || !out)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx or out is NULL");
+    auto cxx = specFromC(spec);
+    if (!cxx.isOk())
+      return fail(cxx.status());
+    return kernelFor(ctx, *cxx, batch, seq_q, seq_kv, out, nullptr);
+  });
+}
+
+attnc_status attnc_get_kernel_for_json(attnc_context *ctx,
+                                       const char *spec_json, int64_t batch,
+                                       int64_t seq_q, int64_t seq_kv,
+                                       const attnc_kernel **out,
+                                       int64_t *splits_out) {
+  return guarded([&]() -> attnc_status {
+    if (!ctx || !spec_json || !out)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT,
+                  "ctx, spec_json or out is NULL");
+    auto json = attnc::parseJson(spec_json);
+    if (!json.isOk())
+      return fail(json.status());
+    auto spec = attnc::specFromJson(*json);
+    if (!spec.isOk())
+      return fail(spec.status());
+    return kernelFor(ctx, *spec, batch, seq_q, seq_kv, out, splits_out);
+  });
+}
+
 attnc_status attnc_get_kernel_json(attnc_context *ctx, const char *spec_json,
                                    const attnc_kernel **out) {
   return guarded([&]() -> attnc_status {

@@ -520,7 +520,7 @@ def missing_kernel_names_spec_and_attnc_bundle():
         q, k, v = qkv()
         msg = expect_error(
             lambda: attnc.attention(q, k, v, causal=True, window=(64, 0)),
-            "attnc_get_kernel(Spec(heads=8, kv_heads=2, head_dim=64",
+            "attnc_get_kernel_for(Spec(heads=8, kv_heads=2, head_dim=64",
             "(NotFound)", "no compiled kernel for spec",
             "op=attention_fwd;dtype=bf16;heads=8;kv_heads=2;head_dim=64;"
             "causal=1;window_left=64;window_right=0;", "arch=sm_90a",

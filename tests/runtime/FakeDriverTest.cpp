@@ -597,6 +597,60 @@ TEST_CASE("getKernelFor takes the tuning database's config into the key",
     said += w.find("tuning database: fastest on Fake GPU") != std::string::npos;
   CHECK(said == 1);
 
+  // The C ABI's size-aware lookup: the database through $ATTNC_TUNING_DB
+  // (the fake driver names no device: records for GPU "" match it).
+  {
+    TuningRecord c = r;
+    c.gpu = "";
+    TuningDb cdb;
+    cdb.record(c);
+    std::string cpath = f.dir.path() + "/tuning-c.json";
+    REQUIRE(cdb.save(cpath).isOk());
+    ::setenv("ATTNC_TUNING_DB", cpath.c_str(), 1);
+    attnc_context_options copts;
+    attnc_context_options_init(&copts);
+    std::string dir = f.dir.path();
+    copts.cache_dir = dir.c_str();
+    copts.driver_library = ATTNC_FAKE_CUDA_PATH;
+    copts.build_id = "test-build";
+    copts.link_cubin = 0;
+    setDefaultCompiler(f.compiler);
+    attnc_context *cctx = nullptr;
+    attnc_status created = attnc_context_create(&copts, &cctx);
+    setDefaultCompiler(nullptr);
+    ::unsetenv("ATTNC_TUNING_DB");
+    REQUIRE(created == ATTNC_OK);
+    attnc_spec cspec;
+    attnc_spec_init(&cspec);
+    cspec.heads = 8;
+    cspec.kv_heads = 2;
+    cspec.head_dim = 64;
+    const attnc_kernel *k4096 = nullptr, *k16k = nullptr, *plain = nullptr;
+    REQUIRE(attnc_get_kernel_for(cctx, &cspec, 2, 4096, 4096, &k4096) ==
+            ATTNC_OK);
+    REQUIRE(attnc_get_kernel_for(cctx, &cspec, 1, 16384, 16384, &k16k) ==
+            ATTNC_OK);
+    REQUIRE(attnc_get_kernel(cctx, &cspec, &plain) == ATTNC_OK);
+    KernelSpec tunedSpec = spec;
+    tunedSpec.tuning = r.tuning;
+    CHECK(std::string(attnc_kernel_key(k4096)) ==
+          cacheKey("test-build", tunedSpec.canonical()));
+    CHECK(k16k == plain); // no record for that bucket: the plain kernel
+    int64_t splits = -1;
+    const attnc_kernel *fromJson = nullptr;
+    REQUIRE(
+        attnc_get_kernel_for_json(
+            cctx,
+            R"({"dtype": "bf16", "heads": 8, "kv_heads": 2, "head_dim": 64})",
+            2, 4096, 4096, &fromJson, &splits) == ATTNC_OK);
+    CHECK(fromJson == k4096);
+    CHECK(splits == 0);
+    CHECK(attnc_get_kernel_for(cctx, &cspec, 0, 4096, 4096, &k4096) ==
+          ATTNC_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(attnc_last_error(), Catch::Contains("problem size must be"));
+    attnc_context_destroy(cctx);
+  }
+
   // A database that does not load is an error of create().
   ContextOptions broken = f.options();
   broken.tuningDb = f.dir.path() + "/missing.json";

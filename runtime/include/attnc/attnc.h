@@ -121,6 +121,21 @@ ATTNC_API attnc_status attnc_get_kernel(attnc_context *ctx,
 ATTNC_API attnc_status attnc_get_kernel_json(attnc_context *ctx,
                                              const char *spec_json,
                                              const attnc_kernel **out);
+/* The kernel for a spec at one problem size (batch, seq_q, seq_kv >= 1;
+ * for decode seq_kv is the longest sequence): the tuning database's choice
+ * for this GPU and size bucket when the context has a database
+ * ($ATTNC_TUNING_DB when the context was created), else the kernel
+ * attnc_get_kernel gives. A spec that names its own tuning keeps it.
+ * splits_out (may be NULL): the database's decode split count, 0 when it
+ * names none (then the launch chooses). */
+ATTNC_API attnc_status attnc_get_kernel_for(attnc_context *ctx,
+                                            const attnc_spec *spec,
+                                            int64_t batch, int64_t seq_q,
+                                            int64_t seq_kv,
+                                            const attnc_kernel **out);
+ATTNC_API attnc_status attnc_get_kernel_for_json(
+    attnc_context *ctx, const char *spec_json, int64_t batch, int64_t seq_q,
+    int64_t seq_kv, const attnc_kernel **out, int64_t *splits_out);
 ATTNC_API const char *attnc_kernel_entry(const attnc_kernel *kernel);
 ATTNC_API const char *attnc_kernel_key(const attnc_kernel *kernel);
 
