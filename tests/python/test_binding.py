@@ -538,6 +538,39 @@ def missing_kernel_names_spec_and_attnc_bundle():
 
 
 @test
+def attention_takes_the_tuning_database_config_for_its_size():
+    # A database record for this spec at seq_kv <= 1024 (GPU "": the fake
+    # driver names none). attention() asks for the kernel at its size, so
+    # the missing kernel's spec is the tuned one; another size is not.
+    with tempfile.TemporaryDirectory() as cache:
+        db = os.path.join(cache, "tuning.json")
+        key = ("op=attention_fwd;dtype=bf16;heads=8;kv_heads=2;head_dim=64;"
+               "causal=0;window_left=-1;window_right=-1;softcap=0;"
+               "scale=0.125;has_lse=0;arch=sm_90a;custom_ir=none;block_m=0;"
+               "block_n=0;stages=0;warps=0")
+        with open(db, "w") as f:
+            f.write('{"version": 1, "records": [{"gpu": "", "arch": "sm_90a", '
+                    '"spec": "%s", "bucket": "prefill kv<=1024", '
+                    '"tuning": {"block_m": 64, "block_n": 32}, "ms": 1.0}]}'
+                    % key)
+        saved = os.environ.get("ATTNC_TUNING_DB")
+        os.environ["ATTNC_TUNING_DB"] = db
+        try:
+            with fake_gpu_process(cache):
+                expect_error(lambda: attnc.attention(*qkv(skv=256)),
+                             "attnc_get_kernel_for(", "seq_kv 256",
+                             "block_m=64;block_n=32;", status=NOT_FOUND)
+                msg = expect_error(lambda: attnc.attention(*qkv(skv=4096)),
+                                   "block_m=0;block_n=0;", status=NOT_FOUND)
+                assert "seq_kv 4096" in msg, msg
+        finally:
+            if saved is None:
+                del os.environ["ATTNC_TUNING_DB"]
+            else:
+                os.environ["ATTNC_TUNING_DB"] = saved
+
+
+@test
 def invalid_spec_option_is_reported_by_the_runtime():
     with tempfile.TemporaryDirectory() as cache, fake_gpu_process(cache):
         expect_error(lambda: attnc.attention(*qkv(), softcap=-1.0),
