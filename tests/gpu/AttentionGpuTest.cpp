@@ -21,6 +21,7 @@
 #include "attnc/runtime/Spec.h"
 #include "templates/ReferenceAttention.h"
 #include "tests/common/AttentionCheck.h"
+#include "tests/gpu/GpuHarness.h"
 
 #include <algorithm>
 #include <chrono>
@@ -35,6 +36,8 @@
 #include <vector>
 
 using namespace attnc;
+using attnc::test::DeviceBuffer;
+using attnc::test::kernelFor;
 
 namespace {
 
@@ -323,25 +326,6 @@ std::vector<Case> benchCases() {
     }
   return cs;
 }
-
-#define CHECK_CU(expr)                                                         \
-  do {                                                                         \
-    CUresult r_ = (expr);                                                      \
-    if (r_ != CUDA_SUCCESS) {                                                  \
-      std::fprintf(stderr, "%s failed: %d\n", #expr, int(r_));                 \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
-
-struct DeviceBuffer {
-  const DriverApi *api;
-  CUdeviceptr ptr = 0;
-  size_t bytes;
-  DeviceBuffer(const DriverApi *api, size_t bytes) : api(api), bytes(bytes) {
-    CHECK_CU(api->cuMemAlloc(&ptr, std::max<size_t>(bytes, 16)));
-  }
-  ~DeviceBuffer() { api->cuMemFree(ptr); }
-};
 
 test::AttentionComparison runCase(Context &ctx, const Case &c,
                                   std::mt19937_64 &rng) {

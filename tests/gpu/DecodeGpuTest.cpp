@@ -24,6 +24,7 @@
 #include "attnc/runtime/Spec.h"
 #include "templates/ReferenceAttention.h"
 #include "tests/common/AttentionCheck.h"
+#include "tests/gpu/GpuHarness.h"
 
 #include <algorithm>
 #include <chrono>
@@ -37,6 +38,8 @@
 #include <vector>
 
 using namespace attnc;
+using attnc::test::DeviceBuffer;
+using attnc::test::kernelFor;
 
 namespace {
 
@@ -130,34 +133,6 @@ std::vector<BenchRow> benchRows() {
   return rows;
 }
 
-#define CHECK_CU(expr)                                                         \
-  do {                                                                         \
-    CUresult r_ = (expr);                                                      \
-    if (r_ != CUDA_SUCCESS) {                                                  \
-      std::fprintf(stderr, "%s failed: %d\n", #expr, int(r_));                 \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
-
-struct DeviceBuffer {
-  const DriverApi *api;
-  CUdeviceptr ptr = 0;
-  DeviceBuffer(const DriverApi *api, size_t bytes) : api(api) {
-    CHECK_CU(api->cuMemAlloc(&ptr, std::max<size_t>(bytes, 256)));
-  }
-  ~DeviceBuffer() { api->cuMemFree(ptr); }
-  void *get() const { return reinterpret_cast<void *>(ptr); }
-};
-
-const Kernel *kernelFor(Context &ctx, const KernelSpec &spec) {
-  auto kernel = ctx.getKernel(spec);
-  if (!kernel.isOk()) {
-    std::fprintf(stderr, "getKernel: %s\n", kernel.status().message().c_str());
-    std::exit(1);
-  }
-  return *kernel;
-}
-
 /// A paged cache on the host: pages [pages, page, Hkv, D] (NHD) or [pages,
 /// Hkv, page, D] (HND), with the table.
 struct Paged {
@@ -245,7 +220,7 @@ Outputs runDecodeOnCache(Context &ctx, const KernelSpec &spec, const Case &c,
                          const std::vector<uint16_t> &kc,
                          const std::vector<uint16_t> &vc) {
   const DriverApi *api = &ctx.driver();
-  const Kernel *kernel = kernelFor(ctx, spec);
+  const Kernel *kernel = &kernelFor(ctx, spec);
   int batch = int(c.lens.size()), hq = spec.heads, hkv = spec.kvHeads;
   int d = spec.headDim, sq = c.seqQ;
   size_t cacheElems = kc.size();
@@ -487,7 +462,7 @@ bool runAppendCase(Context &ctx, const AppendCase &c, std::mt19937_64 &rng) {
   a.kCache = {dk.get(), {paging.pages, hkv, paging.page, d}, paging.strides};
   a.vCache = {dv.get(), {paging.pages, hkv, paging.page, d}, paging.strides};
   const Kernel *append =
-      kernelFor(ctx, appendSpec(hkv, d, ds.dtype.c_str(), ds.pageSize));
+      &kernelFor(ctx, appendSpec(hkv, d, ds.dtype.c_str(), ds.pageSize));
   Status st = ctx.launchKVAppend(*append, a, nullptr);
   if (!st.isOk()) {
     std::fprintf(stderr, "launchKVAppend: %s\n", st.message().c_str());
@@ -602,7 +577,7 @@ bool runMergeCase(Context &ctx, std::mt19937_64 &rng) {
   m.lseA = {dla.get(), {batch, hq, 1, 1}, ls};
   m.lseB = {dlb.get(), {batch, hq, 1, 1}, ls};
   m.lse = {dlse.get(), {batch, hq, 1, 1}, ls};
-  const Kernel *merge = kernelFor(ctx, mergeSpec(hq, d, "bf16"));
+  const Kernel *merge = &kernelFor(ctx, mergeSpec(hq, d, "bf16"));
   Status st = ctx.launchMerge(*merge, m, nullptr);
   if (!st.isOk()) {
     std::fprintf(stderr, "launchMerge: %s\n", st.message().c_str());
@@ -859,7 +834,7 @@ void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
     std::string best;
     for (const Variant &v : variants) {
       const Kernel *kernel =
-          kernelFor(ctx, benchSpec(row.page, v.blockN, v.stages));
+          &kernelFor(ctx, benchSpec(row.page, v.blockN, v.stages));
       DecodeArgs args = p.args();
       args.numSplits = splitsOf(ctx, *kernel, v.splits, row.batch, row.len);
       std::vector<uint16_t> out = runOnce(ctx, *kernel, p, args);

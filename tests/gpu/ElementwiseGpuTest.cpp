@@ -20,6 +20,7 @@
 #include "attnc/runtime/Spec.h"
 #include "tests/common/AttentionCheck.h"
 #include "tests/common/RowReference.h"
+#include "tests/gpu/GpuHarness.h"
 
 #include <algorithm>
 #include <chrono>
@@ -33,6 +34,8 @@
 #include <vector>
 
 using namespace attnc;
+using attnc::test::DeviceBuffer;
+using attnc::test::kernelFor;
 
 namespace {
 
@@ -164,34 +167,6 @@ std::string knobs(const KernelSpec &s) {
   return "threads/row " + std::to_string(s.tuning.blockN) + ", rows/program " +
          std::to_string(s.tuning.blockM) + ", min blocks/SM " +
          std::to_string(s.tuning.minBlocksPerSm);
-}
-
-#define CHECK_CU(expr)                                                         \
-  do {                                                                         \
-    CUresult r_ = (expr);                                                      \
-    if (r_ != CUDA_SUCCESS) {                                                  \
-      std::fprintf(stderr, "%s failed: %d\n", #expr, int(r_));                 \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
-
-struct DeviceBuffer {
-  const DriverApi *api;
-  CUdeviceptr ptr = 0;
-  DeviceBuffer(const DriverApi *api, size_t bytes) : api(api) {
-    CHECK_CU(api->cuMemAlloc(&ptr, std::max<size_t>(bytes, 16)));
-  }
-  ~DeviceBuffer() { api->cuMemFree(ptr); }
-  void *get() const { return reinterpret_cast<void *>(ptr); }
-};
-
-const Kernel &kernelFor(Context &ctx, const KernelSpec &spec) {
-  auto kernel = ctx.getKernel(spec);
-  if (!kernel.isOk()) {
-    std::fprintf(stderr, "getKernel: %s\n", kernel.status().message().c_str());
-    std::exit(1);
-  }
-  return **kernel;
 }
 
 void launch(Context &ctx, const Kernel &k, const RowArgs &args) {
