@@ -43,6 +43,26 @@ static Value nvvmUnary(OpBuilder &b, Location loc, StringRef intrinsic,
   return vector::FromElementsOp::create(b, loc, vt, elems);
 }
 
+Value gpu_emit::fromRows(OpBuilder &b, Location loc, VectorType t,
+                         ArrayRef<Value> rows) {
+  Value v = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(t, b.getZeroAttr(t.getElementType())));
+  for (auto [i, r] : llvm::enumerate(rows))
+    v = vector::InsertOp::create(b, loc, r, v, ArrayRef<int64_t>{int64_t(i)});
+  return v;
+}
+
+Value gpu_emit::quadReduce(OpBuilder &b, Location loc, Value x, bool max) {
+  for (int offset : {1, 2}) {
+    Value other =
+        gpu::ShuffleOp::create(b, loc, x, offset, 32, gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    x = max ? Value(arith::MaximumFOp::create(b, loc, x, other))
+            : Value(arith::AddFOp::create(b, loc, x, other));
+  }
+  return x;
+}
+
 Value gpu_emit::exp2(OpBuilder &b, Location loc, Value x) {
   return nvvmUnary(b, loc, "llvm.nvvm.ex2.approx.ftz.f", x);
 }

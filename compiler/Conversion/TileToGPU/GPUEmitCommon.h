@@ -31,6 +31,15 @@ inline constexpr int64_t kVectorAlign = 16;
 mlir::Value f32Const(mlir::OpBuilder &b, mlir::Location loc, float v);
 mlir::Value indexConst(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 
+/// A vector of type `t` from its leading elements `rows` (a fragment row
+/// per register in the tensor-core mappings).
+mlir::Value fromRows(mlir::OpBuilder &b, mlir::Location loc, mlir::VectorType t,
+                     llvm::ArrayRef<mlir::Value> rows);
+/// Max or sum of `x` over the four lanes of a quad (lanes 4g..4g+3 hold one
+/// accumulator row in the mma.sync and wgmma C layouts).
+mlir::Value quadReduce(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                       bool max);
+
 /// 2^x with ex2.approx.ftz (exact at -inf -> 0), element-wise on vectors.
 mlir::Value exp2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// log2(x) with lg2.approx (~2^-22 relative error).

@@ -102,11 +102,15 @@ private:
   Value elem(Value v, int64_t i, int64_t j) {
     return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i, j});
   }
-  Value fromRows(VectorType t, ArrayRef<Value> rows);
+  Value fromRows(VectorType t, ArrayRef<Value> rows) {
+    return gpu_emit::fromRows(b, loc, t, rows);
+  }
   /// Guarded 2-element load of row `seqRow`, columns [col, col + 2).
   Value loadPair(Value view, Value batch, Value head, Value seqRow, Value col,
                  Type elt);
-  Value quadReduce(Value x, bool max);
+  Value quadReduce(Value x, bool max) {
+    return gpu_emit::quadReduce(b, loc, x, max);
+  }
   LogicalResult emitPartialLoad(tile::LoadOp op, Value view, Value batch,
                                 Value head, Value q0, Value col0);
   Value mma16816(Value a, Value bFrag, Value c);
@@ -167,14 +171,6 @@ private:
   }
 };
 
-Value MMAEmitter::fromRows(VectorType t, ArrayRef<Value> rows) {
-  Value v = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(t, b.getZeroAttr(t.getElementType())));
-  for (auto [i, r] : llvm::enumerate(rows))
-    v = vector::InsertOp::create(b, loc, r, v, ArrayRef<int64_t>{int64_t(i)});
-  return v;
-}
-
 Value MMAEmitter::loadPair(Value view, Value batch, Value head, Value seqRow,
                            Value col, Type elt) {
   auto pairT = VectorType::get({2}, elt);
@@ -234,17 +230,6 @@ Value MMAEmitter::mma16816(Value a, Value bFrag, Value c) {
 }
 
 /// Max or sum over the 4 lanes of a quad (they share a row).
-Value MMAEmitter::quadReduce(Value x, bool max) {
-  for (int offset : {1, 2}) {
-    Value other =
-        gpu::ShuffleOp::create(b, loc, x, offset, 32, gpu::ShuffleMode::XOR)
-            .getShuffleResult();
-    x = max ? Value(arith::MaximumFOp::create(b, loc, x, other))
-            : Value(arith::AddFOp::create(b, loc, x, other));
-  }
-  return x;
-}
-
 void MMAEmitter::setUp() {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));

@@ -111,8 +111,12 @@ private:
   Value elem(Value v, int64_t i, int64_t j) {
     return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i, j});
   }
-  Value fromRows(VectorType t, ArrayRef<Value> rows);
-  Value quadReduce(Value x, bool max);
+  Value fromRows(VectorType t, ArrayRef<Value> rows) {
+    return gpu_emit::fromRows(b, loc, t, rows);
+  }
+  Value quadReduce(Value x, bool max) {
+    return gpu_emit::quadReduce(b, loc, x, max);
+  }
 
   /// cp.async of rows [row, row + R) of a [B, H, S, D] view into `buf` (or
   /// stage `stage` of the ring `buf`) in the swizzled layout, zero past the
@@ -151,25 +155,6 @@ private:
   Value barriers;
   bool mbarriers;
 };
-
-Value WGMMAEmitter::fromRows(VectorType t, ArrayRef<Value> rows) {
-  Value v = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(t, b.getZeroAttr(t.getElementType())));
-  for (auto [i, r] : llvm::enumerate(rows))
-    v = vector::InsertOp::create(b, loc, r, v, ArrayRef<int64_t>{int64_t(i)});
-  return v;
-}
-
-Value WGMMAEmitter::quadReduce(Value x, bool max) {
-  for (int offset : {1, 2}) {
-    Value other =
-        gpu::ShuffleOp::create(b, loc, x, offset, 32, gpu::ShuffleMode::XOR)
-            .getShuffleResult();
-    x = max ? Value(arith::MaximumFOp::create(b, loc, x, other))
-            : Value(arith::AddFOp::create(b, loc, x, other));
-  }
-  return x;
-}
 
 void WGMMAEmitter::setUp() {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
