@@ -25,6 +25,7 @@
 // C [mt][n8], row statistics [mt][2].
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Conversion/TileToGPU/FragmentMath.h"
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 #include "compiler/Conversion/TileToGPU/TileEmitter.h"
 #include "compiler/Transforms/Passes.h"
@@ -58,16 +59,7 @@ namespace {
 /// (D + 8) · 2 bytes puts the 8 rows of a B fragment in distinct banks.
 constexpr int64_t kRowPad = 8;
 
-/// The per-thread registers of one tile value.
-struct Frags {
-  enum Kind {
-    A,       // [mt][k16 chunk] vector<4x2xT>: an A operand (Q, or P)
-    C,       // [mt][n8 tile] vector<2x2xf32>: an accumulator (S, P, O)
-    RowStat, // [mt][2] f32: the statistic of rows g and g + 8
-    Staged,  // [0] the shared-memory buffer of a K/V tile (or of Q)
-  } kind;
-  SmallVector<Value> regs;
-};
+using gpu_emit::Frags;
 
 class MMAEmitter : public gpu_emit::TileEmitter<MMAEmitter> {
 public:
@@ -83,16 +75,26 @@ public:
   LogicalResult emitStage(tile::LoadOp op);
   LogicalResult emitDot(tile::DotOp op);
   LogicalResult emitScore(tile::ScoreOp op);
-  LogicalResult emitSoftmaxUpdate(tile::SoftmaxUpdateOp op);
-  LogicalResult emitRescale(tile::RescaleOp op);
+  // The softmax arithmetic on fragments: FragmentMath's.
+  LogicalResult emitSoftmaxUpdate(tile::SoftmaxUpdateOp op) {
+    return math().softmaxUpdate(op);
+  }
+  LogicalResult emitRescale(tile::RescaleOp op) { return math().rescale(op); }
   LogicalResult emitLseAccumulate(tile::LseAccumulateOp op);
-  LogicalResult emitTrunc(arith::TruncFOp op);
-  LogicalResult emitFinalize(tile::FinalizeOp op);
+  LogicalResult emitTrunc(arith::TruncFOp op) { return math().trunc(op); }
+  LogicalResult emitFinalize(tile::FinalizeOp op) {
+    return math().finalize(op);
+  }
   LogicalResult emitStore(tile::StoreOp op);
   LogicalResult emitFor(scf::ForOp op);
-  LogicalResult emitConstant(arith::ConstantOp op);
+  LogicalResult emitConstant(arith::ConstantOp op) {
+    return math().constant(op);
+  }
 
 private:
+  gpu_emit::FragmentMath math() {
+    return gpu_emit::FragmentMath(b, loc, mTiles, frags);
+  }
   Value idx(int64_t v) { return gpu_emit::indexConst(b, loc, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
@@ -529,75 +531,6 @@ LogicalResult MMAEmitter::emitScore(tile::ScoreOp op) {
   return success();
 }
 
-LogicalResult MMAEmitter::emitSoftmaxUpdate(tile::SoftmaxUpdateOp op) {
-  const Frags &t = frags[op.getScores()];
-  const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
-  float negInf = -std::numeric_limits<float>::infinity();
-  Frags probs{Frags::C, {}}, newMax{Frags::RowStat, {}},
-      newSum{Frags::RowStat, {}}, alpha{Frags::RowStat, {}};
-  int64_t n8 = int64_t(t.regs.size()) / mTiles;
-  auto cT = VectorType::get({2, 2}, b.getF32Type());
-  for (int64_t mt = 0; mt < mTiles; ++mt) {
-    ArrayRef<Value> tiles = ArrayRef<Value>(t.regs).slice(mt * n8, n8);
-    SmallVector<SmallVector<Value>> p(n8);
-    for (int64_t r = 0; r < 2; ++r) {
-      Value mOld = m.regs[2 * mt + r], lOld = l.regs[2 * mt + r];
-      Value mx = f32Const(b, loc, negInf);
-      for (Value reg : tiles)
-        for (int64_t c = 0; c < 2; ++c)
-          mx = arith::MaximumFOp::create(b, loc, mx, elem(reg, r, c));
-      mx = arith::MaximumFOp::create(b, loc, mOld, quadReduce(mx, true));
-      // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
-      Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                             mx, f32Const(b, loc, negInf));
-      Value ref =
-          arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
-      Value sum = f32Const(b, loc, 0.f);
-      for (auto [nt, reg] : llvm::enumerate(tiles))
-        for (int64_t c = 0; c < 2; ++c) {
-          Value e = gpu_emit::exp2(
-              b, loc, arith::SubFOp::create(b, loc, elem(reg, r, c), ref));
-          p[nt].push_back(e);
-          sum = arith::AddFOp::create(b, loc, sum, e);
-        }
-      Value a =
-          gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, mOld, ref));
-      newMax.regs.push_back(mx);
-      alpha.regs.push_back(a);
-      // Row sums stay per-lane partial sums (alpha scales them alike) until
-      // tile.finalize reduces them over the quad: 4 shuffles less per tile.
-      newSum.regs.push_back(arith::AddFOp::create(
-          b, loc, arith::MulFOp::create(b, loc, a, lOld), sum));
-    }
-    for (auto &e : p) // e = row 0: c0, c1; row 1: c0, c1
-      probs.regs.push_back(vector::FromElementsOp::create(b, loc, cT, e));
-  }
-  frags[op.getProbs()] = std::move(probs);
-  frags[op.getNewMax()] = std::move(newMax);
-  frags[op.getNewSum()] = std::move(newSum);
-  frags[op.getAlpha()] = std::move(alpha);
-  return success();
-}
-
-LogicalResult MMAEmitter::emitRescale(tile::RescaleOp op) {
-  const Frags &acc = frags[op.getAcc()], &alpha = frags[op.getAlpha()];
-  auto pairT = VectorType::get({2}, b.getF32Type());
-  auto cT = VectorType::get({2, 2}, b.getF32Type());
-  int64_t perTile = int64_t(acc.regs.size()) / mTiles;
-  Frags out{Frags::C, {}};
-  for (int64_t mt = 0; mt < mTiles; ++mt) {
-    Value scale[2] = {
-        vector::BroadcastOp::create(b, loc, pairT, alpha.regs[2 * mt]),
-        vector::BroadcastOp::create(b, loc, pairT, alpha.regs[2 * mt + 1])};
-    for (Value reg : ArrayRef<Value>(acc.regs).slice(mt * perTile, perTile))
-      out.regs.push_back(fromRows(
-          cT, {arith::MulFOp::create(b, loc, row2(reg, 0), scale[0]),
-               arith::MulFOp::create(b, loc, row2(reg, 1), scale[1])}));
-  }
-  frags[op.getResult()] = std::move(out);
-  return success();
-}
-
 /// The sum is kept as per-lane partial sums that tile.finalize reduces over
 /// the quad (as emitSoftmaxUpdate does): the weight w goes to lane t = 0.
 LogicalResult MMAEmitter::emitLseAccumulate(tile::LseAccumulateOp op) {
@@ -642,91 +575,6 @@ LogicalResult MMAEmitter::emitLseAccumulate(tile::LseAccumulateOp op) {
   frags[op.getNewAcc()] = std::move(out);
   frags[op.getNewMax()] = std::move(newMax);
   frags[op.getNewSum()] = std::move(newSum);
-  return success();
-}
-
-LogicalResult MMAEmitter::emitTrunc(arith::TruncFOp op) {
-  // P in the C layout of n8 tiles (2j, 2j+1) is the A fragment of k16 chunk
-  // j: registers (tile 2j row g, tile 2j row g+8, tile 2j+1 row g, ...).
-  const Frags &p = frags[op.getIn()];
-  Type elt = cast<RankedTensorType>(op.getType()).getElementType();
-  auto pairT = VectorType::get({2}, elt);
-  Frags out{Frags::A, {}};
-  auto half = [&](Value reg, int64_t r) {
-    return arith::TruncFOp::create(b, loc, pairT, row2(reg, r));
-  };
-  // Chunks never straddle m16 tiles: each tile has an even number of n8s.
-  for (size_t j = 0; j + 1 < p.regs.size(); j += 2)
-    out.regs.push_back(
-        fromRows(VectorType::get({4, 2}, elt),
-                 {half(p.regs[j], 0), half(p.regs[j], 1),
-                  half(p.regs[j + 1], 0), half(p.regs[j + 1], 1)}));
-  frags[op.getResult()] = std::move(out);
-  return success();
-}
-
-LogicalResult MMAEmitter::emitConstant(arith::ConstantOp op) {
-  auto t = cast<RankedTensorType>(op.getType());
-  auto splat = dyn_cast<SplatElementsAttr>(op.getValue());
-  if (!splat || !t.getElementType().isF32())
-    return op.emitError("only f32 splat tile constants have fragments");
-  float v = splat.getSplatValue<APFloat>().convertToFloat();
-  if (t.getRank() == 1) {
-    Value s = f32Const(b, loc, v);
-    frags[op.getResult()] = {Frags::RowStat, SmallVector<Value>(2 * mTiles, s)};
-    return success();
-  }
-  auto cT = VectorType::get({2, 2}, b.getF32Type());
-  Value c = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(cT, v));
-  frags[op.getResult()] = {Frags::C,
-                           SmallVector<Value>(mTiles * t.getDimSize(1) / 8, c)};
-  return success();
-}
-
-LogicalResult MMAEmitter::emitFinalize(tile::FinalizeOp op) {
-  const Frags &acc = frags[op.getAcc()];
-  const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
-  Type elt = op.getOutput().getType().getElementType();
-  auto pairT = VectorType::get({2}, b.getF32Type());
-  Value zero = f32Const(b, loc, 0.f);
-  int64_t perTile = int64_t(acc.regs.size()) / mTiles;
-  Frags lse{Frags::RowStat, {}};
-  // O stays in the C layout, one 2-element row per register, in `elt`.
-  Frags out{Frags::C, {}};
-  auto oT = VectorType::get({2, 2}, elt);
-  for (int64_t mt = 0; mt < mTiles; ++mt) {
-    Value inv[2];
-    for (int64_t r = 0; r < 2; ++r) {
-      // The lanes' partial sums.
-      Value rowSum = quadReduce(l.regs[2 * mt + r], false);
-      Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                             rowSum, zero);
-      inv[r] = vector::BroadcastOp::create(
-          b, loc, pairT,
-          arith::SelectOp::create(
-              b, loc, positive,
-              arith::DivFOp::create(b, loc, f32Const(b, loc, 1.f), rowSum),
-              zero));
-      Value v = arith::MulFOp::create(
-          b, loc,
-          arith::AddFOp::create(b, loc, m.regs[2 * mt + r],
-                                gpu_emit::log2(b, loc, rowSum)),
-          f32Const(b, loc, gpu_emit::kLn2));
-      lse.regs.push_back(arith::SelectOp::create(
-          b, loc, positive, v,
-          f32Const(b, loc, -std::numeric_limits<float>::infinity())));
-    }
-    auto scaled = [&](Value reg, int64_t r) { // f32 stays (a split-KV partial)
-      Value v = arith::MulFOp::create(b, loc, row2(reg, r), inv[r]);
-      return elt.isF32() ? v
-                         : Value(arith::TruncFOp::create(
-                               b, loc, VectorType::get({2}, elt), v));
-    };
-    for (Value reg : ArrayRef<Value>(acc.regs).slice(mt * perTile, perTile))
-      out.regs.push_back(fromRows(oT, {scaled(reg, 0), scaled(reg, 1)}));
-  }
-  frags[op.getOutput()] = std::move(out);
-  frags[op.getLse()] = std::move(lse);
   return success();
 }
 

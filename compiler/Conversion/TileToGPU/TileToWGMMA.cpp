@@ -32,6 +32,7 @@
 // (bench/NOTES-hopper.md).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Conversion/TileToGPU/FragmentMath.h"
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 #include "compiler/Conversion/TileToGPU/TileEmitter.h"
 #include "compiler/Conversion/TileToGPU/WGMMASupport.h"
@@ -62,16 +63,9 @@ using gpu_emit::f32Const;
 
 namespace {
 
-/// The per-thread registers of one tile value.
-struct Frags {
-  enum Kind {
-    A,       // [k16 step] vector<4x2xT>: register A operand (P)
-    C,       // [n8 tile] vector<2x2xf32>: an accumulator (S, P, O)
-    RowStat, // [2] f32: the statistic of rows g and g + 8
-    Smem,    // [0] the swizzled shared-memory buffer of a Q/K/V tile
-  } kind;
-  SmallVector<Value> regs;
-};
+/// The per-thread registers of one tile value (FragmentMath.h; a warp holds
+/// one m16 slice of its warpgroup's 64 rows: mTiles = 1).
+using gpu_emit::Frags;
 
 class WGMMAEmitter : public gpu_emit::TileEmitter<WGMMAEmitter> {
 public:
@@ -87,15 +81,25 @@ public:
   LogicalResult emitStage(tile::LoadOp op);
   LogicalResult emitDot(tile::DotOp op);
   LogicalResult emitScore(tile::ScoreOp op);
-  LogicalResult emitSoftmaxUpdate(tile::SoftmaxUpdateOp op);
-  LogicalResult emitRescale(tile::RescaleOp op);
-  LogicalResult emitTrunc(arith::TruncFOp op);
-  LogicalResult emitFinalize(tile::FinalizeOp op);
+  // The softmax arithmetic on fragments: FragmentMath's, one m16 tile.
+  LogicalResult emitSoftmaxUpdate(tile::SoftmaxUpdateOp op) {
+    return math().softmaxUpdate(op);
+  }
+  LogicalResult emitRescale(tile::RescaleOp op) { return math().rescale(op); }
+  LogicalResult emitTrunc(arith::TruncFOp op) { return math().trunc(op); }
+  LogicalResult emitFinalize(tile::FinalizeOp op) {
+    return math().finalize(op);
+  }
   LogicalResult emitStore(tile::StoreOp op);
   LogicalResult emitFor(scf::ForOp op);
-  LogicalResult emitConstant(arith::ConstantOp op);
+  LogicalResult emitConstant(arith::ConstantOp op) {
+    return math().constant(op);
+  }
 
 private:
+  gpu_emit::FragmentMath math() {
+    return gpu_emit::FragmentMath(b, loc, /*mTiles=*/1, frags);
+  }
   Value idx(int64_t v) { return gpu_emit::indexConst(b, loc, v); }
   Value i64(int64_t v) {
     return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
@@ -254,7 +258,7 @@ LogicalResult WGMMAEmitter::emitRowLoad(tile::LoadOp op) {
   Value buf = buffers[nextStage++];
   issueStage(op, buf, map.lookup(op.getRow()));
   commitGroup();
-  frags[op.getResult()] = {Frags::Smem, {buf}};
+  frags[op.getResult()] = {Frags::Staged, {buf}};
   return success();
 }
 
@@ -414,145 +418,6 @@ LogicalResult WGMMAEmitter::emitScore(tile::ScoreOp op) {
       [&](OpBuilder &tb, Location l) { scores(tb, l, true); },
       [&](OpBuilder &eb, Location l) { scores(eb, l, false); });
   frags[op.getResult()] = {Frags::C, SmallVector<Value>(ifOp.getResults())};
-  return success();
-}
-
-LogicalResult WGMMAEmitter::emitSoftmaxUpdate(tile::SoftmaxUpdateOp op) {
-  const Frags &t = frags[op.getScores()];
-  const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
-  float negInf = -std::numeric_limits<float>::infinity();
-  Frags probs{Frags::C, {}}, newMax{Frags::RowStat, {}},
-      newSum{Frags::RowStat, {}}, alpha{Frags::RowStat, {}};
-  SmallVector<SmallVector<Value>> p(t.regs.size());
-  for (int64_t r = 0; r < 2; ++r) {
-    Value mx = f32Const(b, loc, negInf);
-    for (Value reg : t.regs)
-      for (int64_t c = 0; c < 2; ++c)
-        mx = arith::MaximumFOp::create(b, loc, mx, elem(reg, r, c));
-    mx = arith::MaximumFOp::create(b, loc, m.regs[r], quadReduce(mx, true));
-    // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
-    Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                           mx, f32Const(b, loc, negInf));
-    Value ref =
-        arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
-    Value sum = f32Const(b, loc, 0.f);
-    for (auto [nt, reg] : llvm::enumerate(t.regs))
-      for (int64_t c = 0; c < 2; ++c) {
-        Value e = gpu_emit::exp2(
-            b, loc, arith::SubFOp::create(b, loc, elem(reg, r, c), ref));
-        p[nt].push_back(e);
-        sum = arith::AddFOp::create(b, loc, sum, e);
-      }
-    Value a =
-        gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, m.regs[r], ref));
-    newMax.regs.push_back(mx);
-    alpha.regs.push_back(a);
-    // Per-lane partial row sums until tile.finalize reduces them.
-    newSum.regs.push_back(arith::AddFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, a, l.regs[r]), sum));
-  }
-  auto cT = VectorType::get({2, 2}, b.getF32Type());
-  for (auto &e : p)
-    probs.regs.push_back(vector::FromElementsOp::create(b, loc, cT, e));
-  frags[op.getProbs()] = std::move(probs);
-  frags[op.getNewMax()] = std::move(newMax);
-  frags[op.getNewSum()] = std::move(newSum);
-  frags[op.getAlpha()] = std::move(alpha);
-  return success();
-}
-
-LogicalResult WGMMAEmitter::emitRescale(tile::RescaleOp op) {
-  const Frags &acc = frags[op.getAcc()], &alpha = frags[op.getAlpha()];
-  auto pairT = VectorType::get({2}, b.getF32Type());
-  auto cT = VectorType::get({2, 2}, b.getF32Type());
-  Value scale[2] = {vector::BroadcastOp::create(b, loc, pairT, alpha.regs[0]),
-                    vector::BroadcastOp::create(b, loc, pairT, alpha.regs[1])};
-  Frags out{Frags::C, {}};
-  for (Value reg : acc.regs)
-    out.regs.push_back(
-        fromRows(cT, {arith::MulFOp::create(b, loc, row2(reg, 0), scale[0]),
-                      arith::MulFOp::create(b, loc, row2(reg, 1), scale[1])}));
-  frags[op.getResult()] = std::move(out);
-  return success();
-}
-
-LogicalResult WGMMAEmitter::emitTrunc(arith::TruncFOp op) {
-  // P in the C layout of n8 tiles (2j, 2j+1) is the register A fragment of
-  // k16 step j: (row g, keys 2t..) (row g+8, keys 2t..) (row g, keys
-  // 2t+8..) (row g+8, keys 2t+8..).
-  const Frags &p = frags[op.getIn()];
-  Type elt = cast<RankedTensorType>(op.getType()).getElementType();
-  auto pairT = VectorType::get({2}, elt);
-  Frags out{Frags::A, {}};
-  auto half = [&](Value reg, int64_t r) {
-    return arith::TruncFOp::create(b, loc, pairT, row2(reg, r));
-  };
-  for (size_t j = 0; j + 1 < p.regs.size(); j += 2)
-    out.regs.push_back(
-        fromRows(VectorType::get({4, 2}, elt),
-                 {half(p.regs[j], 0), half(p.regs[j], 1),
-                  half(p.regs[j + 1], 0), half(p.regs[j + 1], 1)}));
-  frags[op.getResult()] = std::move(out);
-  return success();
-}
-
-LogicalResult WGMMAEmitter::emitConstant(arith::ConstantOp op) {
-  auto t = cast<RankedTensorType>(op.getType());
-  auto splat = dyn_cast<SplatElementsAttr>(op.getValue());
-  if (!splat || !t.getElementType().isF32())
-    return op.emitError("only f32 splat tile constants have fragments");
-  float v = splat.getSplatValue<APFloat>().convertToFloat();
-  if (t.getRank() == 1) {
-    Value s = f32Const(b, loc, v);
-    frags[op.getResult()] = {Frags::RowStat, {s, s}};
-    return success();
-  }
-  auto cT = VectorType::get({2, 2}, b.getF32Type());
-  Value c = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(cT, v));
-  frags[op.getResult()] = {Frags::C,
-                           SmallVector<Value>(t.getDimSize(1) / 8, c)};
-  return success();
-}
-
-LogicalResult WGMMAEmitter::emitFinalize(tile::FinalizeOp op) {
-  const Frags &acc = frags[op.getAcc()];
-  const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
-  Type elt = op.getOutput().getType().getElementType();
-  auto pairT = VectorType::get({2}, b.getF32Type());
-  Value zero = f32Const(b, loc, 0.f);
-  Frags lse{Frags::RowStat, {}};
-  Value inv[2];
-  for (int64_t r = 0; r < 2; ++r) {
-    Value rowSum = quadReduce(l.regs[r], false);
-    Value positive =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, rowSum, zero);
-    inv[r] = vector::BroadcastOp::create(
-        b, loc, pairT,
-        arith::SelectOp::create(
-            b, loc, positive,
-            arith::DivFOp::create(b, loc, f32Const(b, loc, 1.f), rowSum),
-            zero));
-    Value v = arith::MulFOp::create(
-        b, loc,
-        arith::AddFOp::create(b, loc, m.regs[r],
-                              gpu_emit::log2(b, loc, rowSum)),
-        f32Const(b, loc, gpu_emit::kLn2));
-    lse.regs.push_back(arith::SelectOp::create(
-        b, loc, positive, v,
-        f32Const(b, loc, -std::numeric_limits<float>::infinity())));
-  }
-  Frags out{Frags::C, {}};
-  auto oT = VectorType::get({2, 2}, elt);
-  for (Value reg : acc.regs)
-    out.regs.push_back(fromRows(
-        oT, {arith::TruncFOp::create(
-                 b, loc, VectorType::get({2}, elt),
-                 arith::MulFOp::create(b, loc, row2(reg, 0), inv[0])),
-             arith::TruncFOp::create(
-                 b, loc, VectorType::get({2}, elt),
-                 arith::MulFOp::create(b, loc, row2(reg, 1), inv[1]))}));
-  frags[op.getOutput()] = std::move(out);
-  frags[op.getLse()] = std::move(lse);
   return success();
 }
 

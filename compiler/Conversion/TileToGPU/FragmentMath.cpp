@@ -1,0 +1,170 @@
+//===- FragmentMath.cpp - softmax arithmetic on accumulator fragments ----===//
+//
+// See FragmentMath.h. The code is the mma.sync mapping's; the wgmma mapping
+// is its one-tile case (mTiles = 1).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Conversion/TileToGPU/FragmentMath.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace attnc;
+using namespace attnc::gpu_emit;
+
+LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
+  const Frags &t = frags[op.getScores()];
+  const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
+  float negInf = -std::numeric_limits<float>::infinity();
+  Frags probs{Frags::C, {}}, newMax{Frags::RowStat, {}},
+      newSum{Frags::RowStat, {}}, alpha{Frags::RowStat, {}};
+  int64_t n8 = int64_t(t.regs.size()) / mTiles;
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    ArrayRef<Value> tiles = ArrayRef<Value>(t.regs).slice(mt * n8, n8);
+    SmallVector<SmallVector<Value>> p(n8);
+    for (int64_t r = 0; r < 2; ++r) {
+      Value mOld = m.regs[2 * mt + r], lOld = l.regs[2 * mt + r];
+      Value mx = f32Const(b, loc, negInf);
+      for (Value reg : tiles)
+        for (int64_t c = 0; c < 2; ++c)
+          mx = arith::MaximumFOp::create(b, loc, mx, elem(reg, r, c));
+      mx = arith::MaximumFOp::create(b, loc, mOld, quadReduce(mx, true));
+      // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
+      Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                             mx, f32Const(b, loc, negInf));
+      Value ref =
+          arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
+      Value sum = f32Const(b, loc, 0.f);
+      for (auto [nt, reg] : llvm::enumerate(tiles))
+        for (int64_t c = 0; c < 2; ++c) {
+          Value e = gpu_emit::exp2(
+              b, loc, arith::SubFOp::create(b, loc, elem(reg, r, c), ref));
+          p[nt].push_back(e);
+          sum = arith::AddFOp::create(b, loc, sum, e);
+        }
+      Value a =
+          gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, mOld, ref));
+      newMax.regs.push_back(mx);
+      alpha.regs.push_back(a);
+      // Row sums stay per-lane partial sums (alpha scales them alike) until
+      // tile.finalize reduces them over the quad: 4 shuffles less per tile.
+      newSum.regs.push_back(arith::AddFOp::create(
+          b, loc, arith::MulFOp::create(b, loc, a, lOld), sum));
+    }
+    for (auto &e : p) // e = row 0: c0, c1; row 1: c0, c1
+      probs.regs.push_back(vector::FromElementsOp::create(b, loc, cT, e));
+  }
+  frags[op.getProbs()] = std::move(probs);
+  frags[op.getNewMax()] = std::move(newMax);
+  frags[op.getNewSum()] = std::move(newSum);
+  frags[op.getAlpha()] = std::move(alpha);
+  return success();
+}
+
+LogicalResult FragmentMath::rescale(tile::RescaleOp op) {
+  const Frags &acc = frags[op.getAcc()], &alpha = frags[op.getAlpha()];
+  auto pairT = VectorType::get({2}, b.getF32Type());
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  int64_t perTile = int64_t(acc.regs.size()) / mTiles;
+  Frags out{Frags::C, {}};
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    Value scale[2] = {
+        vector::BroadcastOp::create(b, loc, pairT, alpha.regs[2 * mt]),
+        vector::BroadcastOp::create(b, loc, pairT, alpha.regs[2 * mt + 1])};
+    for (Value reg : ArrayRef<Value>(acc.regs).slice(mt * perTile, perTile))
+      out.regs.push_back(fromRows(
+          cT, {arith::MulFOp::create(b, loc, row2(reg, 0), scale[0]),
+               arith::MulFOp::create(b, loc, row2(reg, 1), scale[1])}));
+  }
+  frags[op.getResult()] = std::move(out);
+  return success();
+}
+
+LogicalResult FragmentMath::trunc(arith::TruncFOp op) {
+  // P in the C layout of n8 tiles (2j, 2j+1) is the A fragment of k16 chunk
+  // j: registers (tile 2j row g, tile 2j row g+8, tile 2j+1 row g, ...).
+  const Frags &p = frags[op.getIn()];
+  Type elt = cast<RankedTensorType>(op.getType()).getElementType();
+  auto pairT = VectorType::get({2}, elt);
+  Frags out{Frags::A, {}};
+  auto half = [&](Value reg, int64_t r) {
+    return arith::TruncFOp::create(b, loc, pairT, row2(reg, r));
+  };
+  // Chunks never straddle m16 tiles: each tile has an even number of n8s.
+  for (size_t j = 0; j + 1 < p.regs.size(); j += 2)
+    out.regs.push_back(
+        fromRows(VectorType::get({4, 2}, elt),
+                 {half(p.regs[j], 0), half(p.regs[j], 1),
+                  half(p.regs[j + 1], 0), half(p.regs[j + 1], 1)}));
+  frags[op.getResult()] = std::move(out);
+  return success();
+}
+
+LogicalResult FragmentMath::constant(arith::ConstantOp op) {
+  auto t = cast<RankedTensorType>(op.getType());
+  auto splat = dyn_cast<SplatElementsAttr>(op.getValue());
+  if (!splat || !t.getElementType().isF32())
+    return op.emitError("only f32 splat tile constants have fragments");
+  float v = splat.getSplatValue<APFloat>().convertToFloat();
+  if (t.getRank() == 1) {
+    Value s = f32Const(b, loc, v);
+    frags[op.getResult()] = {Frags::RowStat, SmallVector<Value>(2 * mTiles, s)};
+    return success();
+  }
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  Value c = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(cT, v));
+  frags[op.getResult()] = {Frags::C,
+                           SmallVector<Value>(mTiles * t.getDimSize(1) / 8, c)};
+  return success();
+}
+
+LogicalResult FragmentMath::finalize(tile::FinalizeOp op) {
+  const Frags &acc = frags[op.getAcc()];
+  const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
+  Type elt = op.getOutput().getType().getElementType();
+  auto pairT = VectorType::get({2}, b.getF32Type());
+  Value zero = f32Const(b, loc, 0.f);
+  int64_t perTile = int64_t(acc.regs.size()) / mTiles;
+  Frags lse{Frags::RowStat, {}};
+  // O stays in the C layout, one 2-element row per register, in `elt`.
+  Frags out{Frags::C, {}};
+  auto oT = VectorType::get({2, 2}, elt);
+  for (int64_t mt = 0; mt < mTiles; ++mt) {
+    Value inv[2];
+    for (int64_t r = 0; r < 2; ++r) {
+      // The lanes' partial sums.
+      Value rowSum = quadReduce(l.regs[2 * mt + r], false);
+      Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                             rowSum, zero);
+      inv[r] = vector::BroadcastOp::create(
+          b, loc, pairT,
+          arith::SelectOp::create(
+              b, loc, positive,
+              arith::DivFOp::create(b, loc, f32Const(b, loc, 1.f), rowSum),
+              zero));
+      Value v = arith::MulFOp::create(
+          b, loc,
+          arith::AddFOp::create(b, loc, m.regs[2 * mt + r],
+                                gpu_emit::log2(b, loc, rowSum)),
+          f32Const(b, loc, gpu_emit::kLn2));
+      lse.regs.push_back(arith::SelectOp::create(
+          b, loc, positive, v,
+          f32Const(b, loc, -std::numeric_limits<float>::infinity())));
+    }
+    auto scaled = [&](Value reg, int64_t r) { // f32 stays (a split-KV partial)
+      Value v = arith::MulFOp::create(b, loc, row2(reg, r), inv[r]);
+      return elt.isF32() ? v
+                         : Value(arith::TruncFOp::create(
+                               b, loc, VectorType::get({2}, elt), v));
+    };
+    for (Value reg : ArrayRef<Value>(acc.regs).slice(mt * perTile, perTile))
+      out.regs.push_back(fromRows(oT, {scaled(reg, 0), scaled(reg, 1)}));
+  }
+  frags[op.getOutput()] = std::move(out);
+  frags[op.getLse()] = std::move(lse);
+  return success();
+}

@@ -1,0 +1,76 @@
+//===- FragmentMath.h - softmax arithmetic on accumulator fragments -*- C++
+//-*-===//
+//
+// The mma.sync and wgmma mappings hold S, P, O and the row statistics in the
+// same per-warp layout: a warp owns `mTiles` m16 row tiles (wgmma: one, the
+// warp's 16 rows of its warpgroup's 64), each as n8 tiles of the m16n8 C
+// layout (lane 4g + t holds rows g and g + 8, columns 2t, 2t + 1). So the
+// online softmax, the rescale, P's conversion to an A operand, tile
+// constants and the finalize are one piece of code for both; only the dots
+// and the staging differ.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_COMPILER_CONVERSION_TILETOGPU_FRAGMENTMATH_H
+#define ATTNC_COMPILER_CONVERSION_TILETOGPU_FRAGMENTMATH_H
+
+#include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+
+#include "dialects/Tile/IR/TileOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace attnc::gpu_emit {
+
+/// A tile value as this thread's registers.
+struct Frags {
+  enum Kind {
+    A,       // [mt][k16 chunk] vector<4x2xT>: an A operand (Q, or P)
+    C,       // [mt][n8 tile] vector<2x2xf32>: an accumulator (S, P, O)
+    RowStat, // [mt][2] f32: the statistic of rows g and g + 8
+    Staged,  // [0] the shared-memory buffer of a tile
+  } kind;
+  llvm::SmallVector<mlir::Value> regs;
+};
+
+/// The fragment ops of one emitter: reads and writes its value -> fragments
+/// map, builds with its builder at its current location.
+class FragmentMath {
+public:
+  FragmentMath(mlir::OpBuilder &b, const mlir::Location &loc, int64_t mTiles,
+               llvm::DenseMap<mlir::Value, Frags> &frags)
+      : b(b), loc(loc), mTiles(mTiles), frags(frags) {}
+
+  mlir::LogicalResult softmaxUpdate(tile::SoftmaxUpdateOp op);
+  mlir::LogicalResult rescale(tile::RescaleOp op);
+  /// P (C layout, f32) -> the A operand of P·V in bf16/f16.
+  mlir::LogicalResult trunc(mlir::arith::TruncFOp op);
+  /// f32 splat tile constants (the loop state's initial values).
+  mlir::LogicalResult constant(mlir::arith::ConstantOp op);
+  mlir::LogicalResult finalize(tile::FinalizeOp op);
+
+private:
+  mlir::Value row2(mlir::Value v, int64_t i) { // register i of [N x 2]
+    return mlir::vector::ExtractOp::create(b, loc, v,
+                                           llvm::ArrayRef<int64_t>{i});
+  }
+  mlir::Value elem(mlir::Value v, int64_t i, int64_t j) {
+    return mlir::vector::ExtractOp::create(b, loc, v,
+                                           llvm::ArrayRef<int64_t>{i, j});
+  }
+  mlir::Value fromRows(mlir::VectorType t, llvm::ArrayRef<mlir::Value> rows) {
+    return gpu_emit::fromRows(b, loc, t, rows);
+  }
+  mlir::Value quadReduce(mlir::Value x, bool max) {
+    return gpu_emit::quadReduce(b, loc, x, max);
+  }
+
+  mlir::OpBuilder &b;
+  const mlir::Location &loc;
+  const int64_t mTiles;
+  llvm::DenseMap<mlir::Value, Frags> &frags;
+};
+
+} // namespace attnc::gpu_emit
+
+#endif
