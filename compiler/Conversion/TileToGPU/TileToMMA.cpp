@@ -110,9 +110,6 @@ private:
   /// Guarded 2-element load of row `seqRow`, columns [col, col + 2).
   Value loadPair(Value view, Value batch, Value head, Value seqRow, Value col,
                  Type elt);
-  Value quadReduce(Value x, bool max) {
-    return gpu_emit::quadReduce(b, loc, x, max);
-  }
   LogicalResult emitPartialLoad(tile::LoadOp op, Value view, Value batch,
                                 Value head, Value q0, Value col0);
   Value mma16816(Value a, Value bFrag, Value c);

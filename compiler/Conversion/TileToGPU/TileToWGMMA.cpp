@@ -115,12 +115,6 @@ private:
   Value elem(Value v, int64_t i, int64_t j) {
     return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i, j});
   }
-  Value fromRows(VectorType t, ArrayRef<Value> rows) {
-    return gpu_emit::fromRows(b, loc, t, rows);
-  }
-  Value quadReduce(Value x, bool max) {
-    return gpu_emit::quadReduce(b, loc, x, max);
-  }
 
   /// cp.async of rows [row, row + R) of a [B, H, S, D] view into `buf` (or
   /// stage `stage` of the ring `buf`) in the swizzled layout, zero past the
