@@ -165,8 +165,9 @@ private:
   /// The loop body's scalar ops (the workspace index of split `split`)
   /// cloned with the induction variable bound to it.
   IRMapping splitScalars(Value split);
-  /// LSE of split `split` at query row `row`, in the log2 domain.
-  Value loadLse(Value split, Value row);
+  /// The LSE of the split `m` was cloned for (splitScalars) at query row
+  /// `row`, in the log2 domain.
+  Value loadLse(const IRMapping &m, Value row);
   Value warpReduce(Value v, bool max);
   void emitRow(Value row);
 
@@ -189,8 +190,7 @@ IRMapping CombineEmitter::splitScalars(Value split) {
   return m;
 }
 
-Value CombineEmitter::loadLse(Value split, Value row) {
-  IRMapping m = splitScalars(split);
+Value CombineEmitter::loadLse(const IRMapping &m, Value row) {
   Value lse =
       memref::LoadOp::create(b, loc, m.lookup(c.lseLoad.getSource()),
                              ValueRange{m.lookup(c.lseLoad.getBatch()),
@@ -222,7 +222,7 @@ void CombineEmitter::emitRow(Value row) {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(maxLoop.getBody());
-    Value t = loadLse(maxLoop.getInductionVar(), row);
+    Value t = loadLse(splitScalars(maxLoop.getInductionVar()), row);
     scf::YieldOp::create(b, loc,
                          ValueRange{arith::MaximumFOp::create(
                              b, loc, maxLoop.getRegionIterArg(0), t)});
@@ -272,7 +272,7 @@ void CombineEmitter::emitRow(Value row) {
       Value view = m.lookup(c.oLoad.getSource());
       Value sb = m.lookup(c.oLoad.getBatch()),
             head = m.lookup(c.oLoad.getHead());
-      lse.push_back(loadLse(at, row));
+      lse.push_back(loadLse(m, row));
       SmallVector<Value> vecs;
       for (Value col : cols)
         vecs.push_back(vector::LoadOp::create(
@@ -408,10 +408,6 @@ public:
     OpBuilder b(ctx);
     gpu::GPUModuleOp gpuModule = gpu_emit::kernelsModule(module);
     auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    SmallVector<NamedAttribute> infos;
-    if (auto earlier =
-            module->getAttrOfType<DictionaryAttr>("attnc.launch_info"))
-      llvm::append_range(infos, earlier.getValue());
     for (func::FuncOp kernel : kernels) {
       FailureOr<CombineShape> shape = matchCombine(kernel);
       if (failed(shape))
@@ -421,28 +417,14 @@ public:
           MemRefType::get({kWarps * shape->headDim}, f32, nullptr, wg),
           MemRefType::get({kWarps}, f32, nullptr, wg),
           MemRefType::get({kWarps}, f32, nullptr, wg)};
-      b.setInsertionPointToEnd(gpuModule.getBody());
-      auto gpuFunc =
-          gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
-                                 kernel.getFunctionType(), buffers);
-      gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                       b.getUnitAttr());
-      gpuFunc.setKnownBlockSizeAttr(
-          b.getDenseI32ArrayAttr({int32_t(kDecodeCombineBlock), 1, 1}));
-      gpuFunc->setAttr("tile.launch", kernel->getAttr("tile.launch"));
-      if (auto args = kernel.getArgAttrs())
-        gpuFunc.setAllArgAttrs(*args);
+      gpu::GPUFuncOp gpuFunc = gpu_emit::createKernelFunc(
+          b, gpuModule, kernel, kDecodeCombineBlock, buffers);
       if (failed(CombineEmitter(kernel, gpuFunc, *shape).emit()))
         return signalPassFailure();
-      infos.push_back(b.getNamedAttr(
-          kernel.getName(),
-          b.getDictionaryAttr(
-              {b.getNamedAttr("threads",
-                              b.getI64IntegerAttr(kDecodeCombineBlock)),
-               b.getNamedAttr("dynamic_smem", b.getI64IntegerAttr(0))})));
+      gpu_emit::recordLaunchInfo(module, kernel.getName(), kDecodeCombineBlock,
+                                 /*dynamicSmem=*/0);
       kernel.erase();
     }
-    module->setAttr("attnc.launch_info", b.getDictionaryAttr(infos));
   }
 };
 

@@ -225,17 +225,22 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
           tilePages[i], page);
     return page;
   };
+  // Chunk `chunk` of the tile: its row in the tile and first column.
+  auto chunkAt = [&](OpBuilder &lb, Location l,
+                     Value chunk) -> std::pair<Value, Value> {
+    Value cpr = indexConst(lb, l, chunksPerRow);
+    Value r = arith::DivUIOp::create(lb, l, chunk, cpr);
+    Value col = arith::MulIOp::create(
+        lb, l, arith::RemUIOp::create(lb, l, chunk, cpr), indexConst(lb, l, 8));
+    return {r, col};
+  };
   // The checked copy: bounds, clamps, per-row page lookups.
   auto emitChecked = [&]() {
     scf::ForOp::create(
         b, loc, tid, indexConst(b, loc, rows * chunksPerRow),
         indexConst(b, loc, threads), ValueRange{},
         [&](OpBuilder &lb, Location l, Value chunk, ValueRange) {
-          Value cpr = indexConst(lb, l, chunksPerRow);
-          Value r = arith::DivUIOp::create(lb, l, chunk, cpr);
-          Value col = arith::MulIOp::create(
-              lb, l, arith::RemUIOp::create(lb, l, chunk, cpr),
-              indexConst(lb, l, 8));
+          auto [r, col] = chunkAt(lb, l, chunk);
           Value seqRow = arith::AddIOp::create(lb, l, row, r);
           Value inside = arith::CmpIOp::create(lb, l, arith::CmpIPredicate::slt,
                                                seqRow, seq);
@@ -324,11 +329,7 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
           b, loc, tid, indexConst(b, loc, rows * chunksPerRow),
           indexConst(b, loc, threads), ValueRange{},
           [&](OpBuilder &lb, Location l, Value chunk, ValueRange) {
-            Value cpr = indexConst(lb, l, chunksPerRow);
-            Value r = arith::DivUIOp::create(lb, l, chunk, cpr);
-            Value col = arith::MulIOp::create(
-                lb, l, arith::RemUIOp::create(lb, l, chunk, cpr),
-                indexConst(lb, l, 8));
+            auto [r, col] = chunkAt(lb, l, chunk);
             Value at = arith::AddIOp::create(lb, l, row, r);
             Value first = batch;
             if (table) {
@@ -449,9 +450,6 @@ LogicalResult gpu_emit::mapKernelsToGPU(
   // share the gpu.module and keep their launch info.
   gpu::GPUModuleOp gpuModule = kernelsModule(module);
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  SmallVector<NamedAttribute> infos;
-  if (auto earlier = module->getAttrOfType<DictionaryAttr>("attnc.launch_info"))
-    llvm::append_range(infos, earlier.getValue());
   for (func::FuncOp kernel : kernels) {
     auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
     SmallVector<MemRefType> bufferTypes; // staged tiles, in kernel order
@@ -469,16 +467,9 @@ LogicalResult gpu_emit::mapKernelsToGPU(
       bufferTypes.push_back(
           MemRefType::get(shape, t.getElementType(), nullptr, wg));
     });
-    b.setInsertionPointToEnd(gpuModule.getBody());
-    auto gpuFunc = gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
-                                          kernel.getFunctionType());
-    gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     int64_t blockThreads = threads(launch);
-    gpuFunc.setKnownBlockSizeAttr(
-        b.getDenseI32ArrayAttr({int32_t(blockThreads), 1, 1}));
-    gpuFunc->setAttr("tile.launch", launch);
-    if (auto args = kernel.getArgAttrs())
-      gpuFunc.setAllArgAttrs(*args);
+    gpu::GPUFuncOp gpuFunc =
+        createKernelFunc(b, gpuModule, kernel, blockThreads);
     // The buffers are views into the dynamic shared memory, each starting on
     // a 1024-byte boundary (the period of wgmma's 128-byte swizzle; the
     // padded mma.sync tiles are mostly multiples of it anyway).
@@ -504,11 +495,7 @@ LogicalResult gpu_emit::mapKernelsToGPU(
         bytes += llvm::alignTo(size, buffers.size() <= tiles ? 1024 : 16);
       }
     }
-    infos.push_back(b.getNamedAttr(
-        kernel.getName(),
-        b.getDictionaryAttr(
-            {b.getNamedAttr("threads", b.getI64IntegerAttr(blockThreads)),
-             b.getNamedAttr("dynamic_smem", b.getI64IntegerAttr(bytes))})));
+    recordLaunchInfo(module, kernel.getName(), blockThreads, bytes);
     if (failed(emit(kernel, gpuFunc, launch, buffers)))
       return failure();
     // The tiles are addressed from the dynamic-memory symbol, which NVPTX
@@ -522,8 +509,38 @@ LogicalResult gpu_emit::mapKernelsToGPU(
           "frame's scratch bytes");
     kernel.erase();
   }
-  module->setAttr("attnc.launch_info", b.getDictionaryAttr(infos));
   return success();
+}
+
+gpu::GPUFuncOp gpu_emit::createKernelFunc(OpBuilder &b,
+                                          gpu::GPUModuleOp gpuModule,
+                                          func::FuncOp kernel, int64_t threads,
+                                          TypeRange workgroup) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(gpuModule.getBody());
+  auto gpuFunc = gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
+                                        kernel.getFunctionType(), workgroup);
+  gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  gpuFunc.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  gpuFunc->setAttr("tile.launch", kernel->getAttr("tile.launch"));
+  if (auto args = kernel.getArgAttrs())
+    gpuFunc.setAllArgAttrs(*args);
+  return gpuFunc;
+}
+
+void gpu_emit::recordLaunchInfo(ModuleOp module, StringRef kernel,
+                                int64_t threads, int64_t dynamicSmem) {
+  Builder b(module.getContext());
+  NamedAttrList infos;
+  if (auto earlier = module->getAttrOfType<DictionaryAttr>("attnc.launch_info"))
+    infos.append(earlier.getValue());
+  infos.set(
+      kernel,
+      b.getDictionaryAttr(
+          {b.getNamedAttr("threads", b.getI64IntegerAttr(threads)),
+           b.getNamedAttr("dynamic_smem", b.getI64IntegerAttr(dynamicSmem))}));
+  module->setAttr("attnc.launch_info", infos.getDictionary(b.getContext()));
 }
 
 std::optional<gpu_emit::KernelLaunchInfo>

@@ -153,6 +153,21 @@ llvm::SmallVector<mlir::func::FuncOp> kernelsWithRule(mlir::ModuleOp module,
 /// container module either way.
 mlir::gpu::GPUModuleOp kernelsModule(mlir::ModuleOp module);
 
+/// The kernel gpu.func that stands in for tile kernel `kernel`, appended to
+/// `gpuModule`: the kernel's name, signature and parameter attributes, its
+/// tile.launch, `threads` per block (known_block_size) and `workgroup`
+/// buffers of static shared memory. The mapping writes its body.
+mlir::gpu::GPUFuncOp createKernelFunc(mlir::OpBuilder &b,
+                                      mlir::gpu::GPUModuleOp gpuModule,
+                                      mlir::func::FuncOp kernel,
+                                      int64_t threads,
+                                      mlir::TypeRange workgroup = {});
+
+/// Records kernel `kernel`'s launch geometry on `module` (see launchInfo),
+/// beside what earlier mappings recorded there.
+void recordLaunchInfo(mlir::ModuleOp module, llvm::StringRef kernel,
+                      int64_t threads, int64_t dynamicSmem);
+
 /// What a launch of a mapped kernel needs: threads per block and bytes of
 /// dynamic shared memory. mapKernelsToGPU records it on the top-level
 /// module (attribute "attnc.launch_info"), where it survives the lowering

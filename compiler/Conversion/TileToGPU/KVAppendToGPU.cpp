@@ -236,16 +236,8 @@ public:
                               "multiple of 8) and a positive block_n, block_m";
         return signalPassFailure();
       }
-      b.setInsertionPointToEnd(gpuModule.getBody());
-      auto gpuFunc = gpu::GPUFuncOp::create(
-          b, kernel.getLoc(), kernel.getName(), kernel.getFunctionType());
-      gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                       b.getUnitAttr());
-      gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-          {int32_t(launch.getBlockN() * launch.getBlockM()), 1, 1}));
-      gpuFunc->setAttr("tile.launch", launch);
-      if (auto args = kernel.getArgAttrs())
-        gpuFunc.setAllArgAttrs(*args);
+      gpu::GPUFuncOp gpuFunc = gpu_emit::createKernelFunc(
+          b, gpuModule, kernel, launch.getBlockN() * launch.getBlockM());
       if (failed(KVAppendEmitter(kernel, gpuFunc).emit()))
         return signalPassFailure();
       kernel.erase();

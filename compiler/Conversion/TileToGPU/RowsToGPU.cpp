@@ -532,15 +532,8 @@ public:
           buffers.push_back(MemRefType::get({rows * threads / 32},
                                             b.getF32Type(), nullptr, wg));
         });
-      b.setInsertionPointToEnd(gpuModule.getBody());
-      auto gpuFunc =
-          gpu::GPUFuncOp::create(b, kernel.getLoc(), kernel.getName(),
-                                 kernel.getFunctionType(), buffers);
-      gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                       b.getUnitAttr());
-      gpuFunc.setKnownBlockSizeAttr(
-          b.getDenseI32ArrayAttr({int32_t(threads * rows), 1, 1}));
-      gpuFunc->setAttr("tile.launch", launch);
+      gpu::GPUFuncOp gpuFunc = gpu_emit::createKernelFunc(
+          b, gpuModule, kernel, threads * rows, buffers);
       // Occupancy: ptxas caps registers so that this many blocks fit an SM.
       if (auto minBlocks =
               kernel->getAttrOfType<IntegerAttr>("tile.min_blocks_per_sm");
@@ -548,8 +541,6 @@ public:
         gpuFunc->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                          b.getI32IntegerAttr(minBlocks.getInt()));
       gpuFunc->setAttr("tile.row_length", kernel->getAttr("tile.row_length"));
-      if (auto args = kernel.getArgAttrs())
-        gpuFunc.setAllArgAttrs(*args);
       if (failed(RowEmitter(kernel, gpuFunc).emit()))
         return signalPassFailure();
       kernel.erase();
