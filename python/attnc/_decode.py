@@ -74,8 +74,8 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
     if window is None:
         window = (-1, -1)
     device = q.device
-    key = (int(heads), kv_heads, int(head_dim), page_size,
-           int(max_q_len if max_q_len is not None else q_len), dtype,
+    rows = int(max_q_len if max_q_len is not None else q_len)
+    key = (int(heads), kv_heads, int(head_dim), page_size, rows, dtype,
            bool(causal), bool(return_lse), tuple(window), softcap, scale, arch,
            int(block_n), device.index)
     hit = _kernels.get(key)
@@ -88,8 +88,7 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
                 torch.cuda.get_device_capability(device))
             spec = DecodeSpec(
                 heads=int(heads), kv_heads=kv_heads, head_dim=int(head_dim),
-                page_size=page_size,
-                max_q_len=int(max_q_len if max_q_len is not None else q_len),
+                page_size=page_size, max_q_len=rows,
                 dtype=dtype, causal=bool(causal), has_lse=bool(return_lse),
                 window_left=int(window[0]), window_right=int(window[1]),
                 softcap=0.0 if softcap is None else float(softcap),
