@@ -59,8 +59,9 @@ inline constexpr std::array<const char *, 21> kDecodeSplitParams = {
     "k_stride_p", "k_stride_h", "k_stride_s", "v_stride_p",  "v_stride_h",
     "v_stride_s"};
 
-/// A unit attribute on a decode split kernel: its paged, length-bounded K/V
-/// loads may be copied a tile ahead (tuning.stages = 2).
+/// An integer attribute on a decode split kernel: its paged, length-bounded
+/// K/V loads are copied into rings of that many tiles (tuning.stages >= 2),
+/// the tiles of the next stages - 1 iterations in flight.
 inline constexpr const char *kPrefetchPagedAttr = "tile.prefetch_paged";
 
 /// The combine of the partials (`decode_combine_v2`): grid (ceil(seq_q /

@@ -79,6 +79,18 @@ step ncu-decode-times timeout 180 "$ncu_bin" --clock-control none \
 step ncu-decode-split timeout 240 "$ncu_bin" --clock-control none --set full \
   -k regex:decode_split --launch-skip 2 --launch-count 1 \
   "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --row 1
+# Issue #5: the mma.sync kernel beside FA2 (PyTorch's flash backend) at
+# D=128 S=4k non-causal (B=4, H=16), full section sets and the stall
+# reasons, to see where the portable path loses to FA2.
+ncu_stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
+step ncu-prefill-mma timeout 240 "$ncu_bin" --clock-control none --set full \
+  --metrics "$ncu_stalls" -k regex:attention --launch-skip 3 --launch-count 1 \
+  "$stage/bin/attnc-bench" --bundle "$stage/bundle" --heads 16 --kv-heads 16 \
+  --head-dim 128 --batch 4 --seq-len 4096 --arch sm_80 --block-m 128 \
+  --block-n 64 --warps 4 --reps 2
+step ncu-prefill-fa2 timeout 240 "$ncu_bin" --clock-control none --set full \
+  --metrics "$ncu_stalls" -k regex:flash --launch-skip 3 --launch-count 1 \
+  python3 bench/ncu_fa2.py
 # Every split-kernel variant (block_n x stages x split policy) side by side.
 step decode-sweep "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --sweep
 step elementwise-gpu "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle"

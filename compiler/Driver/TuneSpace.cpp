@@ -115,8 +115,8 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
   // mma.sync (explicitly, or the only mapping of the target).
   if (t.warps <= 0)
     return "mma.sync needs warps (rows per warp = block_m / warps)";
-  if (t.stages != 0)
-    return "mma.sync's K/V rings are two tiles; stages is a wgmma knob";
+  if (t.stages != 0 && (t.stages < 2 || t.stages > 4))
+    return "mma.sync's K/V rings take 2 to 4 stages";
   if (t.blockM % t.warps != 0 ||
       (t.blockM / t.warps != 16 && t.blockM / t.warps != 32))
     return "mma.sync takes 16 or 32 query rows per warp, not block_m " +

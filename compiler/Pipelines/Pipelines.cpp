@@ -133,6 +133,7 @@ void attnc::buildMMAPipeline(OpPassManager &pm, const TileOptions &options) {
   MapTileToMMAOptions mma;
   mma.rowsPerWarp = options.rowsPerWarp;
   mma.qInSharedMemory = options.qInSmem;
+  mma.kvStages = options.kvStages;
   pm.addPass(createMapCombineToGPU()); // split-KV combines, if any
   pm.addPass(createMapTileToMMA(mma));
   addGPUToNVVM(pm);

@@ -51,8 +51,8 @@ struct DecodeTileOptions {
   // 3.64 / 3.89 at 32; bench/NOTES.md, session 4); 64 spills at D = 128.
   int64_t blockN = 16;
   int64_t maxQLen = 1;
-  // K/V tiles in flight per program: 1 = copy each where it is used, 2 =
-  // copy the next one ahead (tuning.stages; bench/NOTES.md, "Decode").
+  // K/V tiles per ring: 1 = copy each where it is used, n = keep the next
+  // n - 1 in flight (tuning.stages, 1 to 4; bench/NOTES.md, "Decode").
   int64_t stages = 1;
 };
 

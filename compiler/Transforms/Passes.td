@@ -47,9 +47,10 @@ def TileDecode : Pass<"attnc-tile-decode", "mlir::ModuleOp"> {
     Option<"maxQLen", "max-q-len", "int64_t", "1",
            "Most query rows per sequence (speculative decoding)">,
     Option<"stages", "stages", "int64_t", "1",
-           "K/V tiles in flight in the split kernel: 1 copies each tile "
-           "where it is used, 2 copies the next tile ahead (cp.async ring; "
-           "marks the kernel `tile.prefetch_paged`)">,
+           "K/V tiles per ring in the split kernel (1 to 4): 1 copies each "
+           "tile where it is used, n >= 2 keeps the next n - 1 tiles in "
+           "flight (cp.async rings; marks the kernel "
+           "`tile.prefetch_paged = n`)">,
   ];
   let dependentDialects = ["::attnc::tile::TileDialect",
                            "::mlir::arith::ArithDialect",
@@ -120,6 +121,9 @@ def MapTileToMMA : Pass<"attnc-map-tile-to-mma", "mlir::ModuleOp"> {
            "Query rows per warp: 16 or 32">,
     Option<"qInSharedMemory", "q-in-smem", "bool", /*default=*/"false",
            "Stage Q in shared memory instead of registers">,
+    Option<"kvStages", "kv-stages", "int64_t", /*default=*/"2",
+           "Tiles per K/V ring of the prefill KV loop (2 to 4; a decode "
+           "split kernel's `tile.prefetch_paged` gives its own)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -111,10 +111,10 @@ void DecodeBuilder::buildSplit(StringRef name) {
               tile::LaunchAttr::get(ctx, kDecodeSplitRule, rows, blockN, hkv));
   for (auto [i, param] : llvm::enumerate(kDecodeSplitParams))
     fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
-  // Two stages: the GPU mappings copy the next K/V tile (paged, length
-  // bounded) into a ring while this one is computed.
+  // Two or more stages: the GPU mappings copy the next stages - 1 K/V
+  // tiles (paged, length bounded) into rings while this one is computed.
   if (stages >= 2)
-    fn->setAttr(kPrefetchPagedAttr, b.getUnitAttr());
+    fn->setAttr(kPrefetchPagedAttr, b.getI64IntegerAttr(stages));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto arg = [&](int i) { return index(entry->getArgument(i)); };
@@ -477,9 +477,9 @@ void TileDecodePass::runOnOperation() {
                         << " rows into one program: at most 64 rows";
       return signalPassFailure();
     }
-    if (stages < 1 || stages > 2) {
+    if (stages < 1 || stages > 4) {
       dec.emitOpError() << "cannot be tiled with " << stages.getValue()
-                        << " stages: the split kernel takes 1 or 2";
+                        << " stages: the split kernel takes 1 to 4";
       return signalPassFailure();
     }
     work.push_back({fn, dec});

@@ -228,6 +228,27 @@ std::vector<Case> correctnessCases() {
        cs[0].bshd};
   c.spec.arch = "sm_80";
   cs.push_back(c);
+  // mma.sync's K/V rings deeper than two tiles (kv-stages 3 and 4; the
+  // second with fewer tiles than stages).
+  c = {"sm_80 mma.sync 128x64 w4 s3, D128 causal, Sq=Skv=1031",
+       spec(4, 2, 128, "bf16"),
+       2,
+       1031,
+       1031,
+       true};
+  c.spec.causal = true;
+  c.spec.arch = "sm_80";
+  c.spec.tuning = {128, 64, 3, 4};
+  cs.push_back(c);
+  c = {"sm_80 mma.sync 64x64 w4 s4, D64 fp16, Sq=Skv=130",
+       spec(2, 1, 64, "fp16"),
+       1,
+       130,
+       130,
+       false};
+  c.spec.arch = "sm_80";
+  c.spec.tuning = {64, 64, 4, 4};
+  cs.push_back(c);
   // kv_sync = "mbarrier" (issue #6): the wgmma rings on per-stage
   // full/empty mbarriers. The first case and the ring cases above again
   // (default tiles; one tile; fewer tiles than stages; a window, so the
@@ -313,6 +334,15 @@ std::vector<Case> benchCases() {
     if (cs[i].spec.headDim <= 128 && cs[i].spec.tuning.stages == 0) {
       Case c = cs[i];
       c.spec.arch = "sm_80";
+      cs.push_back(c);
+    }
+  // mma.sync with three-tile K/V rings (issue #5: is the copy the limit?).
+  for (size_t i = 0, n = cs.size(); i < n; ++i)
+    if (cs[i].spec.arch == "sm_80" && cs[i].spec.headDim == 128 &&
+        cs[i].spec.tuning.warps > 0) {
+      Case c = cs[i];
+      c.spec.tuning.stages = 3;
+      c.tiles += " s3";
       cs.push_back(c);
     }
   // kv_sync = "mbarrier" beside the CTA barrier at the same tiles (D128).

@@ -640,7 +640,7 @@ const char *splitsName(Variant::Splits s) {
 /// The compiled variants the sweep times (block_n x stages); the first is
 /// the default.
 std::vector<std::pair<int64_t, int64_t>> sweepKnobs() {
-  return {{0, 0}, {16, 1}, {64, 1}, {16, 2}, {32, 2}, {64, 2}};
+  return {{0, 0}, {32, 1}, {16, 2}, {16, 3}, {16, 4}, {32, 2}, {32, 3}};
 }
 
 std::vector<Variant> sweepVariants() {

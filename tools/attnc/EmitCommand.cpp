@@ -114,10 +114,9 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "rows per warp)")
       ->check(CLI::PositiveNumber);
   emit->add_option("--stages", o.stages,
-                   "K/V tiles in flight: attention on wgmma, tiles in each "
-                   "shared-memory ring (2-4, default 2); --op decode, 1 (copy "
-                   "each where it is used, the default) or 2 (copy the next "
-                   "one ahead)")
+                   "Tiles in each shared-memory K/V ring: attention 2-4 "
+                   "(default 2); --op decode 1 (copy each tile where it is "
+                   "used, the default) to 4 (the next 3 in flight)")
       ->check(CLI::Range(1, 4));
   emit->add_option("--page-size", o.pageSize,
                    "--op decode: tokens per page of the paged KV cache")
@@ -331,9 +330,9 @@ int runEmit(EmitOptions &o) {
     if (o.blockN > 0)
       decode.blockN = o.blockN;
     decode.maxQLen = o.maxQLen;
-    if (o.stages > 2) {
+    if (o.stages > 4) {
       fmt::print(stderr,
-                 "attnc: error: --op decode takes --stages 1 or 2, "
+                 "attnc: error: --op decode takes --stages 1 to 4, "
                  "not {}\n",
                  o.stages);
       return 1;

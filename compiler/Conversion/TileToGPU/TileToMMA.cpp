@@ -28,6 +28,7 @@
 #include "compiler/Conversion/TileToGPU/FragmentMath.h"
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 #include "compiler/Conversion/TileToGPU/TileEmitter.h"
+#include "compiler/LaunchABI.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "dialects/Tile/IR/TileOps.h"
@@ -133,16 +134,16 @@ private:
   // Paged K/V tiles copied where they stand, each in one page: the page of
   // this iteration's tile, looked up an iteration ahead (see emitFor).
   DenseMap<Operation *, SmallVector<Value>> pageAhead;
-  // The KV loop's copy-ahead rings (K and V, two stages each): the tiles of
-  // iteration j + 1 are copied while iteration j computes, so an iteration
-  // has two barriers: before QKᵀ (K_j has landed, and every warp is done
-  // with iteration j - 1, whose stages the next copies overwrite) and
-  // before P·V (V_j has landed).
+  // The KV loop's copy-ahead rings (K and V, S stages each): the tiles of
+  // iterations j + 1 .. j + S - 1 are in flight while iteration j computes,
+  // so an iteration has two barriers: before QKᵀ (K_j has landed, and every
+  // warp is done with iteration j - 1, whose stages the next copies
+  // overwrite) and before P·V (V_j has landed).
   struct Ring {
     tile::LoadOp load;
-    Value buf;           // stages x rows x cols
-    int64_t firstGroup;  // the prologue's copy
-    Value current, next; // the stage views of iterations j and j + 1
+    Value buf;           // S x rows x cols
+    int64_t firstGroup;  // the prologue's copy of tile 0
+    Value current, next; // the stage views of tiles j and j + S - 1
   };
   SmallVector<Ring> rings;
   scf::ForOp ringLoop; // the emitted KV loop
@@ -379,12 +380,15 @@ Value MMAEmitter::stageView(Value buf, Value stage) {
   return memref::SubViewOp::create(b, loc, viewT, buf, offsets, sizes, strides);
 }
 
-/// Copies the tiles of the next iteration into the other stage of each
-/// ring (past the end: the current row again, never read, so that every
-/// iteration commits the same number of groups).
+/// Copies tile j + S - 1 of each ring into the stage tile j - 1 held (past
+/// the end: the current row again, never read, so that every iteration
+/// commits the same number of groups).
 void MMAEmitter::issueNext() {
   Value iv = ringLoop.getInductionVar();
-  Value next = arith::AddIOp::create(b, loc, iv, ringLoop.getStep());
+  int64_t S = cast<MemRefType>(rings.front().buf.getType()).getDimSize(0);
+  Value next = arith::AddIOp::create(
+      b, loc, iv,
+      arith::MulIOp::create(b, loc, ringLoop.getStep(), idx(S - 1)));
   Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next,
                                      ringLoop.getUpperBound());
   Value row = arith::SelectOp::create(b, loc, more, next, iv);
@@ -617,27 +621,59 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
   if (rings.empty())
     ahead = gpu_emit::prefetchableLoads(op);
   for (tile::LoadOp load : ahead) {
-    // Prologue: the first tile of each ring, into stage 0, before the loop.
     if (nextStage >= buffers.size() ||
         cast<MemRefType>(buffers[nextStage].getType()).getRank() != 3)
-      return load.emitError("no two-stage buffer for a copied-ahead tile");
-    Value buf = buffers[nextStage++];
-    issueStage(load, stageView(buf, idx(0)), map.lookup(op.getLowerBound()),
-               /*barrier=*/false);
-    rings.push_back({load, buf, committedGroups - 1, {}, {}});
+      return load.emitError("no ring buffer for a copied-ahead tile");
+    rings.push_back({load, buffers[nextStage++], -1, {}, {}});
   }
-  // Paged tiles copied where they stand (a decode split at one stage),
-  // each over one or a few whole pages: the block-table lookups of a tile
-  // would sit between the loop's barrier and its copies, an L2 round trip
-  // per tile on the critical path. Instead the pages of tile j + 1 are
-  // loaded in iteration j and carried; K and V of a row share them.
+  // The rings' depth S (the frame carved every ring alike, see ringStages).
+  const int64_t S =
+      rings.empty()
+          ? 1
+          : cast<MemRefType>(rings.front().buf.getType()).getDimSize(0);
+  {
+    // Prologue: tiles 0 .. S - 2 of each ring into stages 0 .. S - 2, one
+    // group per tile (past the loop's end: the first row, never read).
+    Value lb = map.lookup(op.getLowerBound()),
+          ub = map.lookup(op.getUpperBound());
+    for (int64_t s = 0; s + 1 < S; ++s) {
+      Value row = lb;
+      if (s > 0) {
+        Value at = arith::AddIOp::create(
+            b, loc, lb,
+            arith::MulIOp::create(b, loc, map.lookup(op.getStep()), idx(s)));
+        Value live =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, ub);
+        row = arith::SelectOp::create(b, loc, live, at, lb);
+      }
+      for (Ring &r : rings) {
+        issueStage(r.load, stageView(r.buf, idx(s)), row, /*barrier=*/false);
+        if (s == 0)
+          r.firstGroup = committedGroups - 1;
+      }
+    }
+  }
+  // Paged tiles (a decode split), each over one or a few whole pages: the
+  // block-table lookups of a tile would sit between the loop's barrier and
+  // its copies, an L2 round trip per tile on the critical path. Instead the
+  // pages of the tile iteration j copies (j where it stands, j + S - 1 in a
+  // ring) are loaded in iteration j - 1 and carried; K and V of a row share
+  // them.
   struct CarriedPages {
     tile::LoadOp load;
     size_t slot, count; // iter_args [slot, slot + count) after the fragments
   };
   SmallVector<CarriedPages> carriedPages;
   SmallVector<Value> pageInits;
-  if (ahead.empty())
+  // Tiles ahead of the iteration's own that iteration j copies.
+  const int64_t lead = S - 1;
+  auto stepsAhead = [&](Value row, int64_t n, Value step) -> Value {
+    if (n == 0)
+      return row;
+    return add(row,
+               n == 1 ? step : arith::MulIOp::create(b, loc, step, idx(n)));
+  };
+  {
     for (auto load : op.getBody()->getOps<tile::LoadOp>()) {
       auto viewT = dyn_cast<MemRefType>(load.getSource().getType());
       int64_t rows = load.getResult().getType().getDimSize(0);
@@ -665,11 +701,14 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
       carriedPages.push_back({load, pageInits.size(), size_t(count)});
       llvm::append_range(
           pageInits,
-          gpu_emit::tilePagesOf(
-              b, loc, map.lookup(load.getBlockTable()),
-              map.lookup(load.getBatch()), map.lookup(op.getLowerBound()),
-              map.lookup(load.getLength()), viewT.getDimSize(2), count));
+          gpu_emit::tilePagesOf(b, loc, map.lookup(load.getBlockTable()),
+                                map.lookup(load.getBatch()),
+                                stepsAhead(map.lookup(op.getLowerBound()), lead,
+                                           map.lookup(op.getStep())),
+                                map.lookup(load.getLength()),
+                                viewT.getDimSize(2), count));
     }
+  }
   // Loop-carried fragments travel as a flat list of registers (then the
   // carried pages).
   SmallVector<Value> inits;
@@ -699,8 +738,7 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     if (!pageInits.empty()) {
-      Value next =
-          arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
+      Value next = stepsAhead(loop.getInductionVar(), lead + 1, loop.getStep());
       for (CarriedPages &c : carriedPages) {
         auto args = loop.getRegionIterArgs().slice(fragRegs + c.slot, c.count);
         pageAhead[c.load] = SmallVector<Value>(args.begin(), args.end());
@@ -717,7 +755,8 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
       }
     }
     if (!ahead.empty()) {
-      // Iteration j computes on stage j % 2 and fills stage (j + 1) % 2.
+      // Iteration j computes on stage j % S and fills stage (j + S - 1) % S,
+      // the one tile j - 1 held.
       ringLoop = loop;
       nextIssued = false;
       Value j = arith::DivUIOp::create(
@@ -725,13 +764,14 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
           arith::SubIOp::create(b, loc, loop.getInductionVar(),
                                 loop.getLowerBound()),
           loop.getStep());
-      Value stage = arith::RemUIOp::create(b, loc, j, idx(2));
-      Value other = arith::SubIOp::create(b, loc, idx(1), stage);
+      Value stage = arith::RemUIOp::create(b, loc, j, idx(S));
+      Value other = arith::RemUIOp::create(b, loc, add(j, S - 1), idx(S));
       for (Ring &r : rings) {
         r.current = stageView(r.buf, stage);
         r.next = stageView(r.buf, other);
-        // In every iteration, as in the first, the tile was the newest copy
-        // but one per ring when the iteration began.
+        // Every iteration commits one group per ring, so the tile's group
+        // stands as far from the newest when an iteration begins as tile
+        // 0's did after the prologue.
         groupOf[r.current] = r.firstGroup;
       }
     }
@@ -772,6 +812,11 @@ void MapTileToMMAPass::runOnOperation() {
         << int64_t(rowsPerWarp);
     return signalPassFailure();
   }
+  if (kvStages < 2 || kvStages > 4) {
+    getOperation().emitError("kv-stages must be 2 to 4, not ")
+        << int64_t(kvStages);
+    return signalPassFailure();
+  }
   int64_t rows = rowsPerWarp, mTiles = rowsPerWarp / 16;
   bool qSmem = qInSharedMemory;
   if (failed(gpu_emit::mapKernelsToGPU(
@@ -798,13 +843,17 @@ void MapTileToMMAPass::runOnOperation() {
             return MMAEmitter(kernel, gpuFunc, launch, buffers, mTiles, qSmem)
                 .emit();
           },
-          // K and V of the KV loop: two-stage rings.
-          [](tile::LoadOp load) -> int64_t {
+          // K and V of the KV loop: rings of kv-stages tiles, or of the
+          // decode split kernel's own stage count.
+          [&](tile::LoadOp load) -> int64_t {
             auto loop = load->getParentOfType<scf::ForOp>();
-            return loop && llvm::is_contained(gpu_emit::prefetchableLoads(loop),
-                                              load)
-                       ? 2
-                       : 1;
+            if (!loop ||
+                !llvm::is_contained(gpu_emit::prefetchableLoads(loop), load))
+              return 1;
+            if (auto n = load->getParentOfType<FunctionOpInterface>()
+                             ->getAttrOfType<IntegerAttr>(kPrefetchPagedAttr))
+              return n.getInt();
+            return kvStages;
           })))
     signalPassFailure();
 }

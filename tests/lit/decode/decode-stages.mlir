@@ -1,11 +1,12 @@
 // RUN: attnc-opt %s -attnc-tile-decode="block-n=32 stages=2" | FileCheck %s --check-prefix=TILE
 // RUN: attnc-opt %s -attnc-tile-decode="block-n=32 stages=2" -attnc-map-tile-to-mma | FileCheck %s --check-prefix=MMA
 // RUN: attnc-opt %s -attnc-tile-decode="block-n=32 stages=1" -attnc-map-tile-to-mma | FileCheck %s --check-prefix=ONE
-// RUN: not attnc-opt %s -attnc-tile-decode="stages=3" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: attnc-opt %s -attnc-tile-decode="block-n=32 stages=3" -attnc-map-tile-to-mma | FileCheck %s --check-prefix=THREE
+// RUN: not attnc-opt %s -attnc-tile-decode="stages=5" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Two stages: the split kernel is marked so that the GPU mapping copies the
 // next paged K/V tile into a two-stage ring while this one is computed.
-// TILE: func.func @decode_split({{.*}}) attributes {tile.launch = #tile.launch<"decode_split_v2", 16, 32, 1>, tile.prefetch_paged}
+// TILE: func.func @decode_split({{.*}}) attributes {tile.launch = #tile.launch<"decode_split_v2", 16, 32, 1>, tile.prefetch_paged = 2 : i64}
 // TILE-NOT: tile.prefetch_paged
 // The rings double the split kernel's tiles (2 rings of 2 stages of 32 x
 // 72 bf16) and the first tiles are copied before the loop.
@@ -20,7 +21,21 @@
 // One stage: tiles copied where they stand.
 // ONE: decode_split = {dynamic_smem = 10240 : i64, threads = 32 : i64}
 // ONE: memref.view {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
-// BAD: error: 'attn.decode' op cannot be tiled with 3 stages: the split kernel takes 1 or 2
+// Three stages: rings of three tiles, tiles 0 and 1 copied before the loop
+// (K then V, each a fast and a checked variant), and the loop carries the
+// two block-table pages (16-key pages, 32-key tiles) of tile j + 2 that
+// iteration j copies; stage j % 3 is read and stage (j + 2) % 3 refilled.
+// THREE: decode_split = {dynamic_smem = 28672 : i64, threads = 32 : i64}
+// THREE: memref.view {{.*}} to memref<3x32x72xbf16, #gpu.address_space<workgroup>>
+// THREE: memref.view {{.*}} to memref<3x32x72xbf16, #gpu.address_space<workgroup>>
+// THREE-COUNT-8: nvgpu.device_async_copy
+// THREE: scf.for {{.*}} -> (f32, f32, f32, f32, {{.*}}vector<2x2xf32>, index, index) {
+// THREE: arith.remui {{.*}}, %c3
+// THREE: arith.remui {{.*}}, %c3
+// THREE: gpu.barrier
+// THREE: nvgpu.device_async_copy
+// THREE: nvvm.mma.sync
+// BAD: error: 'attn.decode' op cannot be tiled with 5 stages: the split kernel takes 1 to 4
 func.func @decode(%q: tensor<?x4x?x64xbf16>, %kc: tensor<?x1x16x64xbf16>, %vc: tensor<?x1x16x64xbf16>,
                   %table: tensor<?x?xi32>, %lens: tensor<?xi32>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) {
   %o, %lse = attn.decode %q, %kc, %vc, %table, %lens
