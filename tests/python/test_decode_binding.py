@@ -43,8 +43,8 @@ HEADS, KV_HEADS, HEAD_DIM, PAGE = 8, 2, 64, 16
 SPEC = DecodeSpec(heads=HEADS, kv_heads=KV_HEADS, head_dim=HEAD_DIM,
                   page_size=PAGE, arch="sm_90a")
 # The block_n of the database entries below and of an explicit block_n;
-# the compiler's default for this spec is neither.
-TUNED_N, CALLER_N = 32, 16
+# the compiler's default (16, DecodeTileOptions) is neither.
+TUNED_N, CALLER_N = 32, 64
 
 
 # --- tensors and torch -------------------------------------------------------
@@ -272,11 +272,11 @@ def decode_takes_the_database_kernel_and_splits_for_its_bucket():
 
 @test
 def a_missing_database_kernel_names_the_tuned_spec():
-    records = [record("decode b<=2 kv<=1024", 64)]  # not compiled
+    records = [record("decode b<=2 kv<=1024", 128)]  # not compiled
     with decode_process(records) as (spy, kernels):
         tb.expect_error(lambda: run(spy, 2, 100),
                         "attnc_get_kernel_for_json(", "batch 2", "seq_kv 100",
-                        "block_n=64", status=NOT_FOUND)
+                        "block_n=128", status=NOT_FOUND)
         assert run(spy, 2, 2000)[0] == kernels[0]
 
 
