@@ -144,6 +144,11 @@ _SIGNATURES = {
     "attnc_get_kernel_json": (
         _status, [ctypes.c_void_p, ctypes.c_char_p,
                   ctypes.POINTER(ctypes.c_void_p)]),
+    "attnc_get_kernel_for_json": (
+        _status, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64,
+                  ctypes.c_int64, ctypes.c_int64,
+                  ctypes.POINTER(ctypes.c_void_p),
+                  ctypes.POINTER(ctypes.c_int64)]),
     "attnc_decode_args_init": (None, [ctypes.POINTER(_DecodeArgs)]),
     "attnc_decode_workspace_size": (
         _status, [ctypes.c_void_p, ctypes.c_void_p,
@@ -565,6 +570,31 @@ def _context_get_decode_kernel(self, spec):
         return kernel
 
 
+def _context_get_kernel_for_json(self, spec_json, batch, seq_q, seq_kv):
+    """(kernel handle, split count) for a spec given as a JSON object string
+    at one problem size (batch, seq_q, seq_kv >= 1; for decode seq_kv is
+    the longest sequence): the tuning database's choice for this GPU and
+    size bucket when the context has one ($ATTNC_TUNING_DB), else what
+    get_kernel_json gives. The split count is the database's decode split
+    count, 0 when it names none (the launch then chooses). Asks the runtime
+    every time; callers cache per size bucket."""
+    out = ctypes.c_void_p()
+    splits = ctypes.c_int64()
+    _check(lib().attnc_get_kernel_for_json(self._handle, spec_json.encode(),
+                                           int(batch), int(seq_q),
+                                           int(seq_kv), ctypes.byref(out),
+                                           ctypes.byref(splits)),
+           "attnc_get_kernel_for_json(%s, batch %d, seq_q %d, seq_kv %d)"
+           % (spec_json, batch, seq_q, seq_kv))
+    return out.value, splits.value
+
+
+def _context_get_decode_kernel_for(self, spec, batch, seq_q, seq_kv):
+    """(kernel handle, split count) for a DecodeSpec at one problem size
+    (get_kernel_for_json). A spec with block_n set keeps it."""
+    return self.get_kernel_for_json(spec.to_json(), batch, seq_q, seq_kv)
+
+
 def _context_decode_workspace_size(self, kernel, args):
     """Bytes of workspace a decode launch with ``args`` needs."""
     c_args = _decode_args_to_c(args)
@@ -585,5 +615,7 @@ def _context_launch_decode(self, kernel, args, stream=0):
 
 
 Context.get_decode_kernel = _context_get_decode_kernel
+Context.get_kernel_for_json = _context_get_kernel_for_json
+Context.get_decode_kernel_for = _context_get_decode_kernel_for
 Context.decode_workspace_size = _context_decode_workspace_size
 Context.launch_decode = _context_launch_decode

@@ -6,6 +6,11 @@ page_size, head_dim]``, a ``[batch, max_blocks]`` int32 block table and
 ``[batch]`` int32 sequence lengths. A contiguous ``[batch, seq, kv_heads,
 head_dim]`` cache is ``k.view(batch * seq // P, P, kv_heads, head_dim)``
 with ``block_table = arange(batch * seq // P).view(batch, -1)``.
+
+With ``$ATTNC_TUNING_DB`` set when the process's context is created,
+decode() takes its kernel (``block_n``) and split count from the tuning
+database's entry for its size, as attnc.attention does, unless the caller
+names them.
 """
 
 from ._attention import _DTYPES, arch_for_capability, context
@@ -22,8 +27,25 @@ def _desc(t, perm):
                       tuple(int(st[p]) for p in perm))
 
 
-# The decode specs met so far: key -> (Context, kernel handle).
+# The decode specs met so far: key -> (Context, DecodeSpec, kernel handle
+# or None, {size bucket: (kernel handle, database split count)}). The
+# kernel handle is set when the caller named block_n (the spec keeps its
+# tuning, the database is not asked); otherwise the kernel and split count
+# come from the runtime once per size bucket.
 _kernels = {}
+
+
+def _size_bucket(batch, q_len, max_kv_len):
+    """The runtime's tuning-database bucket of a decode size
+    (runtime/lib/TuningDb.cpp, problemBucket), as a tuple: sizes with one
+    bucket get one database entry, so an answer cached per bucket is the
+    one an exact lookup would give. Decode (seq_q <= 16) buckets batch by
+    the power of two at or above it, seq_kv by the power of two at or above
+    it from 1024 up to 131072, and everything longer as one."""
+    kv = max_kv_len
+    kv = 1024 if kv <= 1024 else (
+        1 << (kv - 1).bit_length() if kv <= 131072 else 0)
+    return (1 << (max(batch, 1) - 1).bit_length(), kv, q_len <= 16)
 
 
 def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
@@ -36,8 +58,14 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
     ``kv_lens`` that picks the split count (None: read from kv_lens, which
     synchronises). ``workspace``: a CUDA uint8 tensor to reuse, at least
     what decode_workspace() gives (a smaller one is an error, not silently
-    replaced; None: allocated here). Runs on torch.cuda.current_stream(). Returns o like q,
-    or (o, lse) with lse float32 [batch, heads, q_len]."""
+    replaced; None: allocated here). ``block_n`` (0: chosen) and
+    ``num_splits`` (0: chosen): with a tuning database ($ATTNC_TUNING_DB
+    when the context was created) the chosen ones are its entry's for this
+    GPU, spec and size (batch, q_len, max_kv_len; looked up once per size
+    bucket), a split count of 0 in the entry meaning the runtime's; without
+    one, or without an entry, the compiler's default block_n and the
+    runtime's split count. Runs on torch.cuda.current_stream(). Returns o
+    like q, or (o, lse) with lse float32 [batch, heads, q_len]."""
     import torch
 
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
@@ -71,6 +99,7 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
         q = q.transpose(1, 2).contiguous().transpose(1, 2)
     if max_kv_len is None:
         max_kv_len = int(kv_lens.max().item()) if batch else 0
+    max_kv_len = int(max_kv_len)
     if window is None:
         window = (-1, -1)
     device = q.device
@@ -95,9 +124,21 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
                 scale=None if scale is None else float(scale),
                 arch=spec_arch, block_n=int(block_n))
             ctx = context(device.index)
-            kernel = ctx.get_decode_kernel(spec)
-        hit = _kernels[key] = (ctx, kernel)
-    ctx, kernel = hit
+            kernel = ctx.get_decode_kernel(spec) if block_n else None
+        hit = _kernels[key] = (ctx, spec, kernel, {})
+    ctx, spec, kernel, buckets = hit
+    if kernel is None:
+        # The tuning database's choice for this size (the spec as it is
+        # without a database or entry), asked once per size bucket.
+        bucket = _size_bucket(batch, q_len, max_kv_len)
+        choice = buckets.get(bucket)
+        if choice is None:
+            with torch.cuda.device(device):
+                choice = buckets[bucket] = ctx.get_decode_kernel_for(
+                    spec, max(batch, 1), max(q_len, 1), max(max_kv_len, 1))
+        kernel, tuned_splits = choice
+        if not num_splits:
+            num_splits = tuned_splits
     o = torch.empty_like(q)
     lse = None
     if return_lse:
@@ -108,7 +149,7 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
         v_cache=_desc(v_cache, perm),
         block_table=int(block_table.data_ptr()),
         max_blocks=int(block_table.shape[1]),
-        kv_lens=int(kv_lens.data_ptr()), max_kv_len=int(max_kv_len),
+        kv_lens=int(kv_lens.data_ptr()), max_kv_len=max_kv_len,
         o=_desc(o, (0, 2, 1, 3)),
         lse=None if lse is None else TensorDesc(
             int(lse.data_ptr()), tuple(lse.shape), tuple(lse.stride())),

@@ -23,6 +23,7 @@ if not torch.cuda.is_available():
     sys.exit(77)
 
 import attnc  # noqa: E402
+from attnc._capi import Context, DecodeSpec  # noqa: E402
 
 passed = failed = 0
 
@@ -85,6 +86,67 @@ def case(name, lens, hq, hk, d, page, dtype, layout="NHD", q_len=1, causal=False
           f"worst rel L2 {worst:.2e}, LSE max err {lse_err:.2e}")
 
 
+# With --tuned (a child process of the plain run: $ATTNC_TUNING_DB is read
+# when the context is created), decode under a small tuning database that
+# names a block_n of 32 and a split count for the first case's spec: the
+# launch gets the database's kernel and splits, and the numbers still match.
+TUNED_SPEC = DecodeSpec(heads=32, kv_heads=8, head_dim=128, page_size=16,
+                        has_lse=True, dtype="bf16", arch="sm_90a")
+if "--tuned" in sys.argv:
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as empty:
+        # The runtime's spec key, from the missing-kernel error of an
+        # empty cache (the form the database's records name).
+        probe = Context(cache_dir=empty)
+        try:
+            probe.get_decode_kernel(TUNED_SPEC)
+            key = None
+        except attnc.AttncError as e:
+            key = str(e).split("no compiled kernel for spec ")[1].split()[0]
+            key = key.strip("'\",;()")
+        finally:
+            probe.close()
+    gpu = torch.cuda.get_device_name(0)
+    db = os.path.join(tempfile.mkdtemp(), "tuning.json")
+    with open(db, "w") as f:
+        json.dump({"version": 1, "records": [
+            {"gpu": gpu, "arch": "sm_90a", "spec": key, "ms": 1.0,
+             "bucket": "decode b<=4 kv<=8192", "tuning": {"block_n": 32},
+             "splits": 3},
+            {"gpu": gpu, "arch": "sm_90a", "spec": key, "ms": 1.0,
+             "bucket": "decode b<=2 kv<=1024", "tuning": {"block_n": 32}}]},
+            f)
+    os.environ["ATTNC_TUNING_DB"] = db
+    os.environ["ATTNC_LOG_TUNING"] = "1"  # the choice and why, on stderr
+    launched = []
+    plain_launch = Context.launch_decode
+
+    def spy(self, kernel, args, stream=0):
+        launched.append((kernel, args.num_splits))
+        return plain_launch(self, kernel, args, stream)
+
+    Context.launch_decode = spy
+    ctx = attnc._attention.context(0)  # reads $ATTNC_TUNING_DB
+    import dataclasses
+    tuned = ctx.get_decode_kernel(dataclasses.replace(TUNED_SPEC, block_n=32))
+    default = ctx.get_decode_kernel(TUNED_SPEC)
+    check("tuned: the database names the spec", key is not None and tuned != default,
+          "key %r on %r" % (key, gpu))
+    case("tuned: block_n 32, 3 splits (b<=4 kv<=8192)", [1, 1000, 4097], 32, 8, 128, 16,
+         torch.bfloat16)
+    check("tuned: launched the database's kernel and 3 splits",
+          launched[-1:] == [(tuned, 3)], str(launched))
+    case("tuned: block_n 32, runtime's splits (b<=2 kv<=1024)", [5, 900], 32, 8, 128, 16,
+         torch.bfloat16)
+    check("tuned: launched the database's kernel, splits 0",
+          launched[-1:] == [(tuned, 0)], str(launched))
+    case("tuned: no entry (b<=4 kv<=2048)", [3, 1500, 2000], 32, 8, 128, 16, torch.bfloat16)
+    check("tuned: no entry launched the default kernel",
+          launched[-1:] == [(default, 0)], str(launched))
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
 case("NHD page 16, GQA 32/8 D128 bf16, ragged", [1, 1000, 4097], 32, 8, 128, 16, torch.bfloat16)
 case("HND page 64, MQA 8/1 D64 fp16", [63, 65, 2000], 8, 1, 64, 64, torch.float16, layout="HND")
 case("q_len 2, causal, GQA 8/2 D128", [2, 300], 8, 2, 128, 16, torch.bfloat16, q_len=2, causal=True)
@@ -117,6 +179,13 @@ again = attnc.decode(x, c, c, table, lens_t, max_kv_len=1000, workspace=ws)
 torch.cuda.synchronize()
 check("a remembered kernel gives the same result",
       bool(torch.isfinite(first).all()) and torch.equal(first, again))
+
+# The tuning database's choice, in a child process (see --tuned above).
+import subprocess  # noqa: E402
+child = subprocess.run([sys.executable, __file__, "--tuned"], capture_output=True, text=True,
+                       timeout=300)
+print(child.stdout + child.stderr, end="")
+check("tuned child process", child.returncode == 0, "exit %d" % child.returncode)
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
