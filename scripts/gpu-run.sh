@@ -91,6 +91,14 @@ step ncu-prefill-mma timeout 240 "$ncu_bin" --clock-control none --set full \
 step ncu-prefill-fa2 timeout 240 "$ncu_bin" --clock-control none --set full \
   --metrics "$ncu_stalls" -k regex:flash --launch-skip 3 --launch-count 1 \
   python3 bench/ncu_fa2.py
+# Issue #7: where cuDNN's decode reads faster than the split kernel. The
+# same row (B=16 L=32k) through both, memory sections and DRAM bytes.
+ncu_mem='--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --metrics dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sector_hit_rate.pct'
+step ncu-decode-mem timeout 180 "$ncu_bin" --clock-control none $ncu_mem \
+  -k regex:decode --launch-skip 2 --launch-count 2 \
+  "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --row 1
+step ncu-decode-cudnn timeout 180 "$ncu_bin" --clock-control none $ncu_mem \
+  --launch-skip 12 --launch-count 6 python3 bench/ncu_cudnn_decode.py
 # Every split-kernel variant (block_n x stages x split policy) side by side.
 step decode-sweep "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --sweep
 step elementwise-gpu "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle"

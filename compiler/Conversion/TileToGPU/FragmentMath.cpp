@@ -7,6 +7,8 @@
 #include "compiler/Conversion/TileToGPU/FragmentMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
@@ -14,6 +16,20 @@
 using namespace mlir;
 using namespace attnc;
 using namespace attnc::gpu_emit;
+
+Value FragmentMath::treeReduce(SmallVector<Value> xs, bool max) {
+  while (xs.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < xs.size(); i += 2)
+      next.push_back(
+          max ? Value(arith::MaximumFOp::create(b, loc, xs[i], xs[i + 1]))
+              : Value(arith::AddFOp::create(b, loc, xs[i], xs[i + 1])));
+    if (xs.size() % 2)
+      next.push_back(xs.back());
+    xs = std::move(next);
+  }
+  return xs.front();
+}
 
 LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
   const Frags &t = frags[op.getScores()];
@@ -28,24 +44,26 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
     SmallVector<SmallVector<Value>> p(n8);
     for (int64_t r = 0; r < 2; ++r) {
       Value mOld = m.regs[2 * mt + r], lOld = l.regs[2 * mt + r];
-      Value mx = f32Const(b, loc, negInf);
+      // The row's max and sum as trees: the softmax is a chain of
+      // dependent steps per row, and these were its longest links.
+      SmallVector<Value> row;
       for (Value reg : tiles)
         for (int64_t c = 0; c < 2; ++c)
-          mx = arith::MaximumFOp::create(b, loc, mx, elem(reg, r, c));
-      mx = arith::MaximumFOp::create(b, loc, mOld, quadReduce(mx, true));
+          row.push_back(elem(reg, r, c));
+      Value mx = arith::MaximumFOp::create(
+          b, loc, mOld, quadReduce(treeReduce(row, /*max=*/true), true));
       // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
       Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                              mx, f32Const(b, loc, negInf));
       Value ref =
           arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
-      Value sum = f32Const(b, loc, 0.f);
-      for (auto [nt, reg] : llvm::enumerate(tiles))
-        for (int64_t c = 0; c < 2; ++c) {
-          Value e = gpu_emit::exp2(
-              b, loc, arith::SubFOp::create(b, loc, elem(reg, r, c), ref));
-          p[nt].push_back(e);
-          sum = arith::AddFOp::create(b, loc, sum, e);
-        }
+      SmallVector<Value> exps;
+      for (auto [i, s] : llvm::enumerate(row)) {
+        Value e = gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, s, ref));
+        p[i / 2].push_back(e);
+        exps.push_back(e);
+      }
+      Value sum = treeReduce(exps, /*max=*/false);
       Value a =
           gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, mOld, ref));
       newMax.regs.push_back(mx);
@@ -70,17 +88,48 @@ LogicalResult FragmentMath::rescale(tile::RescaleOp op) {
   auto pairT = VectorType::get({2}, b.getF32Type());
   auto cT = VectorType::get({2, 2}, b.getF32Type());
   int64_t perTile = int64_t(acc.regs.size()) / mTiles;
-  Frags out{Frags::C, {}};
-  for (int64_t mt = 0; mt < mTiles; ++mt) {
-    Value scale[2] = {
-        vector::BroadcastOp::create(b, loc, pairT, alpha.regs[2 * mt]),
-        vector::BroadcastOp::create(b, loc, pairT, alpha.regs[2 * mt + 1])};
-    for (Value reg : ArrayRef<Value>(acc.regs).slice(mt * perTile, perTile))
-      out.regs.push_back(fromRows(
-          cT, {arith::MulFOp::create(b, loc, row2(reg, 0), scale[0]),
-               arith::MulFOp::create(b, loc, row2(reg, 1), scale[1])}));
+  auto scaled = [&]() {
+    SmallVector<Value> out;
+    for (int64_t mt = 0; mt < mTiles; ++mt) {
+      Value scale[2] = {
+          vector::BroadcastOp::create(b, loc, pairT, alpha.regs[2 * mt]),
+          vector::BroadcastOp::create(b, loc, pairT, alpha.regs[2 * mt + 1])};
+      for (Value reg : ArrayRef<Value>(acc.regs).slice(mt * perTile, perTile))
+        out.push_back(fromRows(
+            cT, {arith::MulFOp::create(b, loc, row2(reg, 0), scale[0]),
+                 arith::MulFOp::create(b, loc, row2(reg, 1), scale[1])}));
+    }
+    return out;
+  };
+  if (!skipUnitRescale) {
+    frags[op.getResult()] = {Frags::C, scaled()};
+    return success();
   }
-  frags[op.getResult()] = std::move(out);
+  // alpha = 2^(m_old - m_new) is exactly 1 when a row's max did not grow
+  // (most tiles, once the first few have set it), and O · 1 = O: when that
+  // holds for every row of every lane, the warp skips the multiplies
+  // (FlashAttention-4 skips below a threshold; this keeps exactness).
+  // A NaN alpha compares unequal, so it is applied.
+  Value one = f32Const(b, loc, 1.f);
+  Value grew = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+  for (Value a : alpha.regs)
+    grew = arith::OrIOp::create(
+        b, loc, grew,
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, a, one));
+  Value anyGrew = NVVM::VoteSyncOp::create(
+      b, loc, b.getI1Type(),
+      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(-1)), grew,
+      NVVM::VoteSyncKind::any);
+  SmallVector<Type> types(acc.regs.size(), cT);
+  auto ifOp = scf::IfOp::create(b, loc, types, anyGrew, /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, scaled());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, loc, acc.regs);
+  }
+  frags[op.getResult()] = {Frags::C, SmallVector<Value>(ifOp.getResults())};
   return success();
 }
 

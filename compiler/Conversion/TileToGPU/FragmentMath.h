@@ -37,9 +37,14 @@ struct Frags {
 /// map, builds with its builder at its current location.
 class FragmentMath {
 public:
+  /// `skipUnitRescale`: rescale branches around the multiplies when every
+  /// lane of the warp has alpha = 1 (no row's max grew: exact, see
+  /// rescale); the warp must be converged there.
   FragmentMath(mlir::OpBuilder &b, const mlir::Location &loc, int64_t mTiles,
-               llvm::DenseMap<mlir::Value, Frags> &frags)
-      : b(b), loc(loc), mTiles(mTiles), frags(frags) {}
+               llvm::DenseMap<mlir::Value, Frags> &frags,
+               bool skipUnitRescale = false)
+      : b(b), loc(loc), mTiles(mTiles), frags(frags),
+        skipUnitRescale(skipUnitRescale) {}
 
   mlir::LogicalResult softmaxUpdate(tile::SoftmaxUpdateOp op);
   mlir::LogicalResult rescale(tile::RescaleOp op);
@@ -67,8 +72,13 @@ private:
 
   mlir::OpBuilder &b;
   const mlir::Location &loc;
+  /// Max or sum of `xs` as a balanced tree: a dependency chain of
+  /// log2(n) operations instead of n.
+  mlir::Value treeReduce(llvm::SmallVector<mlir::Value> xs, bool max);
+
   const int64_t mTiles;
   llvm::DenseMap<mlir::Value, Frags> &frags;
+  const bool skipUnitRescale;
 };
 
 } // namespace attnc::gpu_emit

@@ -94,7 +94,8 @@ public:
 
 private:
   gpu_emit::FragmentMath math() {
-    return gpu_emit::FragmentMath(b, loc, mTiles, frags);
+    return gpu_emit::FragmentMath(b, loc, mTiles, frags,
+                                  /*skipUnitRescale=*/true);
   }
   Value idx(int64_t v) { return gpu_emit::indexConst(b, loc, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }

@@ -98,7 +98,8 @@ public:
 
 private:
   gpu_emit::FragmentMath math() {
-    return gpu_emit::FragmentMath(b, loc, /*mTiles=*/1, frags);
+    return gpu_emit::FragmentMath(b, loc, /*mTiles=*/1, frags,
+                                  /*skipUnitRescale=*/true);
   }
   Value idx(int64_t v) { return gpu_emit::indexConst(b, loc, v); }
   Value i64(int64_t v) {
