@@ -98,7 +98,7 @@ step ncu-decode-mem timeout 180 "$ncu_bin" --clock-control none $ncu_mem \
   -k regex:decode --launch-skip 2 --launch-count 2 \
   "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --row 1
 step ncu-decode-cudnn timeout 180 "$ncu_bin" --clock-control none $ncu_mem \
-  --launch-skip 12 --launch-count 6 python3 bench/ncu_cudnn_decode.py
+  --launch-skip 5 --launch-count 4 python3 bench/ncu_cudnn_decode.py
 # Every split-kernel variant (block_n x stages x split policy) side by side.
 step decode-sweep "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --sweep
 step elementwise-gpu "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle"

@@ -17,18 +17,12 @@ using namespace mlir;
 using namespace attnc;
 using namespace attnc::gpu_emit;
 
-Value FragmentMath::treeReduce(SmallVector<Value> xs, bool max) {
-  while (xs.size() > 1) {
-    SmallVector<Value> next;
-    for (size_t i = 0; i + 1 < xs.size(); i += 2)
-      next.push_back(
-          max ? Value(arith::MaximumFOp::create(b, loc, xs[i], xs[i + 1]))
-              : Value(arith::AddFOp::create(b, loc, xs[i], xs[i + 1])));
-    if (xs.size() % 2)
-      next.push_back(xs.back());
-    xs = std::move(next);
-  }
-  return xs.front();
+Value FragmentMath::chainReduce(SmallVector<Value> xs, bool max) {
+  Value acc = xs.front();
+  for (Value x : ArrayRef<Value>(xs).drop_front())
+    acc = max ? Value(arith::MaximumFOp::create(b, loc, acc, x))
+              : Value(arith::AddFOp::create(b, loc, acc, x));
+  return acc;
 }
 
 LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
@@ -44,14 +38,15 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
     SmallVector<SmallVector<Value>> p(n8);
     for (int64_t r = 0; r < 2; ++r) {
       Value mOld = m.regs[2 * mt + r], lOld = l.regs[2 * mt + r];
-      // The row's max and sum as trees: the softmax is a chain of
-      // dependent steps per row, and these were its longest links.
+      // Max and sum as chains: balanced trees measured no faster and
+      // raised register pressure (mma.sync 128x64 spilled 92 B instead of
+      // 60; bench/NOTES.md "Session 5").
       SmallVector<Value> row;
       for (Value reg : tiles)
         for (int64_t c = 0; c < 2; ++c)
           row.push_back(elem(reg, r, c));
       Value mx = arith::MaximumFOp::create(
-          b, loc, mOld, quadReduce(treeReduce(row, /*max=*/true), true));
+          b, loc, mOld, quadReduce(chainReduce(row, /*max=*/true), true));
       // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
       Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                              mx, f32Const(b, loc, negInf));
@@ -63,7 +58,7 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
         p[i / 2].push_back(e);
         exps.push_back(e);
       }
-      Value sum = treeReduce(exps, /*max=*/false);
+      Value sum = chainReduce(exps, /*max=*/false);
       Value a =
           gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, mOld, ref));
       newMax.regs.push_back(mx);
@@ -83,6 +78,10 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
   return success();
 }
 
+/// n8 tiles per m16 tile of O (head dim / 8) from which skipping a unit
+/// rescale pays.
+static constexpr int64_t kMinSkippedRescaleTiles = 16;
+
 LogicalResult FragmentMath::rescale(tile::RescaleOp op) {
   const Frags &acc = frags[op.getAcc()], &alpha = frags[op.getAlpha()];
   auto pairT = VectorType::get({2}, b.getF32Type());
@@ -101,7 +100,10 @@ LogicalResult FragmentMath::rescale(tile::RescaleOp op) {
     }
     return out;
   };
-  if (!skipUnitRescale) {
+  // Below head dim 128 the vote and the branch cost more than the
+  // multiplies they skip (H200: mma.sync D64 279 vs 292 TFLOP/s,
+  // bench/NOTES.md "Session 5").
+  if (!skipUnitRescale || perTile < kMinSkippedRescaleTiles) {
     frags[op.getResult()] = {Frags::C, scaled()};
     return success();
   }

@@ -39,7 +39,8 @@ class FragmentMath {
 public:
   /// `skipUnitRescale`: rescale branches around the multiplies when every
   /// lane of the warp has alpha = 1 (no row's max grew: exact, see
-  /// rescale); the warp must be converged there.
+  /// rescale), for head dims of 128 and more; the warp must be converged
+  /// there.
   FragmentMath(mlir::OpBuilder &b, const mlir::Location &loc, int64_t mTiles,
                llvm::DenseMap<mlir::Value, Frags> &frags,
                bool skipUnitRescale = false)
@@ -72,9 +73,8 @@ private:
 
   mlir::OpBuilder &b;
   const mlir::Location &loc;
-  /// Max or sum of `xs` as a balanced tree: a dependency chain of
-  /// log2(n) operations instead of n.
-  mlir::Value treeReduce(llvm::SmallVector<mlir::Value> xs, bool max);
+  /// Max or sum of `xs`, left to right.
+  mlir::Value chainReduce(llvm::SmallVector<mlir::Value> xs, bool max);
 
   const int64_t mTiles;
   llvm::DenseMap<mlir::Value, Frags> &frags;

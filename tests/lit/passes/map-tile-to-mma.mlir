@@ -53,15 +53,9 @@
 // CHECK: gpu.shuffle xor %{{.*}}, %c1_i32{{.*}} : f32
 // CHECK: gpu.shuffle xor %{{.*}}, %c2_i32{{.*}} : f32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// O is rescaled only when some lane's alpha is not 1 (a row max grew):
-// a warp vote, then the multiplies under an scf.if; else O as it was.
-// CHECK: arith.cmpf une, %{{.*}}, %cst
-// CHECK: %[[GREW:.*]] = nvvm.vote.sync any %{{.*}}, %{{.*}} -> i1
-// CHECK: scf.if %[[GREW]] -> (vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>)
-// CHECK-COUNT-16: arith.mulf
-// CHECK: } else {
-// CHECK-NOT: arith.mulf
-// CHECK: scf.yield %arg
+// At head dim 64, O is always rescaled (the skip of a unit rescale starts at
+// 128: map-tile-to-mma-rescale.mlir).
+// CHECK-NOT: nvvm.vote.sync
 // The second barrier: V_j has landed (the two copies of j + 1 may not).
 // CHECK: nvvm.cp.async.wait.group 2
 // CHECK-NEXT: gpu.barrier
