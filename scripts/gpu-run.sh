@@ -99,6 +99,30 @@ step ncu-decode-mem timeout 180 "$ncu_bin" --clock-control none $ncu_mem \
   "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --row 1
 step ncu-decode-cudnn timeout 180 "$ncu_bin" --clock-control none $ncu_mem \
   --launch-skip 5 --launch-count 4 python3 bench/ncu_cudnn_decode.py
+# Which instructions of the split kernel make its excess L2 sectors (ncu
+# counted 1.5x the K+V sectors at B=16 L=32k; cuDNN's kernel 1.0x): the
+# per-SASS-instruction source counters, and the SASS of the default kernel.
+decode_sass() {
+  local dir cuobjdump ptxas
+  cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+  ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+  for dir in "$stage"/bundle/*/; do
+    grep -q 'op=decode;dtype=bf16;heads=32;kv_heads=8;head_dim=128;causal=0;window_left=-1;window_right=-1;softcap=0;scale=0.088388346;has_lse=0;arch=sm_90a;custom_ir=none;block_m=0;block_n=0;stages=0;warps=0;page_size=256;max_q_len=1"' \
+      "$dir/meta.json" || continue
+    "$ptxas" -arch=sm_90a -o "$logs/decode.cubin" "$dir/kernel.ptx" || return 1
+    "$cuobjdump" --dump-sass "$logs/decode.cubin"
+    rm -f "$logs/decode.cubin"
+    return 0
+  done
+  echo "no default decode kernel at page 256 in the bundle"
+  return 1
+}
+step decode-sass decode_sass
+step ncu-decode-source timeout 180 "$ncu_bin" --clock-control none \
+  --section SourceCounters --section MemoryWorkloadAnalysis_Tables \
+  -k regex:decode_split --launch-skip 2 --launch-count 1 \
+  --page source --print-source sass --csv \
+  "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --row 1
 # Every split-kernel variant (block_n x stages x split policy) side by side.
 step decode-sweep "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --sweep
 step elementwise-gpu "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle"

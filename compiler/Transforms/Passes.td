@@ -124,6 +124,10 @@ def MapTileToMMA : Pass<"attnc-map-tile-to-mma", "mlir::ModuleOp"> {
     Option<"kvStages", "kv-stages", "int64_t", /*default=*/"2",
            "Tiles per K/V ring of the prefill KV loop (2 to 4; a decode "
            "split kernel's `tile.prefetch_paged` gives its own)">,
+    Option<"swizzleStaged", "swizzle-staged", "bool", /*default=*/"false",
+           "Staged tiles unpadded with XOR-swizzled 16-byte chunks in every "
+           "kernel (default: the decode split kernel only); rows must be "
+           "multiples of 64 elements, else they stay padded">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -183,11 +183,18 @@ Value gpu_emit::tilePageOf(OpBuilder &b, Location loc, Value table, Value batch,
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), entry);
 }
 
+Value gpu_emit::swizzledColumn(OpBuilder &b, Location loc, Value row,
+                               Value col) {
+  Value r8 = arith::AndIOp::create(b, loc, row, indexConst(b, loc, 7));
+  return arith::XOrIOp::create(
+      b, loc, col, arith::ShLIOp::create(b, loc, r8, indexConst(b, loc, 3)));
+}
+
 void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
                          Value head, Value row, Value buf, int64_t rows,
                          int64_t dim, Value tid, int64_t threads, bool async,
                          bool barrier, bool commit, Value length, Value table,
-                         ArrayRef<Value> tilePagesIn) {
+                         ArrayRef<Value> tilePagesIn, bool swizzle) {
   // Nobody may still read the previous tile from this buffer.
   if (barrier)
     gpu::BarrierOp::create(b, loc);
@@ -233,6 +240,10 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
     Value col = arith::MulIOp::create(
         lb, l, arith::RemUIOp::create(lb, l, chunk, cpr), indexConst(lb, l, 8));
     return {r, col};
+  };
+  // Where that chunk lands in `buf`.
+  auto smemColumn = [&](OpBuilder &lb, Location l, Value r, Value col) {
+    return swizzle ? swizzledColumn(lb, l, r, col) : col;
   };
   // The checked copy: bounds, clamps, per-row page lookups.
   auto emitChecked = [&]() {
@@ -286,8 +297,9 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
                 lb, l, inside, indexConst(lb, l, 8), indexConst(lb, l, 0));
             nvgpu::DeviceAsyncCopyOp::create(
                 lb, l, nvgpu::DeviceAsyncTokenType::get(lb.getContext()), buf,
-                ValueRange{r, col}, view, ValueRange{first, head, srcRow, col},
-                lb.getIndexAttr(8), n, lb.getUnitAttr()); // .cg: L2 only
+                ValueRange{r, smemColumn(lb, l, r, col)}, view,
+                ValueRange{first, head, srcRow, col}, lb.getIndexAttr(8), n,
+                lb.getUnitAttr()); // .cg: L2 only
             scf::YieldOp::create(lb, l);
             return;
           }
@@ -307,8 +319,8 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
                 scf::YieldOp::create(eb, el, zero);
               });
           vector::StoreOp::create(lb, l, ifOp.getResult(0), buf,
-                                  ValueRange{r, col}, false,
-                                  llvm::MaybeAlign(kVectorAlign));
+                                  ValueRange{r, smemColumn(lb, l, r, col)},
+                                  false, llvm::MaybeAlign(kVectorAlign));
           scf::YieldOp::create(lb, l);
         });
   };
@@ -339,8 +351,9 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
             }
             nvgpu::DeviceAsyncCopyOp::create(
                 lb, l, nvgpu::DeviceAsyncTokenType::get(lb.getContext()), buf,
-                ValueRange{r, col}, view, ValueRange{first, head, at, col},
-                lb.getIndexAttr(8), Value(), lb.getUnitAttr()); // .cg
+                ValueRange{r, smemColumn(lb, l, r, col)}, view,
+                ValueRange{first, head, at, col}, lb.getIndexAttr(8), Value(),
+                lb.getUnitAttr()); // .cg
             scf::YieldOp::create(lb, l);
           });
       b.setInsertionPointToStart(fast.elseBlock());

@@ -77,13 +77,29 @@ mlir::Value tileNeedsMasks(mlir::OpBuilder &b, mlir::Location loc,
 /// row (see tile.load). `tilePages` (index values), when the tile lies in
 /// tilePageCount(rows, page size) whole pages, are those pages, looked up
 /// ahead by the caller (see tilePagesOf); else they are looked up here.
+/// `swizzle`: `buf` is unpadded and chunk c of row r lands at chunk
+/// swizzledColumn(r, c) (see there).
 void stageRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value view,
                mlir::Value batch, mlir::Value head, mlir::Value row,
                mlir::Value buf, int64_t rows, int64_t dim, mlir::Value tid,
                int64_t threads, bool async = false, bool barrier = true,
                bool commit = true, mlir::Value length = {},
                mlir::Value table = {},
-               llvm::ArrayRef<mlir::Value> tilePages = {});
+               llvm::ArrayRef<mlir::Value> tilePages = {},
+               bool swizzle = false);
+
+/// The XOR-swizzled shared-memory layout of a staged tile whose rows are a
+/// multiple of 64 elements (128 bytes): the 16-byte chunk c of row r is
+/// stored at chunk c ^ (r mod 8), so `col` (a multiple of 8 elements)
+/// becomes col ^ 8 (r mod 8). Eight consecutive rows read at one chunk (an
+/// ldmatrix 8x8 matrix) fall in eight distinct bank groups, as padding the
+/// rows by 16 bytes would give, but every 128-byte segment of a row stays
+/// one aligned 128-byte segment: a quarter-warp's 16-byte cp.async copies
+/// of it are one shared-memory wavefront and four L2 sectors. With padded
+/// rows they straddled segments: 1.5x the L2 sectors of the ideal and 2-3x
+/// the wavefronts (ncu, bench/NOTES.md "Session 5").
+mlir::Value swizzledColumn(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value row, mlir::Value col);
 
 /// Pages a tile of `rows` rows starting on a multiple of `rows` covers,
 /// when that is one (the page size a multiple of rows) or a few (rows a

@@ -66,9 +66,9 @@ class MMAEmitter : public gpu_emit::TileEmitter<MMAEmitter> {
 public:
   MMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
              tile::LaunchAttr launch, ArrayRef<Value> buffers, int64_t mTiles,
-             bool qInSmem)
+             bool qInSmem, bool swizzle)
       : TileEmitter(kernel, gpuFunc, launch, buffers), mTiles(mTiles),
-        qInSmem(qInSmem) {}
+        qInSmem(qInSmem), swizzle(swizzle) {}
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -124,6 +124,23 @@ private:
 
   const int64_t mTiles; // m16 tiles per warp
   const bool qInSmem;
+  // Staged tiles unpadded with XOR-swizzled 16-byte chunks (head dims that
+  // are multiples of 64; see gpu_emit::swizzledColumn), else padded rows.
+  const bool swizzle;
+  /// An ldmatrix lane address: row r, column colLane + colConst of a
+  /// staged tile, where colConst is a constant multiple of 8 and r mod 8 is
+  /// the lane's ldRow (every ldmatrix here reads rows ldRow + 8k). Swizzled,
+  /// the column is split as swizzle(colLane + colConst mod 64) + the rest:
+  /// the XOR touches only chunk bits 0-2, so the lane-invariant part is a
+  /// few loop-hoisted registers and the rest an immediate offset.
+  SmallVector<Value, 2> smemAt(Value r, Value colLane, int64_t colConst) {
+    if (!swizzle)
+      return {r, add(colLane, colConst)};
+    Value low =
+        arith::XOrIOp::create(b, loc, add(colLane, colConst % 64),
+                              arith::MulIOp::create(b, loc, ldRow, idx(8)));
+    return {r, add(low, colConst - colConst % 64)};
+  }
   DenseMap<Value, Frags> frags;
   Value tid, g, t4, rowInTile; // rowInTile = 16·mTiles·warp + g
   Value ldRow, ldLow, ldHigh;  // ldmatrix: row in matrix, matrix % 2, / 2
@@ -292,9 +309,10 @@ Value MMAEmitter::aFragment(const Frags &a, int64_t mt, int64_t kk, Type elt) {
   Value r =
       add(add(arith::SubIOp::create(b, loc, rowInTile, g), ldRow), 16 * mt);
   r = add(r, arith::MulIOp::create(b, loc, ldLow, idx(8)));
-  Value col = add(arith::MulIOp::create(b, loc, ldHigh, idx(8)), kk * 16);
-  return nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, elt),
-                                   a.regs[0], ValueRange{r, col}, false, 4);
+  return nvgpu::LdMatrixOp::create(
+      b, loc, VectorType::get({4, 2}, elt), a.regs[0],
+      smemAt(r, arith::MulIOp::create(b, loc, ldHigh, idx(8)), kk * 16), false,
+      4);
 }
 
 /// A tile of the program's rows that tile.lse_accumulate merges (a split-KV
@@ -364,7 +382,7 @@ void MMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
       2 * launch.getBlockM() / mTiles, /*async=*/true, barrier,
       /*commit=*/true, op.getLength() ? map.lookup(op.getLength()) : Value(),
       op.isPaged() ? map.lookup(op.getBlockTable()) : Value(),
-      pageAhead.lookup(op));
+      pageAhead.lookup(op), swizzle);
   groupOf[buf] = committedGroups++;
 }
 
@@ -464,10 +482,10 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
           aPair.push_back(aFragment(a, mt, k, elt));
       for (int64_t nt = 0; nt < n8; ++nt) {
         Value r = add(ldRow, nt * 8);
-        Value col = add(arith::MulIOp::create(b, loc, add(ldHigh, kk), idx(16)),
-                        arith::MulIOp::create(b, loc, ldLow, idx(8)));
-        Value ld = nvgpu::LdMatrixOp::create(b, loc, x4T, smem,
-                                             ValueRange{r, col}, false, 4);
+        Value colLane = add(arith::MulIOp::create(b, loc, ldHigh, idx(16)),
+                            arith::MulIOp::create(b, loc, ldLow, idx(8)));
+        Value ld = nvgpu::LdMatrixOp::create(
+            b, loc, x4T, smem, smemAt(r, colLane, kk * 16), false, 4);
         for (int64_t mt = 0; mt < mTiles; ++mt) {
           Value &acc = c[mt * n8 + nt];
           acc = mma16816(aPair[2 * mt], bPair(ld, 0), acc);
@@ -482,9 +500,10 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
       for (int64_t dn = 0; dn < n8; dn += 2) {
         Value r = add(add(ldRow, kk * 16),
                       arith::MulIOp::create(b, loc, ldLow, idx(8)));
-        Value col = arith::MulIOp::create(b, loc, add(ldHigh, dn), idx(8));
-        Value ld = nvgpu::LdMatrixOp::create(b, loc, x4T, smem,
-                                             ValueRange{r, col}, true, 4);
+        Value ld = nvgpu::LdMatrixOp::create(
+            b, loc, x4T, smem,
+            smemAt(r, arith::MulIOp::create(b, loc, ldHigh, idx(8)), dn * 8),
+            true, 4);
         for (int64_t mt = 0; mt < mTiles; ++mt) {
           Value aFrag = aFragment(a, mt, kk, elt);
           c[mt * n8 + dn] = mma16816(aFrag, bPair(ld, 0), c[mt * n8 + dn]);
@@ -820,8 +839,22 @@ void MapTileToMMAPass::runOnOperation() {
   }
   int64_t rows = rowsPerWarp, mTiles = rowsPerWarp / 16;
   bool qSmem = qInSharedMemory;
+  // Swizzled, unpadded tiles for the decode split kernel (memory-bound:
+  // the padded rows cost it 1.5x the L2 sectors, bench/NOTES.md "Session
+  // 5") or with swizzle-staged, when every staged row is a multiple of 64
+  // elements (the XOR permutes 8 chunks of 16 bytes); else padded rows.
+  // Prefill keeps the padding by default: its XOR'd ldmatrix addresses
+  // take registers (D64 causal spilled 16 B) and its L2 is not the limit.
+  bool swizzle =
+      swizzleStaged ||
+      !gpu_emit::kernelsWithRule(getOperation(), kDecodeSplitRule).empty();
+  getOperation().walk([&](tile::LoadOp load) {
+    auto t = load.getResult().getType();
+    if (t.getRank() == 2)
+      swizzle &= t.getDimSize(1) % 64 == 0;
+  });
   if (failed(gpu_emit::mapKernelsToGPU(
-          getOperation(), kRowPad, /*stageRowOwned=*/qSmem,
+          getOperation(), swizzle ? 0 : kRowPad, /*stageRowOwned=*/qSmem,
           [&](tile::LaunchAttr launch) {
             return 32 * launch.getBlockM() / rows;
           },
@@ -841,7 +874,8 @@ void MapTileToMMAPass::runOnOperation() {
                      << rows
                      << " and tile sizes and head dims that are "
                         "multiples of 16";
-            return MMAEmitter(kernel, gpuFunc, launch, buffers, mTiles, qSmem)
+            return MMAEmitter(kernel, gpuFunc, launch, buffers, mTiles, qSmem,
+                              swizzle)
                 .emit();
           },
           // K and V of the KV loop: rings of kv-stages tiles, or of the

@@ -5,7 +5,7 @@
 // page of each row from the block table: page 16 < 32 keys) into views of
 // dynamic shared memory, each where it stands in the loop; the sequence's
 // length read from kv_lens.
-// CHECK: attnc.launch_info = {decode_combine = {dynamic_smem = 0 : i64, threads = 256 : i64}, decode_split = {dynamic_smem = 10240 : i64, threads = 32 : i64}}
+// CHECK: attnc.launch_info = {decode_combine = {dynamic_smem = 0 : i64, threads = 256 : i64}, decode_split = {dynamic_smem = 8192 : i64, threads = 32 : i64}}
 // The combine (attnc-map-combine-to-gpu, before the mma.sync mapping): 256
 // threads, per query row of the program: the largest LSE over the splits
 // (a block-strided loop, warp shuffles, one slot per warp), then each warp's
@@ -32,8 +32,8 @@
 // CHECK: memref.store {{.*}} : memref<?x4x?xf32
 // CHECK: gpu.barrier
 // CHECK: gpu.func @decode_split({{.*}}) kernel attributes {known_block_size = array<i32: 32, 1, 1>
-// CHECK: %[[K:.*]] = memref.view {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[V:.*]] = memref.view {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[K:.*]] = memref.view {{.*}} to memref<32x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[V:.*]] = memref.view {{.*}} to memref<32x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: memref.load %{{.*}} : memref<?xi32, strided<[1]>>
 // CHECK: scf.for
 // CHECK: memref.load %{{.*}} : memref<?x?xi32, strided<[?, 1]>>
