@@ -48,6 +48,9 @@ tuneKnobs(const KernelSpec &spec,
          [](TuneCandidate &c, int64_t v) { c.tuning.blockN = v; });
     knob("splits", numbers({0, 4, 8, 16, 32, 64, 128}),
          [](TuneCandidate &c, int64_t v) { c.splits = v; });
+    // The K/V ring depth (0: the compiler's default, 3).
+    knob("stages", numbers({0, 1, 2}),
+         [](TuneCandidate &c, int64_t v) { c.tuning.stages = v; });
   } else if (spec.op == "attention_fwd") {
     std::vector<std::string> mappings =
         spec.arch == "sm_90a" ? std::vector<std::string>{"wgmma", "mma"}

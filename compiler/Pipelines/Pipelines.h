@@ -52,8 +52,11 @@ struct DecodeTileOptions {
   int64_t blockN = 16;
   int64_t maxQLen = 1;
   // K/V tiles per ring: 1 = copy each where it is used, n = keep the next
-  // n - 1 in flight (tuning.stages, 1 to 4; bench/NOTES.md, "Decode").
-  int64_t stages = 1;
+  // n - 1 in flight (tuning.stages, 1 to 4). 3: with the swizzled tiles and
+  // kDecodeProgramsPerSm programs per SM, the fastest on every row of the
+  // H200 decode sweep (B1 L128k 4.10, B16 L32k 4.53, B64 L4k 4.33, B64
+  // L16k 4.58 TB/s; one stage 3.46-4.54; bench/NOTES.md "Session 5").
+  int64_t stages = 3;
 };
 
 /// The KV append kernel (attn.kv_append after attnc-tile-decode) -> NVVM:

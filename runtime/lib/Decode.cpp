@@ -93,13 +93,14 @@ void packInt(PackedParams &out, size_t i, int64_t v) {
 } // namespace
 
 int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
-                           int smCount, int slotsPerSm) {
+                           int smCount, int slotsPerSm, int maxPerSm) {
   // Programs resident at once (decodeResidentPerSm of the loaded kernel;
-  // 6 when unknown). Every resident program is one more stream of K/V
-  // loads in flight, which is what a memory-bound decode needs (bench/
-  // NOTES.md, "Decode").
-  const double slots =
-      double(smCount > 0 ? smCount : 108) * (slotsPerSm > 0 ? slotsPerSm : 6);
+  // 6 when unknown), at most maxPerSm: each is a stream of K/V loads in
+  // flight, and past a few per SM more streams only contend (bench/
+  // NOTES.md, "Decode" and "Session 5").
+  const int perSm =
+      std::min(slotsPerSm > 0 ? slotsPerSm : 6, maxPerSm > 0 ? maxPerSm : 32);
+  const double slots = double(smCount > 0 ? smCount : 108) * perSm;
   const int64_t programs = std::max<int64_t>(1, batch * kvHeads);
   // At least 256 keys per split: a split of a few tiles costs more in
   // launch and combine than it brings.

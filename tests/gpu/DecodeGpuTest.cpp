@@ -620,15 +620,17 @@ bool runMergeCase(Context &ctx, std::mt19937_64 &rng) {
 /// count policy (a launch argument).
 struct Variant {
   int64_t blockN = 0, stages = 0; // 0: the compiler's default
-  enum Splits { Auto, Legacy, Double, Half } splits = Auto;
+  // Auto: the runtime's choice (kDecodeProgramsPerSm per SM); Fill: every
+  // resident slot (the policy before session 5).
+  enum Splits { Auto, Fill, Double, Half } splits = Auto;
 };
 
 const char *splitsName(Variant::Splits s) {
   switch (s) {
   case Variant::Auto:
     return "auto";
-  case Variant::Legacy:
-    return "6/SM";
+  case Variant::Fill:
+    return "fill";
   case Variant::Double:
     return "2xauto";
   case Variant::Half:
@@ -640,14 +642,14 @@ const char *splitsName(Variant::Splits s) {
 /// The compiled variants the sweep times (block_n x stages); the first is
 /// the default.
 std::vector<std::pair<int64_t, int64_t>> sweepKnobs() {
-  return {{0, 0}, {32, 1}, {16, 2}, {16, 3}, {16, 4}, {32, 2}, {32, 3}};
+  return {{0, 0}, {16, 1}, {32, 1}, {16, 2}, {16, 4}, {32, 2}, {32, 3}};
 }
 
 std::vector<Variant> sweepVariants() {
   std::vector<Variant> vs;
   for (auto [bn, st] : sweepKnobs())
     for (auto sp :
-         {Variant::Auto, Variant::Legacy, Variant::Double, Variant::Half})
+         {Variant::Auto, Variant::Fill, Variant::Double, Variant::Half})
       vs.push_back({bn, st, sp});
   return vs;
 }
@@ -668,9 +670,9 @@ int64_t splitsOf(const Context &ctx, const Kernel &kernel, Variant::Splits sp,
   switch (sp) {
   case Variant::Auto:
     return autoSplits;
-  case Variant::Legacy:
+  case Variant::Fill:
     return chooseDecodeSplits(batch, kernel.spec().kvHeads, len, ctx.smCount(),
-                              6);
+                              kernel.decodeResidentPerSm(), /*maxPerSm=*/32);
   case Variant::Double:
     return std::min<int64_t>(2 * autoSplits, 512);
   case Variant::Half:
@@ -862,7 +864,7 @@ void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
       char name[96];
       std::string bn = v.blockN ? std::to_string(v.blockN) : "dflt";
       std::snprintf(name, sizeof name, "block_n %-4s stages %lld splits %-6s",
-                    bn.c_str(), (long long)(v.stages ? v.stages : 1),
+                    bn.c_str(), (long long)(v.stages ? v.stages : 3),
                     splitsName(v.splits));
       if (!ok) {
         std::printf("bench decode B=%-3d L=%-6d page %-3d %s: WRONG (rel L2 "

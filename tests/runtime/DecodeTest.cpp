@@ -138,11 +138,12 @@ TEST_CASE("decode arguments are checked with clear messages", "[decode]") {
 
 TEST_CASE("decode splits fill the GPU and the plan packs the contract",
           "[decode]") {
-  // One long sequence: many splits; a big batch: few; short: one.
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132) == 85);
-  CHECK(chooseDecodeSplits(64, 8, 4096, 132) == 3);
-  CHECK(chooseDecodeSplits(64, 8, 16384, 132) == 3);
-  CHECK(chooseDecodeSplits(16, 8, 32768, 132) == 6);
+  // One long sequence: many splits; a big batch: few; short: one. The
+  // target is kDecodeProgramsPerSm (4) programs per SM: 528 on 132 SMs.
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132) == 57);
+  CHECK(chooseDecodeSplits(64, 8, 4096, 132) == 1);
+  CHECK(chooseDecodeSplits(64, 8, 16384, 132) == 1);
+  CHECK(chooseDecodeSplits(16, 8, 32768, 132) == 4);
   CHECK(chooseDecodeSplits(1, 8, 100, 132) == 1);
   CHECK(chooseDecodeSplits(1, 1, 1 << 20, 132) == 218);
   CHECK(chooseDecodeSplits(4, 8, 0, 0) == 1);

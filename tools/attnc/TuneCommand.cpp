@@ -41,9 +41,10 @@ void addTuneCommand(CLI::App &app, TuneOptions &o) {
   plan->add_option("--page-size", p.spec.pageSize, "decode: tokens per page")
       ->check(CLI::PositiveNumber);
   plan->add_option("--arch", p.arch)->check(CLI::IsMember({"sm_80", "sm_90a"}));
-  plan->add_option("--knob", p.knobs,
-                   "NAME=V1,V2,...: sweep these values of a knob (mapping, "
-                   "block_m, block_n, warps, stages; decode: block_n, splits)");
+  plan->add_option(
+      "--knob", p.knobs,
+      "NAME=V1,V2,...: sweep these values of a knob (mapping, "
+      "block_m, block_n, warps, stages; decode: block_n, splits, stages)");
   plan->add_option("-o,--output", p.output,
                    "Directory for plan.json + bundle/");
   plan->add_option("-j,--jobs", p.jobs, "Compile threads (default: cores)")

@@ -45,11 +45,20 @@ struct DecodeArgs {
   int64_t numSplits = 0; // 0: chosen from SM count, batch, heads, length
 };
 
-// The split count: enough programs (batch x kv_heads x splits) to fill the
-// GPU's resident slots (smCount x slotsPerSm) with little waste in the last
-// wave, at least 256 keys per split, at most 256 splits.
+// Split programs per SM the split count aims for. With the swizzled,
+// three-stage split kernel (two 8 KiB tiles in flight per program) four per
+// SM read fastest on the H200: filling all nine resident slots read 2-8%
+// slower (more programs contend for DRAM, more partials to combine;
+// bench/NOTES.md "Session 5").
+inline constexpr int kDecodeProgramsPerSm = 4;
+
+// The split count: enough programs (batch x kv_heads x splits) to fill
+// smCount x min(slotsPerSm, maxPerSm) slots with little waste in the last
+// wave, at least 256 keys per split, at most 256 splits. slotsPerSm: the
+// programs that fit one SM (decodeResidentPerSm; 6 when unknown).
 int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
-                           int smCount, int slotsPerSm = 6);
+                           int smCount, int slotsPerSm = 6,
+                           int maxPerSm = kDecodeProgramsPerSm);
 
 // Split-kernel programs resident on one SM (sm_80/sm_90: 64K registers,
 // 2048 threads, 32 blocks, 227 KiB of shared memory per SM, 1 KiB of it
