@@ -133,8 +133,12 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   TuningConfig mma =
       chooseTuning(&db, "NVIDIA H200", ampere, {1, 16384, 16384}).tuning;
   CHECK(mma.blockM == 128);
-  CHECK(mma.blockN == 32);
+  CHECK(mma.blockN == (s.causal ? 32 : 64)); // 128x64 spills when causal
   CHECK(mma.warps == 4);
+  KernelSpec ampereCausal = ampere;
+  ampereCausal.causal = !ampere.causal;
+  CHECK(chooseTuning(&db, "NVIDIA H200", ampereCausal, {1, 16384, 16384})
+            .tuning.blockN == (ampereCausal.causal ? 32 : 64));
   CHECK_THAT(other.why, Catch::Contains("no database entry"));
 
   // D256: wgmma 128x64 with two K/V stages on sm_90a, 64x32 on sm_80.

@@ -843,8 +843,10 @@ void MapTileToMMAPass::runOnOperation() {
   // the padded rows cost it 1.5x the L2 sectors, bench/NOTES.md "Session
   // 5") or with swizzle-staged, when every staged row is a multiple of 64
   // elements (the XOR permutes 8 chunks of 16 bytes); else padded rows.
-  // Prefill keeps the padding by default: its XOR'd ldmatrix addresses
-  // take registers (D64 causal spilled 16 B) and its L2 is not the limit.
+  // Prefill keeps the padding by default: swizzled, its XOR'd ldmatrix
+  // addresses take registers (H200, D128 S4k: 128x64 w4 353 -> 328
+  // TFLOP/s with 16 B of spills, 128x32 w4 303 -> 317; bench/NOTES.md
+  // "Session 5").
   bool swizzle =
       swizzleStaged ||
       !gpu_emit::kernelsWithRule(getOperation(), kDecodeSplitRule).empty();
