@@ -72,7 +72,10 @@ def attnc_impl(kind, **problem):
         attention = _get(attnc, "attention")
         q, k, v = problem["q"], problem["k"], problem["v"]
         causal, scale = problem["causal"], problem["scale"]
-        return lambda: attention(q, k, v, causal=causal, scale=scale)
+        # ATTNC_BENCH_ARCH=sm_80: the portable mma.sync kernels on the same
+        # GPU (issue #5's comparison; bench/specs.json bundles them).
+        arch = os.environ.get("ATTNC_BENCH_ARCH") or None
+        return lambda: attention(q, k, v, causal=causal, scale=scale, arch=arch)
     if kind == "silu_and_mul":
         silu_and_mul = _get(attnc, "silu_and_mul")
         x = problem["x"]

@@ -228,6 +228,16 @@ std::vector<Case> correctnessCases() {
        cs[0].bshd};
   c.spec.arch = "sm_80";
   cs.push_back(c);
+  // sm_80's default tiles at D128 without a mask (128x64 on 4 warps since
+  // session 5), odd lengths, GQA, BHSD.
+  c = {"sm_80 default tiles, D128 bf16, Sq=1531 Skv=2055, GQA 8/2, BHSD",
+       spec(8, 2, 128, "bf16"),
+       2,
+       1531,
+       2055,
+       false};
+  c.spec.arch = "sm_80";
+  cs.push_back(c);
   // mma.sync's K/V rings deeper than two tiles (kv-stages 3 and 4; the
   // second with fewer tiles than stages).
   c = {"sm_80 mma.sync 128x64 w4 s3, D128 causal, Sq=Skv=1031",
