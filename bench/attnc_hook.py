@@ -74,8 +74,9 @@ def attnc_impl(kind, **problem):
         causal, scale = problem["causal"], problem["scale"]
         # ATTNC_BENCH_ARCH=sm_80: the portable mma.sync kernels on the same
         # GPU (issue #5's comparison; bench/specs.json bundles them).
-        arch = os.environ.get("ATTNC_BENCH_ARCH") or None
-        return lambda: attention(q, k, v, causal=causal, scale=scale, arch=arch)
+        arch = os.environ.get("ATTNC_BENCH_ARCH")
+        kw = {"arch": arch} if arch else {}
+        return lambda: attention(q, k, v, causal=causal, scale=scale, **kw)
     if kind == "silu_and_mul":
         silu_and_mul = _get(attnc, "silu_and_mul")
         x = problem["x"]

@@ -479,6 +479,15 @@ def test_attnc_hooks_without_attnc():
         eq(calls, [], "hook must not launch at setup")
         eq(fn(), "O", "hook result")
         eq(calls, [(1, 2, 3, True, 0.5)], "hook args")
+        # ATTNC_BENCH_ARCH picks the kernels' target (the portable path).
+        archs = []
+        fake.attention = lambda q, k, v, causal, scale, arch=None: archs.append(arch) or "O"
+        os.environ["ATTNC_BENCH_ARCH"] = "sm_80"
+        try:
+            H.attnc_impl("prefill", q=1, k=2, v=3, causal=False, scale=1.0)()
+        finally:
+            del os.environ["ATTNC_BENCH_ARCH"]
+        eq(archs, ["sm_80"], "ATTNC_BENCH_ARCH reaches attnc.attention")
         try:
             H.attnc_impl("silu_and_mul", x=1)
             raise AssertionError("missing attnc.silu_and_mul must be NotAvailable")
