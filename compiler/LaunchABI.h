@@ -42,7 +42,7 @@ attentionFwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
   return types;
 }
 
-/// Decode, split over the KV sequence (`decode_split_v3`). Grid:
+/// Decode, split over the KV sequence (`decode_split_v2`). Grid:
 /// (num_splits, kv_heads, batch). Each program computes the GQA group of one
 /// KV head (its Hq / Hkv query heads x seq_q rows) over its chunk of the
 /// sequence and writes a partial O and LSE (f32) into the workspace:
@@ -51,11 +51,7 @@ attentionFwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
 /// strides; the block table [batch, max_blocks] i32 is contiguous; kv_lens
 /// [batch] i32. The query rows of a group are read as one [Hq/Hkv · seq_q,
 /// D] matrix: q_stride_h = seq_q · q_stride_s when seq_q > 1.
-/// v3: compiled for sm_90a, the split kernel triggers its dependents at its
-/// start and the combine waits on griddepcontrol before it reads a partial,
-/// so the runtime may launch the combine with programmatic stream
-/// serialization (its launch then overlaps the split kernel's tail).
-inline constexpr const char *kDecodeSplitRule = "decode_split_v3";
+inline constexpr const char *kDecodeSplitRule = "decode_split_v2";
 inline constexpr std::array<const char *, 21> kDecodeSplitParams = {
     "q",          "k_cache",    "v_cache",    "block_table", "kv_lens",
     "o_part",     "lse_part",   "batch",      "seq_q",       "num_splits",
@@ -63,27 +59,18 @@ inline constexpr std::array<const char *, 21> kDecodeSplitParams = {
     "k_stride_p", "k_stride_h", "k_stride_s", "v_stride_p",  "v_stride_h",
     "v_stride_s"};
 
-/// Programmatic dependent launch (sm_90): a kernel with kLaunchDependentsAttr
-/// lets the next kernel of its stream be scheduled as soon as each of its
-/// programs has started (griddepcontrol.launch_dependents first); a kernel
-/// with kWaitPrerequisitesAttr waits first for the kernels before it to
-/// finish and their writes to be visible (griddepcontrol.wait; a no-op when
-/// it was launched without the programmatic attribute).
-inline constexpr const char *kLaunchDependentsAttr = "tile.launch_dependents";
-inline constexpr const char *kWaitPrerequisitesAttr = "tile.wait_prerequisites";
-
 /// An integer attribute on a decode split kernel: its paged, length-bounded
 /// K/V loads are copied into rings of that many tiles (tuning.stages >= 2),
 /// the tiles of the next stages - 1 iterations in flight.
 inline constexpr const char *kPrefetchPagedAttr = "tile.prefetch_paged";
 
-/// The combine of the partials (`decode_combine_v3`): grid (ceil(seq_q /
+/// The combine of the partials (`decode_combine_v2`): grid (ceil(seq_q /
 /// block_m), heads, batch); O [B, Hq, seq_q, D] and LSE [B, Hq, seq_q] with
 /// strides, as in attention_fwd_v1.
 /// v2: the combine's block is kDecodeCombineBlock threads (the splits
 /// spread over its warps, compiler/Conversion/TileToGPU/CombineToGPU.cpp);
 /// v1 was one warp.
-inline constexpr const char *kDecodeCombineRule = "decode_combine_v3";
+inline constexpr const char *kDecodeCombineRule = "decode_combine_v2";
 inline constexpr int64_t kDecodeCombineBlock = 256;
 inline constexpr std::array<const char *, 12> kDecodeCombineParams = {
     "o_part",       "lse_part",    "o",          "lse",        "batch",

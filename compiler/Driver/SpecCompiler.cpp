@@ -348,7 +348,6 @@ attnc::SpecCompiler::compileDecode(const KernelSpec &spec) {
   if (spec.tuning.stages > 0)
     tile.stages = spec.tuning.stages;
   tile.maxQLen = spec.maxQLen;
-  tile.dependentLaunch = spec.arch == "sm_90a";
   CompiledKernel out;
   ATTNC_ASSIGN_OR_RETURN(out.ptx,
                          session.lowerToPTX(*module, [&](OpPassManager &pm) {

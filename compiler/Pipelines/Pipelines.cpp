@@ -69,7 +69,6 @@ void attnc::buildDecodeTilePipeline(OpPassManager &pm,
   decode.blockN = options.blockN;
   decode.maxQLen = options.maxQLen;
   decode.stages = options.stages;
-  decode.dependentLaunch = options.dependentLaunch;
   pm.addPass(createTileDecode(decode));
   // Fold the split bounds' index arithmetic before anyone reads it.
   pm.addPass(createCanonicalizerPass());

@@ -57,9 +57,6 @@ struct DecodeTileOptions {
   // H200 decode sweep (B1 L128k 4.10, B16 L32k 4.53, B64 L4k 4.33, B64
   // L16k 4.58 TB/s; one stage 3.46-4.54; bench/NOTES.md "Session 5").
   int64_t stages = 3;
-  // Programmatic dependent launch of the combine (sm_90 only: set from the
-  // target by the spec compiler and `attnc emit`).
-  bool dependentLaunch = false;
 };
 
 /// The KV append kernel (attn.kv_append after attnc-tile-decode) -> NVVM:

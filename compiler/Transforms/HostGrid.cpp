@@ -75,8 +75,8 @@ public:
       return arith::IndexCastOp::create(b, loc, b.getIndexType(),
                                         paramNamed(fn, param));
     };
-    // attention_fwd_v1, decode_combine_v3 and lse_merge_v1: grid =
-    // (ceil(seq_q / block_m), heads, batch); decode_split_v3: (num_splits,
+    // attention_fwd_v1, decode_combine_v2 and lse_merge_v1: grid =
+    // (ceil(seq_q / block_m), heads, batch); decode_split_v2: (num_splits,
     // kv heads, batch).
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);

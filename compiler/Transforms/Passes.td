@@ -33,11 +33,11 @@ def TileDecode : Pass<"attnc-tile-decode", "mlir::ModuleOp"> {
                 "and its LSE combine";
   let description = [{
     A function `@f` whose body is one `attn.decode` on its arguments becomes
-    two kernel functions: `@f_split` (launch rule `decode_split_v3`, one
+    two kernel functions: `@f_split` (launch rule `decode_split_v2`, one
     program per (split, KV head, sequence): the online softmax over its
     chunk of the paged cache for the whole GQA group, `max-q-len` rows per
     head, padded to 16; writes a partial O and LSE in f32) and `@f_combine`
-    (`decode_combine_v3`: merges the partials by their LSE weights into O
+    (`decode_combine_v2`: merges the partials by their LSE weights into O
     and LSE). The number of splits is a kernel argument, so the runtime
     picks it per problem. A function holding one `attn.lse_merge` (cascade
     attention) becomes the kernel `lse_merge_v1` of the same name.
@@ -51,11 +51,6 @@ def TileDecode : Pass<"attnc-tile-decode", "mlir::ModuleOp"> {
            "tile where it is used, n >= 2 keeps the next n - 1 tiles in "
            "flight (cp.async rings; marks the kernel "
            "`tile.prefetch_paged = n`)">,
-    Option<"dependentLaunch", "dependent-launch", "bool", "false",
-           "Programmatic dependent launch (sm_90): the split kernel lets the "
-           "combine be scheduled once all its programs started "
-           "(`tile.launch_dependents`), the combine waits for the partials "
-           "(`tile.wait_prerequisites`)">,
   ];
   let dependentDialects = ["::attnc::tile::TileDialect",
                            "::mlir::arith::ArithDialect",
@@ -231,7 +226,7 @@ def MapCombineToGPU : Pass<"attnc-map-combine-to-gpu", "mlir::ModuleOp"> {
   let summary = "Map the split-KV combine onto a block whose warps share "
                 "the splits";
   let description = [{
-    Each `decode_combine_v3` kernel (from `attnc-tile-decode`) becomes a
+    Each `decode_combine_v2` kernel (from `attnc-tile-decode`) becomes a
     `gpu.func` of 256 threads. Its loop over the splits is a log-sum-exp
     merge, which is associative, so instead of one split after the other
     the block finds the largest LSE of a row first (every thread reads some

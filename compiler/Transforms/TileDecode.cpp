@@ -41,10 +41,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 class DecodeBuilder {
 public:
   DecodeBuilder(OpBuilder &b, attn::DecodeOp op, int64_t blockN,
-                int64_t maxQLen, int64_t stages, bool dependentLaunch)
+                int64_t maxQLen, int64_t stages)
       : b(b), op(op), loc(op.getLoc()), blockN(blockN), maxQLen(maxQLen),
-        stages(stages), dependentLaunch(dependentLaunch),
-        headDim(op.getHeadDim()), elt(op.getElementType()),
+        stages(stages), headDim(op.getHeadDim()), elt(op.getElementType()),
         group(op.getNumHeads() / op.getNumKVHeads()) {}
 
   /// Rows of the split kernel's query tile: the group's heads x seq_q,
@@ -96,9 +95,7 @@ private:
   OpBuilder &b;
   attn::DecodeOp op;
   Location loc;
-  int64_t blockN, maxQLen, stages;
-  bool dependentLaunch;
-  int64_t headDim;
+  int64_t blockN, maxQLen, stages, headDim;
   Type elt;
   int64_t group;
 };
@@ -118,9 +115,6 @@ void DecodeBuilder::buildSplit(StringRef name) {
   // tiles (paged, length bounded) into rings while this one is computed.
   if (stages >= 2)
     fn->setAttr(kPrefetchPagedAttr, b.getI64IntegerAttr(stages));
-  // The combine may be scheduled once every split program has started.
-  if (dependentLaunch)
-    fn->setAttr(kLaunchDependentsAttr, b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto arg = [&](int i) { return index(entry->getArgument(i)); };
@@ -226,9 +220,6 @@ void DecodeBuilder::buildCombine(StringRef name) {
       FunctionType::get(ctx, decodeCombineParamTypes(ctx, elt), {}));
   fn->setAttr("tile.launch",
               tile::LaunchAttr::get(ctx, kDecodeCombineRule, rows, 0, hq));
-  // Launched early (see buildSplit), it waits for the partials.
-  if (dependentLaunch)
-    fn->setAttr(kWaitPrerequisitesAttr, b.getUnitAttr());
   for (auto [i, param] : llvm::enumerate(kDecodeCombineParams))
     fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
   Block *entry = fn.addEntryBlock();
@@ -539,7 +530,7 @@ void TileDecodePass::runOnOperation() {
   }
   for (auto [fn, dec] : work) {
     OpBuilder b(fn);
-    DecodeBuilder builder(b, dec, blockN, maxQLen, stages, dependentLaunch);
+    DecodeBuilder builder(b, dec, blockN, maxQLen, stages);
     builder.buildSplit((fn.getName() + "_split").str());
     b.setInsertionPoint(fn);
     builder.buildCombine((fn.getName() + "_combine").str());

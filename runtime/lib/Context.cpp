@@ -604,30 +604,6 @@ Status Context::launchDecode(const Kernel &kernel, const DecodeArgs &args,
   if (result != CUDA_SUCCESS)
     return driver_->check(result, "cuLaunchKernel(" + kernel.meta_.entry + ")");
   const LaunchGeometry &c = plan.combineGeometry;
-  if (kernel.meta_.arch == "sm_90a" && driver_->cuLaunchKernelEx) {
-    // Programmatic dependent launch (decode_split_v3 on sm_90a): the
-    // combine is scheduled while the split kernel drains and waits on
-    // griddepcontrol for its partials, instead of paying a launch after it.
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig config{};
-    config.gridDimX = unsigned(c.grid[0]);
-    config.gridDimY = unsigned(c.grid[1]);
-    config.gridDimZ = unsigned(c.grid[2]);
-    config.blockDimX = unsigned(c.block[0]);
-    config.blockDimY = unsigned(c.block[1]);
-    config.blockDimZ = unsigned(c.block[2]);
-    config.sharedMemBytes = 0;
-    config.hStream = stream;
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    result = driver_->cuLaunchKernelEx(&config, kernel.combine_,
-                                       plan.combine.pointers, nullptr);
-    if (result != CUDA_SUCCESS)
-      return driver_->check(result, "cuLaunchKernelEx(decode_combine)");
-    return Status::ok();
-  }
   result = driver_->cuLaunchKernel(
       kernel.combine_, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
       c.block[2], 0, stream, plan.combine.pointers, nullptr);

@@ -339,7 +339,6 @@ int runEmit(EmitOptions &o) {
     }
     if (o.stages > 0)
       decode.stages = o.stages;
-    decode.dependentLaunch = o.arch == "sm_90a";
     buildDecodeTilePipeline(pm, decode);
   } else if (o.stage != "attn")
     buildTilePipeline(pm, tile);

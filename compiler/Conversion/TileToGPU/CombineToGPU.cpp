@@ -350,7 +350,7 @@ void CombineEmitter::emitRow(Value row) {
 
 LogicalResult CombineEmitter::emit() {
   Block *entry = &gpuFunc.getBody().front();
-  b.setInsertionPointToEnd(entry); // after a griddepcontrol wait
+  b.setInsertionPointToStart(entry);
   loc = kernel.getLoc();
   scalars.map(kernel.getArguments(),
               entry->getArguments().take_front(kernel.getNumArguments()));

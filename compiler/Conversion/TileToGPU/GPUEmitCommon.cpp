@@ -539,14 +539,6 @@ gpu::GPUFuncOp gpu_emit::createKernelFunc(OpBuilder &b,
   gpuFunc->setAttr("tile.launch", kernel->getAttr("tile.launch"));
   if (auto args = kernel.getArgAttrs())
     gpuFunc.setAllArgAttrs(*args);
-  // Programmatic dependent launch (LaunchABI.h): first thing in the kernel.
-  b.setInsertionPointToStart(&gpuFunc.getBody().front());
-  if (kernel->hasAttr(kWaitPrerequisitesAttr))
-    NVVM::GriddepcontrolOp::create(b, kernel.getLoc(),
-                                   NVVM::GridDepActionKind::wait);
-  if (kernel->hasAttr(kLaunchDependentsAttr))
-    NVVM::GriddepcontrolOp::create(b, kernel.getLoc(),
-                                   NVVM::GridDepActionKind::launch_dependents);
   return gpuFunc;
 }
 

@@ -6,7 +6,7 @@
 // CHECK-LABEL: func.func @decode_split(
 // CHECK-SAME: {tile.param = "q"}
 // CHECK-SAME: memref<i32> {tile.param = "block_table"}
-// CHECK-SAME: i64 {tile.param = "v_stride_s"}) attributes {tile.launch = #tile.launch<"decode_split_v3", 16, 32, 2>}
+// CHECK-SAME: i64 {tile.param = "v_stride_s"}) attributes {tile.launch = #tile.launch<"decode_split_v2", 16, 32, 2>}
 // CHECK: %[[SPLIT:.*]] = tile.program_id 0
 // CHECK: %[[KVH:.*]] = tile.program_id 1
 // CHECK: %[[B:.*]] = tile.program_id 2
@@ -21,7 +21,7 @@
 // CHECK: tile.store {{.*}} : tensor<16x64xf32>, memref<?x2x?x64xf32
 // CHECK: tile.store {{.*}} : tensor<16xf32>, memref<?x2x?xf32
 // CHECK-LABEL: func.func @decode_combine(
-// CHECK-SAME: attributes {tile.launch = #tile.launch<"decode_combine_v3", 16, 0, 8>}
+// CHECK-SAME: attributes {tile.launch = #tile.launch<"decode_combine_v2", 16, 0, 8>}
 // CHECK: scf.for
 // CHECK: tile.load {{.*}} -> tensor<16x64xf32>
 // CHECK: tile.load {{.*}} -> tensor<16xf32>

@@ -1,7 +1,7 @@
 //===- Decode.h - Paged split-KV decode: arguments, contract ----*- C++ -*-===//
 //
-// The launch contract of op "decode" (grid rules decode_split_v3 and
-// decode_combine_v3). One compiled module holds two kernels:
+// The launch contract of op "decode" (grid rules decode_split_v2 and
+// decode_combine_v2). One compiled module holds two kernels:
 //   decode_split    grid (num_splits, kv_heads, batch), block meta.block;
 //                   parameters, in order, 8 bytes each:
 //                   q, k_cache, v_cache, block_table, kv_lens, o_part,
@@ -23,7 +23,7 @@
 
 namespace attnc {
 
-inline constexpr const char *kGridRuleDecodeSplit = "decode_split_v3";
+inline constexpr const char *kGridRuleDecodeSplit = "decode_split_v2";
 inline constexpr const char *kDecodeCombineEntry = "decode_combine";
 inline constexpr int64_t kDecodeCombineThreads = 256;
 inline constexpr int64_t kDecodeCombineRows = 16;

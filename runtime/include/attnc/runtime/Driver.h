@@ -64,8 +64,7 @@ namespace attnc {
   X(cuEventRecord)                                                             \
   X(cuEventSynchronize)                                                        \
   X(cuEventElapsedTime)                                                        \
-  X(cuEventDestroy)                                                            \
-  X(cuLaunchKernelEx)
+  X(cuEventDestroy)
 
 struct DriverApi {
 #define ATTNC_DECLARE_CUDA_FUNCTION(name) decltype(&::name) name = nullptr;
