@@ -24,6 +24,7 @@
 #include "attnc/runtime/Spec.h"
 #include "templates/ReferenceAttention.h"
 #include "tests/common/AttentionCheck.h"
+#include "tests/common/RowReference.h"
 #include "tests/gpu/GpuHarness.h"
 
 #include <algorithm>
@@ -42,6 +43,14 @@ using attnc::test::DeviceBuffer;
 using attnc::test::kernelFor;
 
 namespace {
+
+/// bf16 (or fp16) bits as doubles.
+std::vector<double> halfsToDoubles(bool bf16, const std::vector<uint16_t> &h) {
+  std::vector<double> out(h.size());
+  for (size_t i = 0; i < h.size(); ++i)
+    out[i] = test::fromHalfBits(bf16, h[i]);
+  return out;
+}
 
 KernelSpec decodeSpec(int hq, int hkv, int d, const char *dtype, int page,
                       int maxQLen = 1) {
@@ -336,17 +345,14 @@ bool runCase(Context &ctx, const Case &c, std::mt19937_64 &rng) {
     Paged one = makePaging(c.lens, contiguous.pageSize, hkv, d, c.nhd,
                            /*shuffle=*/false, rng);
     Outputs same = runDecode(ctx, contiguous, cc, one, q, kSeq, vSeq);
-    double diff = 0, norm = 0;
-    for (size_t i = 0; i < got.o.size(); ++i) {
-      double x = test::fromHalfBits(bf16, got.o[i]);
-      double y = test::fromHalfBits(bf16, same.o[i]);
-      diff += (x - y) * (x - y);
-      norm += y * y;
-    }
-    double rel = std::sqrt(diff / std::max(norm, 1e-300));
-    bool same_ok = rel <= 1e-3;
-    std::printf("%s   paged == contiguous (page %lld): rel L2 %.2e\n",
-                same_ok ? "PASS" : "FAIL", (long long)contiguous.pageSize, rel);
+    test::RowComparison cmp = test::compareRows(
+        [&](int64_t i) { return test::fromHalfBits(bf16, got.o[size_t(i)]); },
+        halfsToDoubles(bf16, same.o));
+    bool same_ok = cmp.ok(1e-3);
+    std::printf("%s   paged == contiguous (page %lld): rel L2 %.2e, %lld "
+                "non-finite\n",
+                same_ok ? "PASS" : "FAIL", (long long)contiguous.pageSize,
+                cmp.relL2, (long long)cmp.nonFinite);
     ok &= same_ok;
   }
   return ok;
@@ -831,7 +837,7 @@ void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
     rows = {rows.at(size_t(onlyRow) % rows.size())};
   for (BenchRow row : rows) {
     BenchProblem p(api, row, rng);
-    std::vector<uint16_t> reference;
+    std::vector<double> reference; // the first variant's output
     double bestTbs = 0;
     std::string best;
     for (const Variant &v : variants) {
@@ -839,24 +845,15 @@ void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
           &kernelFor(ctx, benchSpec(row.page, v.blockN, v.stages));
       DecodeArgs args = p.args();
       args.numSplits = splitsOf(ctx, *kernel, v.splits, row.batch, row.len);
-      std::vector<uint16_t> out = runOnce(ctx, *kernel, p, args);
-      double diff = 0, norm = 0;
-      size_t nonFinite = 0;
-      for (size_t i = 0; i < out.size(); ++i) {
-        double x = test::fromHalfBits(true, out[i]);
-        if (!std::isfinite(x))
-          ++nonFinite;
-        if (!reference.empty()) {
-          double y = test::fromHalfBits(true, reference[i]);
-          diff += (x - y) * (x - y);
-          norm += y * y;
-        }
-      }
-      double rel =
-          reference.empty() ? 0 : std::sqrt(diff / std::max(norm, 1e-300));
+      std::vector<double> out =
+          halfsToDoubles(true, runOnce(ctx, *kernel, p, args));
       if (reference.empty())
-        reference = out;
-      bool ok = nonFinite == 0 && rel <= 1e-2;
+        reference = out; // non-finite values still fail below
+      test::RowComparison cmp = test::compareRows(
+          [&](int64_t i) { return out[size_t(i)]; }, reference);
+      double rel = cmp.relL2;
+      long long nonFinite = cmp.nonFinite;
+      bool ok = cmp.ok(1e-2);
       auto bytes = ctx.decodeWorkspaceSize(*kernel, args);
       DeviceBuffer ws(api, bytes.isOk() ? *bytes : 256);
       args.workspace = ws.get();
@@ -868,7 +865,7 @@ void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
                     splitsName(v.splits));
       if (!ok) {
         std::printf("bench decode B=%-3d L=%-6d page %-3d %s: WRONG (rel L2 "
-                    "%.2e vs the default, %zu non-finite), not timed\n",
+                    "%.2e vs the default, %lld non-finite), not timed\n",
                     row.batch, row.len, row.page, name, rel, nonFinite);
         continue;
       }
