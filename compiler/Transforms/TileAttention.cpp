@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/LaunchABI.h"
+#include "compiler/Transforms/OnlineSoftmax.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "dialects/Attn/IR/AttnOps.h"
@@ -17,8 +18,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
-
-#include <limits>
 
 namespace attnc {
 #define GEN_PASS_DEF_TILEATTENTION
@@ -49,10 +48,6 @@ private:
   /// element strides (the innermost stride is 1).
   Value view(Value ptr, int64_t heads, Value seq, ArrayRef<Value> strides,
              bool withDim);
-  Value splat(ArrayRef<int64_t> shape, float v) {
-    auto t = RankedTensorType::get(shape, b.getF32Type());
-    return arith::ConstantOp::create(b, loc, t, DenseElementsAttr::get(t, v));
-  }
   void cloneRegion(Region &from, Region &to);
 
   OpBuilder &b;
@@ -164,44 +159,24 @@ func::FuncOp KernelBuilder::build(StringRef name) {
         cst(blockN));
   }
 
-  float negInf = -std::numeric_limits<float>::infinity();
-  Value m0 = splat({blockM}, negInf), l0 = splat({blockM}, 0.0f);
-  Value acc0 = splat({blockM, headDim}, 0.0f);
-  auto loop =
-      scf::ForOp::create(b, loc, lo, hi, cst(blockN), ValueRange{m0, l0, acc0});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value k0 = loop.getInductionVar();
-    Value m = loop.getRegionIterArg(0), l = loop.getRegionIterArg(1);
-    Value acc = loop.getRegionIterArg(2);
-    Value kTile =
-        tile::LoadOp::create(b, loc, kvTileT, kView, bIdx, kvHead, k0);
-    Value vTile =
-        tile::LoadOp::create(b, loc, kvTileT, vView, bIdx, kvHead, k0);
-    auto sT = RankedTensorType::get({blockM, blockN}, b.getF32Type());
-    Value s = tile::DotOp::create(b, loc, sT, qTile, kTile, Value(),
-                                  /*transpose_b=*/true);
-    auto score =
-        tile::ScoreOp::create(b, loc, sT, s, bIdx, head, q0, k0, seqQ, seqKV,
-                              b.getF32FloatAttr(att.getEffectiveScale()),
-                              att.getCausal() ? b.getUnitAttr() : UnitAttr(),
-                              window, att.getSoftcapAttr());
-    cloneRegion(att.getScore(), score.getScoreMod());
-    cloneRegion(att.getMask(), score.getMaskMod());
-    auto upd = tile::SoftmaxUpdateOp::create(
-        b, loc, sT, m.getType(), m.getType(), m.getType(), score, m, l);
-    Value rescaled =
-        tile::RescaleOp::create(b, loc, acc.getType(), acc, upd.getAlpha());
-    Value p = arith::TruncFOp::create(
-        b, loc, RankedTensorType::get({blockM, blockN}, elt), upd.getProbs());
-    Value acc1 = tile::DotOp::create(b, loc, acc.getType(), p, vTile, rescaled,
-                                     /*transpose_b=*/false);
-    SmallVector<Value> next{upd.getNewMax(), upd.getNewSum(), acc1};
-    scf::YieldOp::create(b, loc, next);
-  }
-  auto fin = tile::FinalizeOp::create(
-      b, loc, loop.getResult(2), loop.getResult(0), loop.getResult(1), elt);
+  auto fin = buildOnlineSoftmaxLoop(
+      b, loc, qTile, lo, hi, blockN, elt,
+      {[&](Value k0) -> Value {
+         return tile::LoadOp::create(b, loc, kvTileT, kView, bIdx, kvHead, k0);
+       },
+       [&](Value k0) -> Value {
+         return tile::LoadOp::create(b, loc, kvTileT, vView, bIdx, kvHead, k0);
+       },
+       [&](Value s, Value k0) -> Value {
+         auto score = tile::ScoreOp::create(
+             b, loc, s.getType(), s, bIdx, head, q0, k0, seqQ, seqKV,
+             b.getF32FloatAttr(att.getEffectiveScale()),
+             att.getCausal() ? b.getUnitAttr() : UnitAttr(), window,
+             att.getSoftcapAttr());
+         cloneRegion(att.getScore(), score.getScoreMod());
+         cloneRegion(att.getMask(), score.getMaskMod());
+         return score;
+       }});
   tile::StoreOp::create(b, loc, fin.getOutput(), oView, bIdx, head, q0);
   if (att.getLse())
     tile::StoreOp::create(b, loc, fin.getLse(), lseView, bIdx, head, q0);

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/LaunchABI.h"
+#include "compiler/Transforms/OnlineSoftmax.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "dialects/Attn/IR/AttnOps.h"
@@ -168,44 +169,25 @@ void DecodeBuilder::buildSplit(StringRef name) {
   auto kvTileT = RankedTensorType::get({blockN, headDim}, elt);
   Value c0 = cst(0);
   Value qTile = tile::LoadOp::create(b, loc, qTileT, qView, bIdx, kvHead, c0);
-  Value m0 = splat({rows}, kNegInf), l0 = splat({rows}, 0.0f);
-  Value acc0 = splat({rows, headDim}, 0.0f);
-  auto loop =
-      scf::ForOp::create(b, loc, lo, hi, cst(blockN), ValueRange{m0, l0, acc0});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value k0 = loop.getInductionVar();
-    Value m = loop.getRegionIterArg(0), l = loop.getRegionIterArg(1);
-    Value acc = loop.getRegionIterArg(2);
-    Value kTile = tile::LoadOp::create(b, loc, kvTileT, kView, bIdx, kvHead, k0,
-                                       kvLen, table);
-    Value vTile = tile::LoadOp::create(b, loc, kvTileT, vView, bIdx, kvHead, k0,
-                                       kvLen, table);
-    auto sT = RankedTensorType::get({rows, blockN}, b.getF32Type());
-    Value s = tile::DotOp::create(b, loc, sT, qTile, kTile, Value(),
-                                  /*transpose_b=*/true);
-    Value score = tile::ScoreOp::create(
-        b, loc, sT, s, bIdx, kvHead, c0, k0, seqQ, kvLen,
-        b.getF32FloatAttr(op.getEffectiveScale()),
-        op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
-        op.getSoftcapAttr(), b.getUnitAttr());
-    auto upd = tile::SoftmaxUpdateOp::create(
-        b, loc, sT, m.getType(), m.getType(), m.getType(), score, m, l);
-    Value rescaled =
-        tile::RescaleOp::create(b, loc, acc.getType(), acc, upd.getAlpha());
-    Value p = arith::TruncFOp::create(
-        b, loc, RankedTensorType::get({rows, blockN}, elt), upd.getProbs());
-    Value acc1 = tile::DotOp::create(b, loc, acc.getType(), p, vTile, rescaled,
-                                     /*transpose_b=*/false);
-    scf::YieldOp::create(b, loc,
-                         ValueRange{upd.getNewMax(), upd.getNewSum(), acc1});
-  }
   // An empty split (past the sequence's end) stores O = 0, LSE = -inf,
   // which the combine weighs 0.
-  auto fin =
-      tile::FinalizeOp::create(b, loc, loop.getResult(2), loop.getResult(0),
-                               loop.getResult(1), b.getF32Type());
+  auto fin = buildOnlineSoftmaxLoop(
+      b, loc, qTile, lo, hi, blockN, b.getF32Type(),
+      {[&](Value k0) -> Value {
+         return tile::LoadOp::create(b, loc, kvTileT, kView, bIdx, kvHead, k0,
+                                     kvLen, table);
+       },
+       [&](Value k0) -> Value {
+         return tile::LoadOp::create(b, loc, kvTileT, vView, bIdx, kvHead, k0,
+                                     kvLen, table);
+       },
+       [&](Value s, Value k0) -> Value {
+         return tile::ScoreOp::create(
+             b, loc, s.getType(), s, bIdx, kvHead, c0, k0, seqQ, kvLen,
+             b.getF32FloatAttr(op.getEffectiveScale()),
+             op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
+             op.getSoftcapAttr(), b.getUnitAttr());
+       }});
   tile::StoreOp::create(b, loc, fin.getOutput(), oPart, splitBatch, kvHead, c0);
   tile::StoreOp::create(b, loc, fin.getLse(), lsePart, splitBatch, kvHead, c0);
   func::ReturnOp::create(b, loc);
