@@ -25,6 +25,47 @@ Value FragmentMath::chainReduce(SmallVector<Value> xs, bool max) {
   return acc;
 }
 
+LogicalResult FragmentMath::score(tile::ScoreOp op, const IRMapping &map,
+                                  int64_t blockM,
+                                  function_ref<Value(int64_t, int64_t)> row,
+                                  Value col0) {
+  const Frags &s = frags[op.getScores()];
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  int64_t n8 = int64_t(s.regs.size()) / mTiles;
+  auto add = [&](Value x, int64_t y) -> Value {
+    return y ? Value(arith::AddIOp::create(b, loc, x,
+                                           gpu_emit::indexConst(b, loc, y)))
+             : x;
+  };
+  // Most tiles are wholly visible: only boundary tiles pay for the masks.
+  Value needsMasks = gpu_emit::tileNeedsMasks(b, loc, op, map, blockM, n8 * 8);
+  auto scores = [&](OpBuilder &nb, Location l, bool masks) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+    SmallVector<Value> out;
+    for (int64_t mt = 0; mt < mTiles; ++mt) {
+      Value rows[2] = {row(mt, 0), row(mt, 1)};
+      for (int64_t nt = 0; nt < n8; ++nt) {
+        Value reg = s.regs[mt * n8 + nt];
+        SmallVector<Value> e;
+        for (int64_t r = 0; r < 2; ++r)
+          for (int64_t c = 0; c < 2; ++c)
+            e.push_back(gpu_emit::scoreElement(b, l, op, map, elem(reg, r, c),
+                                               rows[r], add(col0, nt * 8 + c),
+                                               masks));
+        out.push_back(vector::FromElementsOp::create(b, l, cT, e));
+      }
+    }
+    scf::YieldOp::create(b, l, out);
+  };
+  auto ifOp = scf::IfOp::create(
+      b, loc, needsMasks,
+      [&](OpBuilder &tb, Location l) { scores(tb, l, true); },
+      [&](OpBuilder &eb, Location l) { scores(eb, l, false); });
+  frags[op.getResult()] = {Frags::C, SmallVector<Value>(ifOp.getResults())};
+  return success();
+}
+
 LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
   const Frags &t = frags[op.getScores()];
   const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace attnc::gpu_emit {
 
@@ -47,6 +48,14 @@ public:
       : b(b), loc(loc), mTiles(mTiles), frags(frags),
         skipUnitRescale(skipUnitRescale) {}
 
+  /// tile.score on S's C fragments: register row r of m16 tile mt is query
+  /// row row(mt, r) (absolute; called where the scores are built), register
+  /// column c of n8 tile nt is key col0 + 8 nt + c. Tiles no mask touches
+  /// (gpu_emit::tileNeedsMasks over blockM rows) skip the mask arithmetic.
+  mlir::LogicalResult
+  score(tile::ScoreOp op, const mlir::IRMapping &map, int64_t blockM,
+        llvm::function_ref<mlir::Value(int64_t mt, int64_t r)> row,
+        mlir::Value col0);
   mlir::LogicalResult softmaxUpdate(tile::SoftmaxUpdateOp op);
   mlir::LogicalResult rescale(tile::RescaleOp op);
   /// P (C layout, f32) -> the A operand of P·V in bf16/f16.

@@ -517,39 +517,11 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
 }
 
 LogicalResult MMAEmitter::emitScore(tile::ScoreOp op) {
-  const Frags &s = frags[op.getScores()];
   Value q0 = map.lookup(op.getQ0()), k0 = map.lookup(op.getK0());
   Value col0 = add(k0, arith::MulIOp::create(b, loc, t4, idx(2)));
-  auto cT = VectorType::get({2, 2}, b.getF32Type());
-  int64_t n8 = int64_t(s.regs.size()) / mTiles;
-  // Most tiles are wholly visible: only boundary tiles pay for the masks.
-  Value needsMasks =
-      gpu_emit::tileNeedsMasks(b, loc, op, map, launch.getBlockM(), n8 * 8);
-  auto scores = [&](OpBuilder &nb, Location l, bool masks) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-    SmallVector<Value> out;
-    for (int64_t mt = 0; mt < mTiles; ++mt) {
-      Value rows[2] = {add(q0, rowOf(mt, 0)), add(q0, rowOf(mt, 1))};
-      for (int64_t nt = 0; nt < n8; ++nt) {
-        Value reg = s.regs[mt * n8 + nt];
-        SmallVector<Value> e;
-        for (int64_t r = 0; r < 2; ++r)
-          for (int64_t c = 0; c < 2; ++c)
-            e.push_back(gpu_emit::scoreElement(b, l, op, map, elem(reg, r, c),
-                                               rows[r], add(col0, nt * 8 + c),
-                                               masks));
-        out.push_back(vector::FromElementsOp::create(b, l, cT, e));
-      }
-    }
-    scf::YieldOp::create(b, l, out);
-  };
-  auto ifOp = scf::IfOp::create(
-      b, loc, needsMasks,
-      [&](OpBuilder &tb, Location l) { scores(tb, l, true); },
-      [&](OpBuilder &eb, Location l) { scores(eb, l, false); });
-  frags[op.getResult()] = {Frags::C, SmallVector<Value>(ifOp.getResults())};
-  return success();
+  return math().score(
+      op, map, launch.getBlockM(),
+      [&](int64_t mt, int64_t r) { return add(q0, rowOf(mt, r)); }, col0);
 }
 
 /// The sum is kept as per-lane partial sums that tile.finalize reduces over

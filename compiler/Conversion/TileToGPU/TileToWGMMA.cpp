@@ -385,35 +385,13 @@ LogicalResult WGMMAEmitter::emitDot(tile::DotOp op) {
 }
 
 LogicalResult WGMMAEmitter::emitScore(tile::ScoreOp op) {
-  const Frags &s = frags[op.getScores()];
   Value q0 = map.lookup(op.getQ0()), k0 = map.lookup(op.getK0());
+  // One m16 tile per warp: rows g and g + 8 of the warp's 16.
   Value rows[2] = {add(q0, rowInTile), add(add(q0, rowInTile), 8)};
   Value col0 = add(k0, mul(t4, 2));
-  auto cT = VectorType::get({2, 2}, b.getF32Type());
-  int64_t cols = int64_t(s.regs.size()) * 8;
-  Value needsMasks =
-      gpu_emit::tileNeedsMasks(b, loc, op, map, launch.getBlockM(), cols);
-  auto scores = [&](OpBuilder &nb, Location l, bool masks) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-    SmallVector<Value> out;
-    for (auto [nt, reg] : llvm::enumerate(s.regs)) {
-      SmallVector<Value> e;
-      for (int64_t r = 0; r < 2; ++r)
-        for (int64_t c = 0; c < 2; ++c)
-          e.push_back(
-              gpu_emit::scoreElement(b, l, op, map, elem(reg, r, c), rows[r],
-                                     add(col0, int64_t(nt) * 8 + c), masks));
-      out.push_back(vector::FromElementsOp::create(b, l, cT, e));
-    }
-    scf::YieldOp::create(b, l, out);
-  };
-  auto ifOp = scf::IfOp::create(
-      b, loc, needsMasks,
-      [&](OpBuilder &tb, Location l) { scores(tb, l, true); },
-      [&](OpBuilder &eb, Location l) { scores(eb, l, false); });
-  frags[op.getResult()] = {Frags::C, SmallVector<Value>(ifOp.getResults())};
-  return success();
+  return math().score(
+      op, map, launch.getBlockM(), [&](int64_t, int64_t r) { return rows[r]; },
+      col0);
 }
 
 LogicalResult WGMMAEmitter::emitStore(tile::StoreOp op) {
