@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -63,6 +64,47 @@ LogicalResult FragmentMath::score(tile::ScoreOp op, const IRMapping &map,
       [&](OpBuilder &tb, Location l) { scores(tb, l, true); },
       [&](OpBuilder &eb, Location l) { scores(eb, l, false); });
   frags[op.getResult()] = {Frags::C, SmallVector<Value>(ifOp.getResults())};
+  return success();
+}
+
+LogicalResult FragmentMath::store(tile::StoreOp op, const IRMapping &map,
+                                  Value t4,
+                                  function_ref<Value(int64_t, int64_t)> row) {
+  const Frags &v = frags[op.getValue()];
+  Value view = map.lookup(op.getDest());
+  Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
+  Value seq = memref::DimOp::create(b, loc, view, 2);
+  Value col0 = arith::MulIOp::create(b, loc, t4, indexConst(b, loc, 2));
+  int64_t perTile = int64_t(v.regs.size()) / mTiles;
+  for (int64_t mt = 0; mt < mTiles; ++mt)
+    for (int64_t r = 0; r < 2; ++r) {
+      Value seqRow = row(mt, r);
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, seqRow, seq);
+      if (v.kind == Frags::RowStat) // LSE: one lane of the quad writes a row
+        inside = arith::AndIOp::create(
+            b, loc, inside,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t4,
+                                  indexConst(b, loc, 0)));
+      scf::IfOp::create(b, loc, inside, [&](OpBuilder &tb, Location l) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+        if (v.kind == Frags::RowStat) {
+          memref::StoreOp::create(b, l, v.regs[2 * mt + r], view,
+                                  ValueRange{batch, head, seqRow});
+        } else {
+          for (int64_t dn = 0; dn < perTile; ++dn) {
+            Value col = dn ? Value(arith::AddIOp::create(
+                                 b, l, col0, indexConst(b, l, dn * 8)))
+                           : col0;
+            vector::StoreOp::create(b, l, row2(v.regs[mt * perTile + dn], r),
+                                    view, ValueRange{batch, head, seqRow, col},
+                                    false, llvm::MaybeAlign(4));
+          }
+        }
+        scf::YieldOp::create(b, l);
+      });
+    }
   return success();
 }
 

@@ -56,6 +56,13 @@ public:
   score(tile::ScoreOp op, const mlir::IRMapping &map, int64_t blockM,
         llvm::function_ref<mlir::Value(int64_t mt, int64_t r)> row,
         mlir::Value col0);
+  /// tile.store of C fragments (O) or row statistics (LSE, one lane of
+  /// each quad) into a [B, H, S(, D)] view, rows past its sequence left
+  /// out: register row r of m16 tile mt is query row row(mt, r) (absolute),
+  /// lane 4g + t holds columns 2t, 2t + 1 of each n8 tile.
+  mlir::LogicalResult
+  store(tile::StoreOp op, const mlir::IRMapping &map, mlir::Value t4,
+        llvm::function_ref<mlir::Value(int64_t mt, int64_t r)> row);
   mlir::LogicalResult softmaxUpdate(tile::SoftmaxUpdateOp op);
   mlir::LogicalResult rescale(tile::RescaleOp op);
   /// P (C layout, f32) -> the A operand of P·V in bf16/f16.

@@ -572,40 +572,10 @@ LogicalResult MMAEmitter::emitLseAccumulate(tile::LseAccumulateOp op) {
 }
 
 LogicalResult MMAEmitter::emitStore(tile::StoreOp op) {
-  const Frags &v = frags[op.getValue()];
-  Value view = map.lookup(op.getDest());
-  Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
   Value q0 = map.lookup(op.getRow());
-  Value seq = memref::DimOp::create(b, loc, view, 2);
-  Value col0 = arith::MulIOp::create(b, loc, t4, idx(2));
-  int64_t perTile = int64_t(v.regs.size()) / mTiles;
-  for (int64_t mt = 0; mt < mTiles; ++mt)
-    for (int64_t r = 0; r < 2; ++r) {
-      Value seqRow = add(q0, rowOf(mt, r));
-      Value inside =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, seqRow, seq);
-      if (v.kind == Frags::RowStat) // LSE: one lane of the quad writes a row
-        inside = arith::AndIOp::create(
-            b, loc, inside,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t4,
-                                  idx(0)));
-      scf::IfOp::create(b, loc, inside, [&](OpBuilder &tb, Location l) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
-        if (v.kind == Frags::RowStat) {
-          memref::StoreOp::create(b, l, v.regs[2 * mt + r], view,
-                                  ValueRange{batch, head, seqRow});
-        } else {
-          for (int64_t dn = 0; dn < perTile; ++dn)
-            vector::StoreOp::create(
-                b, l, row2(v.regs[mt * perTile + dn], r), view,
-                ValueRange{batch, head, seqRow, add(col0, dn * 8)}, false,
-                llvm::MaybeAlign(4));
-        }
-        scf::YieldOp::create(b, l);
-      });
-    }
-  return success();
+  return math().store(op, map, t4, [&](int64_t mt, int64_t r) {
+    return add(q0, rowOf(mt, r));
+  });
 }
 
 LogicalResult MMAEmitter::emitFor(scf::ForOp op) {

@@ -395,37 +395,10 @@ LogicalResult WGMMAEmitter::emitScore(tile::ScoreOp op) {
 }
 
 LogicalResult WGMMAEmitter::emitStore(tile::StoreOp op) {
-  const Frags &v = frags[op.getValue()];
-  Value view = map.lookup(op.getDest());
-  Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
   Value q0 = map.lookup(op.getRow());
-  Value seq = memref::DimOp::create(b, loc, view, 2);
-  Value col0 = mul(t4, 2);
-  for (int64_t r = 0; r < 2; ++r) {
-    Value seqRow = add(add(q0, rowInTile), 8 * r);
-    Value inside =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, seqRow, seq);
-    if (v.kind == Frags::RowStat) // LSE: one lane of the quad writes a row
-      inside = arith::AndIOp::create(
-          b, loc, inside,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t4, idx(0)));
-    scf::IfOp::create(b, loc, inside, [&](OpBuilder &tb, Location l) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
-      if (v.kind == Frags::RowStat) {
-        memref::StoreOp::create(b, l, v.regs[r], view,
-                                ValueRange{batch, head, seqRow});
-      } else {
-        for (auto [dn, reg] : llvm::enumerate(v.regs))
-          vector::StoreOp::create(
-              b, l, row2(reg, r), view,
-              ValueRange{batch, head, seqRow, add(col0, int64_t(dn) * 8)},
-              false, llvm::MaybeAlign(4));
-      }
-      scf::YieldOp::create(b, l);
-    });
-  }
-  return success();
+  return math().store(op, map, t4, [&](int64_t, int64_t r) {
+    return add(add(q0, rowInTile), 8 * r);
+  });
 }
 
 /// The attention KV loop as the wgmma schedule takes it: K and V staged at
