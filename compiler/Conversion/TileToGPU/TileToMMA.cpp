@@ -137,8 +137,7 @@ private:
     if (!swizzle)
       return {r, add(colLane, colConst)};
     Value low =
-        arith::XOrIOp::create(b, loc, add(colLane, colConst % 64),
-                              arith::MulIOp::create(b, loc, ldRow, idx(8)));
+        gpu_emit::swizzledColumn(b, loc, ldRow, add(colLane, colConst % 64));
     return {r, add(low, colConst - colConst % 64)};
   }
   DenseMap<Value, Frags> frags;
@@ -164,6 +163,19 @@ private:
     Value current, next; // the stage views of tiles j and j + S - 1
   };
   SmallVector<Ring> rings;
+  /// S: the frame carves every ring alike (see ringStages).
+  int64_t ringDepth() const {
+    return rings.empty()
+               ? 1
+               : cast<MemRefType>(rings.front().buf.getType()).getDimSize(0);
+  }
+  /// row + n · step.
+  Value stepsAhead(Value row, int64_t n, Value step) {
+    if (n == 0)
+      return row;
+    return add(row,
+               n == 1 ? step : arith::MulIOp::create(b, loc, step, idx(n)));
+  }
   scf::ForOp ringLoop; // the emitted KV loop
   bool nextIssued = false;
   Value stageView(Value buf, Value stage);
@@ -404,10 +416,7 @@ Value MMAEmitter::stageView(Value buf, Value stage) {
 /// commits the same number of groups).
 void MMAEmitter::issueNext() {
   Value iv = ringLoop.getInductionVar();
-  int64_t S = cast<MemRefType>(rings.front().buf.getType()).getDimSize(0);
-  Value next = arith::AddIOp::create(
-      b, loc, iv,
-      arith::MulIOp::create(b, loc, ringLoop.getStep(), idx(S - 1)));
+  Value next = stepsAhead(iv, ringDepth() - 1, ringLoop.getStep());
   Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next,
                                      ringLoop.getUpperBound());
   Value row = arith::SelectOp::create(b, loc, more, next, iv);
@@ -588,31 +597,23 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
       return load.emitError("no ring buffer for a copied-ahead tile");
     rings.push_back({load, buffers[nextStage++], -1, {}, {}});
   }
-  // The rings' depth S (the frame carved every ring alike, see ringStages).
-  const int64_t S =
-      rings.empty()
-          ? 1
-          : cast<MemRefType>(rings.front().buf.getType()).getDimSize(0);
-  {
-    // Prologue: tiles 0 .. S - 2 of each ring into stages 0 .. S - 2, one
-    // group per tile (past the loop's end: the first row, never read).
-    Value lb = map.lookup(op.getLowerBound()),
-          ub = map.lookup(op.getUpperBound());
-    for (int64_t s = 0; s + 1 < S; ++s) {
-      Value row = lb;
-      if (s > 0) {
-        Value at = arith::AddIOp::create(
-            b, loc, lb,
-            arith::MulIOp::create(b, loc, map.lookup(op.getStep()), idx(s)));
-        Value live =
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, ub);
-        row = arith::SelectOp::create(b, loc, live, at, lb);
-      }
-      for (Ring &r : rings) {
-        issueStage(r.load, stageView(r.buf, idx(s)), row, /*barrier=*/false);
-        if (s == 0)
-          r.firstGroup = committedGroups - 1;
-      }
+  const int64_t S = ringDepth();
+  // Prologue: tiles 0 .. S - 2 of each ring into stages 0 .. S - 2, one
+  // group per tile (past the loop's end: the first row, never read).
+  Value lb = map.lookup(op.getLowerBound()),
+        ub = map.lookup(op.getUpperBound()), step = map.lookup(op.getStep());
+  for (int64_t s = 0; s + 1 < S; ++s) {
+    Value row = lb;
+    if (s > 0) {
+      Value at = stepsAhead(lb, s, step);
+      Value live =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, ub);
+      row = arith::SelectOp::create(b, loc, live, at, lb);
+    }
+    for (Ring &r : rings) {
+      issueStage(r.load, stageView(r.buf, idx(s)), row, /*barrier=*/false);
+      if (s == 0)
+        r.firstGroup = committedGroups - 1;
     }
   }
   // Paged tiles (a decode split), each over one or a few whole pages: the
@@ -629,47 +630,37 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
   SmallVector<Value> pageInits;
   // Tiles ahead of the iteration's own that iteration j copies.
   const int64_t lead = S - 1;
-  auto stepsAhead = [&](Value row, int64_t n, Value step) -> Value {
-    if (n == 0)
-      return row;
-    return add(row,
-               n == 1 ? step : arith::MulIOp::create(b, loc, step, idx(n)));
-  };
-  {
-    for (auto load : op.getBody()->getOps<tile::LoadOp>()) {
-      auto viewT = dyn_cast<MemRefType>(load.getSource().getType());
-      int64_t rows = load.getResult().getType().getDimSize(0);
-      int64_t count = viewT && !ShapedType::isDynamic(viewT.getDimSize(2))
-                          ? gpu_emit::tilePageCount(rows, viewT.getDimSize(2))
-                          : 0;
-      if (!load.isPaged() || !load.getLength() ||
-          load.getRow() != op.getInductionVar() || count == 0 ||
-          !llvm::all_of(ValueRange{load.getBatch(), load.getBlockTable(),
-                                   load.getLength()},
-                        [&](Value v) { return op.isDefinedOutsideOfLoop(v); }))
-        continue;
-      auto same = llvm::find_if(carriedPages, [&](CarriedPages &c) {
-        tile::LoadOp o = c.load;
-        return o.getBlockTable() == load.getBlockTable() &&
-               o.getBatch() == load.getBatch() &&
-               o.getLength() == load.getLength() && c.count == size_t(count) &&
-               cast<MemRefType>(o.getSource().getType()).getDimSize(2) ==
-                   viewT.getDimSize(2);
-      });
-      if (same != carriedPages.end()) {
-        carriedPages.push_back({load, same->slot, same->count});
-        continue;
-      }
-      carriedPages.push_back({load, pageInits.size(), size_t(count)});
-      llvm::append_range(
-          pageInits,
-          gpu_emit::tilePagesOf(b, loc, map.lookup(load.getBlockTable()),
-                                map.lookup(load.getBatch()),
-                                stepsAhead(map.lookup(op.getLowerBound()), lead,
-                                           map.lookup(op.getStep())),
-                                map.lookup(load.getLength()),
-                                viewT.getDimSize(2), count));
+  for (auto load : op.getBody()->getOps<tile::LoadOp>()) {
+    auto viewT = dyn_cast<MemRefType>(load.getSource().getType());
+    int64_t rows = load.getResult().getType().getDimSize(0);
+    int64_t count = viewT && !ShapedType::isDynamic(viewT.getDimSize(2))
+                        ? gpu_emit::tilePageCount(rows, viewT.getDimSize(2))
+                        : 0;
+    if (!load.isPaged() || !load.getLength() ||
+        load.getRow() != op.getInductionVar() || count == 0 ||
+        !llvm::all_of(
+            ValueRange{load.getBatch(), load.getBlockTable(), load.getLength()},
+            [&](Value v) { return op.isDefinedOutsideOfLoop(v); }))
+      continue;
+    auto same = llvm::find_if(carriedPages, [&](CarriedPages &c) {
+      tile::LoadOp o = c.load;
+      return o.getBlockTable() == load.getBlockTable() &&
+             o.getBatch() == load.getBatch() &&
+             o.getLength() == load.getLength() && c.count == size_t(count) &&
+             cast<MemRefType>(o.getSource().getType()).getDimSize(2) ==
+                 viewT.getDimSize(2);
+    });
+    if (same != carriedPages.end()) {
+      carriedPages.push_back({load, same->slot, same->count});
+      continue;
     }
+    carriedPages.push_back({load, pageInits.size(), size_t(count)});
+    llvm::append_range(pageInits, gpu_emit::tilePagesOf(
+                                      b, loc, map.lookup(load.getBlockTable()),
+                                      map.lookup(load.getBatch()),
+                                      stepsAhead(lb, lead, step),
+                                      map.lookup(load.getLength()),
+                                      viewT.getDimSize(2), count));
   }
   // Loop-carried fragments travel as a flat list of registers (then the
   // carried pages).
