@@ -10,6 +10,7 @@
 
 #include "attnc/runtime/Context.h"
 #include "attnc/runtime/DiskCache.h"
+#include "attnc/runtime/Json.h"
 #include "attnc/runtime/Resolve.h"
 
 #include <cmath>
@@ -37,6 +38,12 @@ attnc_status fail(attnc_status code, const std::string &message) {
 
 attnc_status report(const attnc::Status &status) {
   return status.isOk() ? ATTNC_OK : fail(status);
+}
+
+/// The spec of a C caller's JSON text (parse errors and spec errors alike).
+attnc::Result<attnc::KernelSpec> specFromJsonText(const char *text) {
+  ATTNC_ASSIGN_OR_RETURN(attnc::Json json, attnc::parseJson(text));
+  return attnc::specFromJson(json);
 }
 
 // Runs body, mapping exceptions to ATTNC_ERROR_INTERNAL.
@@ -259,10 +266,7 @@ attnc_status attnc_get_kernel_for_json(attnc_context *ctx,
     if (!ctx || !spec_json || !out)
       return fail(ATTNC_ERROR_INVALID_ARGUMENT,
                   "ctx, spec_json or out is NULL");
-    auto json = attnc::parseJson(spec_json);
-    if (!json.isOk())
-      return fail(json.status());
-    auto spec = attnc::specFromJson(*json);
+    auto spec = specFromJsonText(spec_json);
     if (!spec.isOk())
       return fail(spec.status());
     return kernelFor(ctx, *spec, batch, seq_q, seq_kv, out, splits_out);
@@ -275,10 +279,7 @@ attnc_status attnc_get_kernel_json(attnc_context *ctx, const char *spec_json,
     if (!ctx || !spec_json || !out)
       return fail(ATTNC_ERROR_INVALID_ARGUMENT,
                   "ctx, spec_json or out is NULL");
-    auto json = attnc::parseJson(spec_json);
-    if (!json.isOk())
-      return fail(json.status());
-    auto spec = attnc::specFromJson(*json);
+    auto spec = specFromJsonText(spec_json);
     if (!spec.isOk())
       return fail(spec.status());
     return storeKernel(ctx->impl->getKernel(*spec), out);
@@ -478,10 +479,7 @@ attnc_status attnc_row_validate_json(const char *spec_json,
   return guarded([&]() -> attnc_status {
     if (!spec_json)
       return fail(ATTNC_ERROR_INVALID_ARGUMENT, "spec_json is NULL");
-    auto json = attnc::parseJson(spec_json);
-    if (!json.isOk())
-      return fail(json.status());
-    auto spec = attnc::specFromJson(*json);
+    auto spec = specFromJsonText(spec_json);
     if (!spec.isOk())
       return fail(spec.status());
     auto cargs = rowArgsFromC(args);

@@ -608,9 +608,11 @@ def row_arguments_are_checked_by_the_runtime():
 # --- runner ------------------------------------------------------------------
 
 
-def main():
+def main(tests=None):
+    """Runs `tests` (default: this file's), printing PASS/FAIL/SKIP lines;
+    exit status 1 when any failed."""
     passed = failed = skipped = 0
-    for fn in TESTS:
+    for fn in TESTS if tests is None else tests:
         try:
             fn()
         except Skip as e:

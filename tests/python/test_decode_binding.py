@@ -20,7 +20,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import traceback
 import types
 from pathlib import Path
 
@@ -296,23 +295,7 @@ def size_buckets_follow_the_runtime():
 
 
 def main():
-    passed = failed = skipped = 0
-    for fn in TESTS:
-        try:
-            fn()
-        except tb.Skip as e:
-            skipped += 1
-            print("SKIP %s: %s" % (fn.__name__, e))
-        except Exception:
-            failed += 1
-            print("FAIL %s\n%s" % (fn.__name__, traceback.format_exc()))
-        else:
-            passed += 1
-            print("PASS %s" % fn.__name__)
-    if skipped:
-        print("%d skipped" % skipped)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return tb.main(TESTS)
 
 
 if __name__ == "__main__":
