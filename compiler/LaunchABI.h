@@ -42,7 +42,7 @@ attentionFwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
   return types;
 }
 
-/// Decode, split over the KV sequence (`decode_split_v2`). Grid:
+/// Decode, split over the KV sequence (`decode_split_v3`). Grid:
 /// (num_splits, kv_heads, batch). Each program computes the GQA group of one
 /// KV head (its Hq / Hkv query heads x seq_q rows) over its chunk of the
 /// sequence and writes a partial O and LSE (f32) into the workspace:
@@ -51,13 +51,20 @@ attentionFwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
 /// strides; the block table [batch, max_blocks] i32 is contiguous; kv_lens
 /// [batch] i32. The query rows of a group are read as one [Hq/Hkv · seq_q,
 /// D] matrix: q_stride_h = seq_q · q_stride_s when seq_q > 1.
-inline constexpr const char *kDecodeSplitRule = "decode_split_v2";
-inline constexpr std::array<const char *, 21> kDecodeSplitParams = {
-    "q",          "k_cache",    "v_cache",    "block_table", "kv_lens",
-    "o_part",     "lse_part",   "batch",      "seq_q",       "num_splits",
-    "max_blocks", "num_pages",  "q_stride_b", "q_stride_h",  "q_stride_s",
-    "k_stride_p", "k_stride_h", "k_stride_s", "v_stride_p",  "v_stride_h",
-    "v_stride_s"};
+/// v3: with write_o != 0 (one split only) the program writes O [B, Hq,
+/// seq_q, D] and LSE [B, Hq, seq_q] itself (strides as the combine's; the
+/// same one-matrix rule for o and lse when seq_q > 1: o_stride_h = seq_q ·
+/// o_stride_s, lse_stride_h = seq_q) and the combine is not launched.
+inline constexpr const char *kDecodeSplitRule = "decode_split_v3";
+inline constexpr std::array<const char *, 29> kDecodeSplitParams = {
+    "q",          "k_cache",    "v_cache",      "block_table",
+    "kv_lens",    "o_part",     "lse_part",     "o",
+    "lse",        "batch",      "seq_q",        "num_splits",
+    "max_blocks", "num_pages",  "q_stride_b",   "q_stride_h",
+    "q_stride_s", "k_stride_p", "k_stride_h",   "k_stride_s",
+    "v_stride_p", "v_stride_h", "v_stride_s",   "o_stride_b",
+    "o_stride_h", "o_stride_s", "lse_stride_b", "lse_stride_h",
+    "write_o"};
 
 /// An integer attribute on a decode split kernel: its paged, length-bounded
 /// K/V loads are copied into rings of that many tiles (tuning.stages >= 2),
@@ -146,8 +153,8 @@ decodeSplitParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
   auto ptr = mlir::MemRefType::get({}, elt);
   auto i32Ptr = mlir::MemRefType::get({}, mlir::IntegerType::get(ctx, 32));
   auto f32Ptr = mlir::MemRefType::get({}, mlir::Float32Type::get(ctx));
-  llvm::SmallVector<mlir::Type> types{ptr,    ptr,    ptr,   i32Ptr,
-                                      i32Ptr, f32Ptr, f32Ptr};
+  llvm::SmallVector<mlir::Type> types{ptr,    ptr,    ptr, i32Ptr, i32Ptr,
+                                      f32Ptr, f32Ptr, ptr, f32Ptr};
   types.append(kDecodeSplitParams.size() - types.size(),
                mlir::IntegerType::get(ctx, 64));
   return types;

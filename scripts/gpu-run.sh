@@ -99,6 +99,10 @@ step ncu-decode-mem timeout 180 "$ncu_bin" --clock-control none $ncu_mem \
   "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --row 1
 step ncu-decode-cudnn timeout 180 "$ncu_bin" --clock-control none $ncu_mem \
   --launch-skip 5 --launch-count 4 python3 bench/ncu_cudnn_decode.py
+# SM activity spread (max vs avg vs min active cycles: an uneven tail) and
+# time of our split kernel and cuDNN's, at B=64 L=4k and B=64 L=16k.
+sm_spread="--clock-control none --metrics gpu__time_duration.sum,sm__cycles_active.max,sm__cycles_active.avg,sm__cycles_active.min,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active"
+step ncu-decode-spread bash -c "for r in 0 2 3; do timeout 120 $ncu_bin $sm_spread -k regex:decode_split --launch-skip 2 --launch-count 1 $stage/bin/attnc-gpu-decode --bundle $stage/bundle --bench --row \$r; done; for bl in '1 131072' '64 4096' '64 16384'; do timeout 120 $ncu_bin $sm_spread -k regex:sdpa --launch-skip 5 --launch-count 1 python3 bench/ncu_cudnn_decode.py \$bl; done"
 # Which instructions of the split kernel make its excess L2 sectors (ncu
 # counted 1.5x the K+V sectors at B=16 L=32k; cuDNN's kernel 1.0x): the
 # per-SASS-instruction source counters, and the SASS of the default kernel.
@@ -125,6 +129,10 @@ step ncu-decode-source timeout 180 "$ncu_bin" --clock-control none \
   "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --row 1
 # Every split-kernel variant (block_n x stages x split policy) side by side.
 step decode-sweep "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --sweep
+# The default split count beside fixed ones (B=1 L=128k: 57 = the old
+# choice, 66 = 4 per SM on 132 SMs, 132 = 8 per SM).
+step decode-splits "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench \
+  --splits 33,57,64,66,99,132
 step elementwise-gpu "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle"
 step elementwise-bench "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle" --bench
 # The row kernels' schedule knobs side by side (threads per row, rows per
@@ -146,6 +154,8 @@ step python-gpu-cache-ops python3 tests/python/test_gpu_cache_ops.py
 step python-gpu-rows python3 tests/python/test_gpu_rows.py
 # Host cost of a Python decode call vs its CUDA-graph GPU time.
 step decode-overhead timeout 120 python3 bench/decode_host_overhead.py
+# Each decode kernel's time and the gaps between calls, attnc beside cuDNN.
+step decode-timeline timeout 180 python3 bench/decode_timeline.py
 step compare timeout 420 python3 bench/compare.py --out "$out/RESULTS.md" ${ATTNC_BENCH_ARGS:-}
 rm -f "$logs/hgmma.cubin"
 tar czf "$out/logs.tgz" -C "$logs" .

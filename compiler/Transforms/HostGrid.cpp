@@ -76,7 +76,7 @@ public:
                                         paramNamed(fn, param));
     };
     // attention_fwd_v1, decode_combine_v2 and lse_merge_v1: grid =
-    // (ceil(seq_q / block_m), heads, batch); decode_split_v2: (num_splits,
+    // (ceil(seq_q / block_m), heads, batch); decode_split_v3: (num_splits,
     // kv heads, batch).
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);

@@ -33,7 +33,7 @@ def TileDecode : Pass<"attnc-tile-decode", "mlir::ModuleOp"> {
                 "and its LSE combine";
   let description = [{
     A function `@f` whose body is one `attn.decode` on its arguments becomes
-    two kernel functions: `@f_split` (launch rule `decode_split_v2`, one
+    two kernel functions: `@f_split` (launch rule `decode_split_v3`, one
     program per (split, KV head, sequence): the online softmax over its
     chunk of the paged cache for the whole GQA group, `max-q-len` rows per
     head, padded to 16; writes a partial O and LSE in f32) and `@f_combine`

@@ -118,41 +118,41 @@ void DecodeBuilder::buildSplit(StringRef name) {
     fn->setAttr(kPrefetchPagedAttr, b.getI64IntegerAttr(stages));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  auto arg = [&](int i) { return index(entry->getArgument(i)); };
-  Value batch = arg(7), seqQ = arg(8), splits = arg(9), maxBlocks = arg(10);
-  Value numPages = arg(11);
+  // The kernel's parameters by their contract names (kDecodeSplitParams).
+  auto param = [&](StringRef name) -> BlockArgument {
+    const auto *at = llvm::find(kDecodeSplitParams, name);
+    assert(at != kDecodeSplitParams.end() && "not a decode_split parameter");
+    return entry->getArgument(at - kDecodeSplitParams.begin());
+  };
+  auto arg = [&](StringRef name) { return index(param(name)); };
+  Value batch = arg("batch"), seqQ = arg("seq_q"), splits = arg("num_splits");
+  Value maxBlocks = arg("max_blocks"), numPages = arg("num_pages");
 
   Value split = pid(0), kvHead = pid(1), bIdx = pid(2);
   // The group's query rows as one [G · seq_q, D] matrix per KV head.
   // Row g · seq_q + s is (head g, position s): the runtime checks
   // q_stride_h = seq_q · q_stride_s when seq_q > 1; with one row per head
-  // the rows are the heads.
+  // the rows are the heads. O and LSE written directly are seen the same
+  // way.
   Value groupRows = mul(cst(group), seqQ);
   Value oneRow =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, seqQ, cst(1));
-  Value rowStride = arith::SelectOp::create(b, loc, oneRow, arg(13), arg(14));
+  auto rowStride = [&](Value perHead, Value perRow) -> Value {
+    return arith::SelectOp::create(b, loc, oneRow, perHead, perRow);
+  };
   Value qView =
-      view(entry->getArgument(0), {batch, attr(hkv), groupRows, attr(headDim)},
-           {arg(12), mul(arg(13), cst(group)), rowStride, attr(1)});
-  Value kView = view(entry->getArgument(1),
-                     {numPages, attr(hkv), attr(page), attr(headDim)},
-                     {arg(15), arg(16), arg(17), attr(1)});
-  Value vView = view(entry->getArgument(2),
-                     {numPages, attr(hkv), attr(page), attr(headDim)},
-                     {arg(18), arg(19), arg(20), attr(1)});
+      view(param("q"), {batch, attr(hkv), groupRows, attr(headDim)},
+           {arg("q_stride_b"), mul(arg("q_stride_h"), cst(group)),
+            rowStride(arg("q_stride_h"), arg("q_stride_s")), attr(1)});
+  Value kView =
+      view(param("k_cache"), {numPages, attr(hkv), attr(page), attr(headDim)},
+           {arg("k_stride_p"), arg("k_stride_h"), arg("k_stride_s"), attr(1)});
+  Value vView =
+      view(param("v_cache"), {numPages, attr(hkv), attr(page), attr(headDim)},
+           {arg("v_stride_p"), arg("v_stride_h"), arg("v_stride_s"), attr(1)});
   Value table =
-      view(entry->getArgument(3), {batch, maxBlocks}, {maxBlocks, attr(1)});
-  Value lens = view(entry->getArgument(4), {batch}, {attr(1)});
-  // The workspace, contiguous: [splits · B, Hkv, G · seq_q(, D)], so that
-  // (split · B + b, kv_head) holds the group's rows.
-  Value splitBatch = add(mul(split, batch), bIdx);
-  Value oPart = view(entry->getArgument(5),
-                     {mul(splits, batch), attr(hkv), groupRows, attr(headDim)},
-                     {mul(groupRows, cst(hkv * headDim)),
-                      mul(groupRows, cst(headDim)), attr(headDim), attr(1)});
-  Value lsePart =
-      view(entry->getArgument(6), {mul(splits, batch), attr(hkv), groupRows},
-           {mul(groupRows, cst(hkv)), groupRows, attr(1)});
+      view(param("block_table"), {batch, maxBlocks}, {maxBlocks, attr(1)});
+  Value lens = view(param("kv_lens"), {batch}, {attr(1)});
 
   Value kvLen = arith::IndexCastOp::create(
       b, loc, b.getIndexType(),
@@ -188,8 +188,50 @@ void DecodeBuilder::buildSplit(StringRef name) {
              op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
              op.getSoftcapAttr(), b.getUnitAttr());
        }});
-  tile::StoreOp::create(b, loc, fin.getOutput(), oPart, splitBatch, kvHead, c0);
-  tile::StoreOp::create(b, loc, fin.getLse(), lsePart, splitBatch, kvHead, c0);
+  Value acc = fin.getAcc(), m = fin.getMax(), l = fin.getSum();
+  fin.erase();
+
+  // write_o (one split, the runtime's choice): O in the input type and LSE
+  // straight into the caller's tensors, no combine. Otherwise the f32
+  // partials into the workspace, contiguous [splits · B, Hkv, G · seq_q(,
+  // D)], so that (split · B + b, kv_head) holds the group's rows.
+  Value writeO = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne, param("write_o"),
+      arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0));
+  auto ifOp = scf::IfOp::create(b, loc, writeO, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    Value out =
+        view(param("o"), {batch, attr(hkv), groupRows, attr(headDim)},
+             {arg("o_stride_b"), mul(arg("o_stride_h"), cst(group)),
+              rowStride(arg("o_stride_h"), arg("o_stride_s")), attr(1)});
+    auto done = tile::FinalizeOp::create(b, loc, acc, m, l, elt);
+    tile::StoreOp::create(b, loc, done.getOutput(), out, bIdx, kvHead, c0);
+    if (op.getLse()) {
+      Value lseOut =
+          view(param("lse"), {batch, attr(hkv), groupRows},
+               {arg("lse_stride_b"), mul(arg("lse_stride_h"), cst(group)),
+                rowStride(arg("lse_stride_h"), cst(1))});
+      tile::StoreOp::create(b, loc, done.getLse(), lseOut, bIdx, kvHead, c0);
+    }
+
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    Value splitBatch = add(mul(split, batch), bIdx);
+    Value oPart =
+        view(param("o_part"),
+             {mul(splits, batch), attr(hkv), groupRows, attr(headDim)},
+             {mul(groupRows, cst(hkv * headDim)), mul(groupRows, cst(headDim)),
+              attr(headDim), attr(1)});
+    Value lsePart =
+        view(param("lse_part"), {mul(splits, batch), attr(hkv), groupRows},
+             {mul(groupRows, cst(hkv)), groupRows, attr(1)});
+    auto part = tile::FinalizeOp::create(b, loc, acc, m, l, b.getF32Type());
+    tile::StoreOp::create(b, loc, part.getOutput(), oPart, splitBatch, kvHead,
+                          c0);
+    tile::StoreOp::create(b, loc, part.getLse(), lsePart, splitBatch, kvHead,
+                          c0);
+  }
   func::ReturnOp::create(b, loc);
 }
 

@@ -527,12 +527,8 @@ Result<size_t> Context::decodeWorkspaceSize(const Kernel &kernel,
   if (args.q.shape[0] < 1 || args.q.shape[2] < 1)
     return Status(ErrorCode::InvalidArgument,
                   "decode workspace size: q's batch and seq_q must be >= 1");
-  int64_t splits =
-      args.numSplits > 0
-          ? args.numSplits
-          : chooseDecodeSplits(args.q.shape[0], kernel.spec_.kvHeads,
-                               args.maxKvLen, smCount_,
-                               kernel.decodeResidentPerSm_);
+  int64_t splits = decodeSplitsFor(kernel.spec_, args, smCount_,
+                                   kernel.decodeResidentPerSm_);
   return decodeWorkspaceBytes(kernel.spec_, args.q.shape[0], args.q.shape[2],
                               splits);
 }
@@ -603,6 +599,8 @@ Status Context::launchDecode(const Kernel &kernel, const DecodeArgs &args,
       g.block[2], g.dynamicSmem, stream, plan.split.pointers, nullptr);
   if (result != CUDA_SUCCESS)
     return driver_->check(result, "cuLaunchKernel(" + kernel.meta_.entry + ")");
+  if (!plan.runCombine)
+    return Status::ok();
   const LaunchGeometry &c = plan.combineGeometry;
   result = driver_->cuLaunchKernel(
       kernel.combine_, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],

@@ -11,12 +11,15 @@ namespace attnc {
 namespace {
 
 constexpr const char *kSplitNames[] = {
-    "q",          "k_cache",    "v_cache",    "block_table", "kv_lens",
-    "o_part",     "lse_part",   "batch",      "seq_q",       "num_splits",
-    "max_blocks", "num_pages",  "q_stride_b", "q_stride_h",  "q_stride_s",
-    "k_stride_p", "k_stride_h", "k_stride_s", "v_stride_p",  "v_stride_h",
-    "v_stride_s"};
-constexpr size_t kSplitPointers = 7;
+    "q",          "k_cache",    "v_cache",      "block_table",
+    "kv_lens",    "o_part",     "lse_part",     "o",
+    "lse",        "batch",      "seq_q",        "num_splits",
+    "max_blocks", "num_pages",  "q_stride_b",   "q_stride_h",
+    "q_stride_s", "k_stride_p", "k_stride_h",   "k_stride_s",
+    "v_stride_p", "v_stride_h", "v_stride_s",   "o_stride_b",
+    "o_stride_h", "o_stride_s", "lse_stride_b", "lse_stride_h",
+    "write_o"};
+constexpr size_t kSplitPointers = 9;
 constexpr const char *kCombineNames[] = {
     "o_part",       "lse_part",    "o",          "lse",        "batch",
     "seq_q",        "num_splits",  "o_stride_b", "o_stride_h", "o_stride_s",
@@ -72,14 +75,6 @@ size_t oPartBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
   return size_t(splits) * batch * spec.heads * seqQ * spec.headDim * 4;
 }
 
-int64_t splitsFor(const KernelSpec &spec, const DecodeArgs &args, int smCount,
-                  int slotsPerSm) {
-  return args.numSplits > 0
-             ? args.numSplits
-             : chooseDecodeSplits(args.q.shape[0], spec.kvHeads, args.maxKvLen,
-                                  smCount, slotsPerSm);
-}
-
 void packPointer(PackedParams &out, size_t i, const void *p) {
   std::memcpy(&out.storage[i], &p, sizeof(p));
   out.pointers[i] = &out.storage[i];
@@ -93,32 +88,53 @@ void packInt(PackedParams &out, size_t i, int64_t v) {
 } // namespace
 
 int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
-                           int smCount, int slotsPerSm, int maxPerSm) {
-  // Programs resident at once (decodeResidentPerSm of the loaded kernel;
-  // 6 when unknown), at most maxPerSm: each is a stream of K/V loads in
-  // flight, and past a few per SM more streams only contend (bench/
-  // NOTES.md, "Decode" and "Session 5").
-  const int perSm =
+                           int smCount, int slotsPerSm, int maxPerSm,
+                           int64_t blockN) {
+  // Streams per SM the split count aims for: decodeResidentPerSm of the
+  // loaded kernel (6 when unknown), at most maxPerSm. Each program is one
+  // stream of K/V loads in flight; past a few per SM more streams only
+  // contend (bench/NOTES.md, "Decode" and "Session 5").
+  const int64_t perSm =
       std::min(slotsPerSm > 0 ? slotsPerSm : 6, maxPerSm > 0 ? maxPerSm : 32);
-  const double slots = double(smCount > 0 ? smCount : 108) * perSm;
-  const int64_t programs = std::max<int64_t>(1, batch * kvHeads);
+  const int64_t sms = smCount > 0 ? smCount : 108;
+  const int64_t groups = std::max<int64_t>(1, batch * kvHeads);
+  const int64_t tiles = std::max<int64_t>(1, (maxKvLen + blockN - 1) /
+                                                 std::max<int64_t>(blockN, 1));
   // At least 256 keys per split: a split of a few tiles costs more in
   // launch and combine than it brings.
   const int64_t most = std::clamp<int64_t>((maxKvLen + 255) / 256, 1, 256);
-  // Wave efficiency: the last wave of programs is only partly full. Take
-  // the fewest splits within 85% of the best efficiency (fewer partials to
-  // combine, longer streams per program).
-  auto efficiency = [&](int64_t splits) {
-    double waves = double(programs * splits) / slots;
-    return waves / std::ceil(waves);
-  };
+  // The cost of s splits is the busiest SM's time: with all programs
+  // resident at once, the block scheduler deals ceil(programs / SMs) to
+  // it, each with ceil(tiles / s) K/V tiles, and fewer than perSm streams
+  // draw only that share of the SM's bandwidth. A program count that is
+  // not a multiple of the SM count leaves some SMs a program behind the
+  // rest: at B=1 L=128k, 57 splits (456 programs, 3 or 4 per SM) took
+  // 129 us where cuDNN's kernel took 120 (bench/NOTES.md, "Session 6").
+  // Fewest splits among equal costs: fewer partials to combine.
   double best = 0;
-  for (int64_t s = 1; s <= most; ++s)
-    best = std::max(best, efficiency(s));
-  for (int64_t s = 1; s <= most; ++s)
-    if (efficiency(s) >= 0.85 * best)
-      return s;
-  return 1;
+  int64_t bestSplits = 1;
+  for (int64_t s = 1; s <= most; ++s) {
+    const int64_t programs = groups * s;
+    if (s > 1 && programs > sms * perSm)
+      break;
+    const int64_t busiest = (programs + sms - 1) / sms;
+    const double cost = double(busiest * ((tiles + s - 1) / s)) *
+                        double(perSm) / double(std::min(busiest, perSm));
+    if (s == 1 || cost < best) {
+      best = cost;
+      bestSplits = s;
+    }
+  }
+  return bestSplits;
+}
+
+int64_t decodeSplitsFor(const KernelSpec &spec, const DecodeArgs &args,
+                        int smCount, int slotsPerSm) {
+  return args.numSplits > 0
+             ? args.numSplits
+             : chooseDecodeSplits(args.q.shape[0], spec.kvHeads, args.maxKvLen,
+                                  smCount, slotsPerSm, kDecodeProgramsPerSm,
+                                  decodeBlockN(spec));
 }
 
 int decodeResidentPerSm(int regsPerThread, int threads, int64_t sharedBytes) {
@@ -233,7 +249,7 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                         const DecodeArgs &args, int smCount,
                         DecodeLaunchPlan &out, int slotsPerSm) {
   const int64_t batch = args.q.shape[0], seqQ = args.q.shape[2];
-  const int64_t splits = splitsFor(spec, args, smCount, slotsPerSm);
+  const int64_t splits = decodeSplitsFor(spec, args, smCount, slotsPerSm);
   size_t needed = decodeWorkspaceBytes(spec, batch, seqQ, splits);
   if (args.workspaceBytes < needed)
     return bad("workspace has " + std::to_string(args.workspaceBytes) +
@@ -245,10 +261,18 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
   void *oPart = ws;
   void *lsePart = ws + alignUp(oPartBytes(spec, batch, seqQ, splits), 256);
 
-  const void *splitPtrs[kSplitPointers] = {args.q.data,      args.kCache.data,
-                                           args.vCache.data, args.blockTable,
-                                           args.kvLens,      oPart,
-                                           lsePart};
+  // One split writes O itself when o and lse hold each KV head's group of
+  // rows as one strided matrix, as q does (see Decode.h).
+  const bool lse = args.lse.data != nullptr;
+  const bool groupRowsO =
+      seqQ == 1 || (args.o.stride[1] == seqQ * args.o.stride[2] &&
+                    (!lse || args.lse.stride[1] == seqQ));
+  out.runCombine = !(splits == 1 && groupRowsO);
+
+  const void *splitPtrs[kSplitPointers] = {
+      args.q.data,     args.kCache.data, args.vCache.data,
+      args.blockTable, args.kvLens,      oPart,
+      lsePart,         args.o.data,      args.lse.data};
   for (size_t i = 0; i < kSplitPointers; ++i)
     packPointer(out.split, i, splitPtrs[i]);
   const int64_t splitInts[] = {batch,
@@ -264,7 +288,15 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                                args.kCache.stride[2],
                                args.vCache.stride[0],
                                args.vCache.stride[1],
-                               args.vCache.stride[2]};
+                               args.vCache.stride[2],
+                               args.o.stride[0],
+                               args.o.stride[1],
+                               args.o.stride[2],
+                               lse ? args.lse.stride[0] : 0,
+                               lse ? args.lse.stride[1] : 0,
+                               out.runCombine ? 0 : 1};
+  static_assert(std::size(splitInts) + kSplitPointers ==
+                std::size(kSplitNames));
   for (size_t i = 0; i < std::size(splitInts); ++i)
     packInt(out.split, kSplitPointers + i, splitInts[i]);
   out.split.count = std::size(kSplitNames);
@@ -273,7 +305,6 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                                                args.lse.data};
   for (size_t i = 0; i < kCombinePointers; ++i)
     packPointer(out.combine, i, combinePtrs[i]);
-  bool lse = args.lse.data != nullptr;
   const int64_t combineInts[] = {batch,
                                  seqQ,
                                  splits,

@@ -51,6 +51,8 @@ struct Case {
       false; // pages laid out [page, Hkv, D] per slot (else [Hkv, page, D])
   float softcap = 0.f;
   float qScale = 1.f;
+  // One split writes O and LSE itself (write_o = 1), no combine.
+  bool writeO = false;
 };
 
 uint64_t seedFromEnvOrClock() {
@@ -61,10 +63,11 @@ uint64_t seedFromEnvOrClock() {
 
 #define ATTNC_MEMREF void *, void *, int64_t
 using SplitFn = void (*)(ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF,
-                         ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF, int64_t,
+                         ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF,
+                         ATTNC_MEMREF, int64_t, int64_t, int64_t, int64_t,
                          int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                          int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         int64_t);
+                         int64_t, int64_t, int64_t, int64_t);
 using CombineFn = void (*)(ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF,
                            ATTNC_MEMREF, int64_t, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t, int64_t);
@@ -140,7 +143,9 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   std::vector<uint16_t> q(size_t(batch) * hq * sq * d);
   for (auto &x : q)
     x = toBits(normal(rng) * c.qScale);
-  auto os = test::attentionStrides(hq, sq, d, /*bshd=*/true);
+  // O: [B, Sq, H, D]; written by the split kernel itself, the group's rows
+  // must be one matrix as Q's: [B, H, Sq, D] when Sq > 1.
+  auto os = test::attentionStrides(hq, sq, d, /*bshd=*/!c.writeO || sq == 1);
   uint16_t nanBits = bf16 ? 0x7FC0 : 0x7E00;
   std::vector<uint16_t> o(q.size(), nanBits);
   float nan = std::numeric_limits<float>::quiet_NaN();
@@ -151,14 +156,17 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   auto split = reinterpret_cast<SplitFn>((*kernel)->entryAddress());
   auto combine = reinterpret_cast<CombineFn>(*combineAddr);
 #define ATTNC_PTR(p) (void *)(p), (void *)(p), 0
+  REQUIRE((!c.writeO || c.splits == 1));
   split(ATTNC_PTR(q.data()), ATTNC_PTR(kc.data()), ATTNC_PTR(vc.data()),
         ATTNC_PTR(table.data()), ATTNC_PTR(lens.data()),
-        ATTNC_PTR(oPart.data()), ATTNC_PTR(lsePart.data()), batch, sq, c.splits,
-        maxBlocks, numPages, qs[0], qs[1], qs[2], cs[0], cs[1], cs[2], cs[0],
-        cs[1], cs[2]);
-  combine(ATTNC_PTR(oPart.data()), ATTNC_PTR(lsePart.data()),
-          ATTNC_PTR(o.data()), ATTNC_PTR(lse.data()), batch, sq, c.splits,
-          os[0], os[1], os[2], int64_t(hq) * sq, sq);
+        ATTNC_PTR(oPart.data()), ATTNC_PTR(lsePart.data()), ATTNC_PTR(o.data()),
+        ATTNC_PTR(lse.data()), batch, sq, c.splits, maxBlocks, numPages, qs[0],
+        qs[1], qs[2], cs[0], cs[1], cs[2], cs[0], cs[1], cs[2], os[0], os[1],
+        os[2], int64_t(hq) * sq, sq, c.writeO ? 1 : 0);
+  if (!c.writeO)
+    combine(ATTNC_PTR(oPart.data()), ATTNC_PTR(lsePart.data()),
+            ATTNC_PTR(o.data()), ATTNC_PTR(lse.data()), batch, sq, c.splits,
+            os[0], os[1], os[2], int64_t(hq) * sq, sq);
 #undef ATTNC_PTR
 
   // float64 reference, sequence by sequence on the gathered cache.
@@ -202,9 +210,13 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   CHECK(cmp.nonFinite == 0);
   CHECK(cmp.relL2 <= 1e-2);
   CHECK(cmp.lseErr <= 1e-3);
-  // Every partial was written (no NaN left in the workspace).
-  CHECK(std::none_of(lsePart.begin(), lsePart.end(),
-                     [](float x) { return std::isnan(x); }));
+  // Every partial was written (no NaN left in the workspace), or with
+  // write_o none was.
+  auto isNan = [](float x) { return std::isnan(x); };
+  if (c.writeO)
+    CHECK(std::all_of(lsePart.begin(), lsePart.end(), isNan));
+  else
+    CHECK(std::none_of(lsePart.begin(), lsePart.end(), isNan));
 }
 
 } // namespace
@@ -288,6 +300,38 @@ TEST_CASE("split-KV paged decode on the host matches the float64 reference",
            {200},
            5};
     c.blockN = 32;
+    cases.push_back(c);
+  }
+  // One split writing O and LSE itself (write_o): a ragged batch with an
+  // empty sequence (O = 0, LSE = -inf), and q_len 3 with a causal mask
+  // ([B, H, Sq, D] output so that each group's rows are one matrix).
+  {
+    Case c{"write_o: one split, GQA 4/1, D64, page 16, {0, 37, 100}",
+           4,
+           1,
+           64,
+           "bf16",
+           16,
+           1,
+           1,
+           {0, 37, 100},
+           1};
+    c.writeO = true;
+    cases.push_back(c);
+  }
+  {
+    Case c{"write_o: one split, q_len 3 of 4, causal, fp16, D128, GQA 4/2",
+           4,
+           2,
+           128,
+           "fp16",
+           64,
+           4,
+           3,
+           {3, 70, 129},
+           1};
+    c.causal = true;
+    c.writeO = true;
     cases.push_back(c);
   }
   for (const Case &c : cases)
@@ -417,9 +461,10 @@ TEST_CASE("cascade: shared prefix + suffixes merged by attn.lse_merge",
 #define ATTNC_PTR(p) (void *)(p), (void *)(p), 0
     split(ATTNC_PTR(q.data() + b0 * d), ATTNC_PTR(kc.data()),
           ATTNC_PTR(vc.data()), ATTNC_PTR(table.data()), ATTNC_PTR(lens.data()),
-          ATTNC_PTR(oPart.data()), ATTNC_PTR(lPart.data()), nb, sq, splits,
-          maxBlocks, numPages, sb, sh, ss, cs[0], cs[1], cs[2], cs[0], cs[1],
-          cs[2]);
+          ATTNC_PTR(oPart.data()), ATTNC_PTR(lPart.data()), ATTNC_PTR(o.data()),
+          ATTNC_PTR(lse.data()), nb, sq, splits, maxBlocks, numPages, sb, sh,
+          ss, cs[0], cs[1], cs[2], cs[0], cs[1], cs[2], os[0], os[1], os[2],
+          os[3], os[4], /*write_o=*/0);
     combine(ATTNC_PTR(oPart.data()), ATTNC_PTR(lPart.data()),
             ATTNC_PTR(o.data()), ATTNC_PTR(lse.data()), nb, sq, splits, os[0],
             os[1], os[2], os[3], os[4]);
@@ -513,6 +558,8 @@ TEST_CASE("decode kernels take the runtime's parameter lists",
     CHECK(combine[i].name == kDecodeCombineParams[i]);
   CHECK(std::string(kGridRuleDecodeSplit) == kDecodeSplitRule);
   CHECK(kDecodeCombineThreads == kDecodeCombineBlock);
+  // The runtime's split count assumes the compiler's default K/V tile.
+  CHECK(kDecodeDefaultBlockN == DecodeTileOptions().blockN);
 }
 
 // attn.kv_append: every valid slot gets its token's K and V rows, every

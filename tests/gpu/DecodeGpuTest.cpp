@@ -75,6 +75,9 @@ struct Case {
   int splits = 0; // 0: the runtime's choice
   bool nhd = true;
   bool shuffle = true; // random block table (else pages in order)
+  // O as [B, H, Sq, D] (else [B, Sq, H, D]): with one split and seq_q > 1
+  // the split kernel then writes O itself (write_o).
+  bool oBhsd = false;
 };
 
 std::vector<Case> correctnessCases() {
@@ -121,6 +124,16 @@ std::vector<Case> correctnessCases() {
        {0, 513}};
   c.splits = 1;
   c.spec.softcap = 30.0;
+  cs.push_back(c);
+  // One split writing O and LSE itself with q_len > 1 (write_o needs each
+  // group's rows as one matrix: O [B, H, Sq, D]).
+  c = {"q_len 3, 1 split, O [B, H, Sq, D], causal, GQA 8/2 fp16, page 16",
+       decodeSpec(8, 2, 128, "fp16", 16, 4),
+       {3, 200, 1001}};
+  c.seqQ = 3;
+  c.splits = 1;
+  c.oBhsd = true;
+  c.spec.causal = true;
   cs.push_back(c);
   return cs;
 }
@@ -234,7 +247,7 @@ Outputs runDecodeOnCache(Context &ctx, const KernelSpec &spec, const Case &c,
   int d = spec.headDim, sq = c.seqQ;
   size_t cacheElems = kc.size();
   auto qs = test::attentionStrides(hq, sq, d, /*bshd=*/sq == 1);
-  auto os = test::attentionStrides(hq, sq, d, /*bshd=*/true);
+  auto os = test::attentionStrides(hq, sq, d, /*bshd=*/!c.oBhsd);
   DeviceBuffer dq(api, q.size() * 2), dk(api, cacheElems * 2),
       dv(api, cacheElems * 2), dtable(api, paging.table.size() * 4),
       dlens(api, c.lens.size() * 4), dout(api, q.size() * 2),
@@ -305,7 +318,7 @@ bool runCase(Context &ctx, const Case &c, std::mt19937_64 &rng) {
   Outputs got = runDecode(ctx, s, c, paging, q, kSeq, vSeq);
 
   auto qs = test::attentionStrides(hq, sq, d, /*bshd=*/sq == 1);
-  auto os = test::attentionStrides(hq, sq, d, /*bshd=*/true);
+  auto os = test::attentionStrides(hq, sq, d, /*bshd=*/!c.oBhsd);
   std::vector<double> refO(q.size()), refLse(got.lse.size());
   auto toDouble = [&](uint16_t x) {
     return double(test::fromHalfBits(bf16, x));
@@ -628,7 +641,9 @@ struct Variant {
   int64_t blockN = 0, stages = 0; // 0: the compiler's default
   // Auto: the runtime's choice (kDecodeProgramsPerSm per SM); Fill: every
   // resident slot (the policy before session 5).
-  enum Splits { Auto, Fill, Double, Half } splits = Auto;
+  // Fixed: `fixed` splits (`--splits a,b,...`).
+  enum Splits { Auto, Fill, Double, Half, Fixed } splits = Auto;
+  int64_t fixed = 0;
 };
 
 const char *splitsName(Variant::Splits s) {
@@ -641,6 +656,8 @@ const char *splitsName(Variant::Splits s) {
     return "2xauto";
   case Variant::Half:
     return "auto/2";
+  case Variant::Fixed:
+    return "fixed";
   }
   return "?";
 }
@@ -668,21 +685,25 @@ KernelSpec benchSpec(int page, int64_t blockN = 0, int64_t stages = 0) {
   return spec;
 }
 
-int64_t splitsOf(const Context &ctx, const Kernel &kernel, Variant::Splits sp,
+int64_t splitsOf(const Context &ctx, const Kernel &kernel, const Variant &v,
                  int batch, int len) {
-  int64_t autoSplits =
-      chooseDecodeSplits(batch, kernel.spec().kvHeads, len, ctx.smCount(),
-                         kernel.decodeResidentPerSm());
-  switch (sp) {
+  const int64_t blockN = decodeBlockN(kernel.spec());
+  int64_t autoSplits = chooseDecodeSplits(
+      batch, kernel.spec().kvHeads, len, ctx.smCount(),
+      kernel.decodeResidentPerSm(), kDecodeProgramsPerSm, blockN);
+  switch (v.splits) {
   case Variant::Auto:
     return autoSplits;
   case Variant::Fill:
     return chooseDecodeSplits(batch, kernel.spec().kvHeads, len, ctx.smCount(),
-                              kernel.decodeResidentPerSm(), /*maxPerSm=*/32);
+                              kernel.decodeResidentPerSm(), /*maxPerSm=*/32,
+                              blockN);
   case Variant::Double:
     return std::min<int64_t>(2 * autoSplits, 512);
   case Variant::Half:
     return std::max<int64_t>(autoSplits / 2, 1);
+  case Variant::Fixed:
+    return v.fixed;
   }
   return autoSplits;
 }
@@ -804,7 +825,8 @@ std::vector<uint16_t> runOnce(Context &ctx, const Kernel &kernel,
 /// variant of sweepVariants() side by side on each row, each first checked
 /// (against float64 on the correctness case, then against the default's
 /// output on the row itself), then timed; the best per row is marked.
-void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
+void bench(Context &ctx, bool sweep, int onlyRow,
+           const std::vector<int64_t> &fixedSplits, std::mt19937_64 &rng) {
   const DriverApi *api = &ctx.driver();
   if (!api->cuEventCreate || !api->cuEventElapsedTime) {
     std::fprintf(stderr, "the driver has no event API\n");
@@ -812,6 +834,8 @@ void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
   }
   std::vector<Variant> variants =
       sweep ? sweepVariants() : std::vector<Variant>{Variant{}};
+  for (int64_t n : fixedSplits)
+    variants.push_back({0, 0, Variant::Fixed, n});
   if (sweep) {
     // Correctness of every compiled variant before any timing.
     int bad = 0;
@@ -841,10 +865,15 @@ void bench(Context &ctx, bool sweep, int onlyRow, std::mt19937_64 &rng) {
     double bestTbs = 0;
     std::string best;
     for (const Variant &v : variants) {
+      if (v.splits == Variant::Fixed && (v.fixed < 1 || v.fixed > 65535)) {
+        std::printf("bench decode: --splits %lld is out of 1..65535\n",
+                    (long long)v.fixed);
+        continue;
+      }
       const Kernel *kernel =
           &kernelFor(ctx, benchSpec(row.page, v.blockN, v.stages));
       DecodeArgs args = p.args();
-      args.numSplits = splitsOf(ctx, *kernel, v.splits, row.batch, row.len);
+      args.numSplits = splitsOf(ctx, *kernel, v, row.batch, row.len);
       std::vector<double> out =
           halfsToDoubles(true, runOnce(ctx, *kernel, p, args));
       if (reference.empty())
@@ -892,6 +921,7 @@ int main(int argc, char **argv) {
   std::string bundle, writeSpecs;
   bool doBench = false, sweep = false;
   int onlyRow = -1; // --row i: bench row i only (for a profiler)
+  std::vector<int64_t> fixedSplits;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--bundle" && i + 1 < argc)
@@ -904,7 +934,15 @@ int main(int argc, char **argv) {
       sweep = true;
     else if (a == "--row" && i + 1 < argc)
       onlyRow = std::atoi(argv[++i]);
-    else {
+    else if (a == "--splits" && i + 1 < argc) {
+      // --splits a,b,...: also time each of these split counts.
+      std::string list = argv[++i];
+      for (size_t at = 0; at < list.size();) {
+        size_t end = list.find(',', at);
+        fixedSplits.push_back(std::atoll(list.substr(at, end - at).c_str()));
+        at = end == std::string::npos ? list.size() : end + 1;
+      }
+    } else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
     }
@@ -964,7 +1002,7 @@ int main(int argc, char **argv) {
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::mt19937_64 rng(seed);
   if (doBench) {
-    bench(**ctx, sweep, onlyRow, rng);
+    bench(**ctx, sweep, onlyRow, fixedSplits, rng);
     return 0;
   }
   int passed = 0, failed = 0;

@@ -106,13 +106,21 @@ class FakeLaunch(ctypes.Structure):
 
 
 def combine_splits():
-    """num_splits as the last launch (decode's combine) received it."""
+    """num_splits as the last launch received it: decode's combine, or the
+    split kernel when one split wrote O itself (write_o, no combine)."""
     fake = ctypes.CDLL(tb.fake_cuda_path())  # the runtime's handle
     fake.fakecuda_last_launch.restype = ctypes.c_bool
     launch = FakeLaunch()
     assert fake.fakecuda_last_launch(ctypes.byref(launch)), "no launch"
-    assert b"combine" in launch.entry, launch.entry
-    return int(launch.params[6])  # o_part, lse_part, o, lse, batch, seq_q
+    if b"combine" in launch.entry:
+        return int(launch.params[6])  # o_part, lse_part, o, lse, batch, seq_q
+    assert launch.entry == b"decode_split", launch.entry
+    # q, k_cache, v_cache, block_table, kv_lens, o_part, lse_part, o, lse,
+    # batch, seq_q, num_splits, ..., write_o (the last).
+    splits, write_o = int(launch.params[11]), int(launch.params[28])
+    assert launch.paramCount == 29 and splits == 1 and write_o == 1, (
+        launch.paramCount, splits, write_o)
+    return splits
 
 
 # --- a process with compiled decode kernels and maybe a database -------------

@@ -166,16 +166,15 @@ TEST_CASE("decode splits fill the resident slots of the loaded kernel",
   CHECK(decodeResidentPerSm(64, 32, 100 * 1024) == 2); // shared memory bound
   CHECK(decodeResidentPerSm(0, 32, 0) == 0);           // unknown
   // Filling 12 slots per SM on 132 SMs (no cap): B = 1 over 8 KV heads
-  // takes ~170-198 splits (one full wave), twice the 6-slot guess.
-  int64_t s12 = chooseDecodeSplits(1, 8, 131072, 132, 12, /*maxPerSm=*/32);
-  CHECK(s12 >= 168);
-  CHECK(s12 <= 198);
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 6, 32) == 85);
+  // takes 196 splits (1568 programs, 12 per SM, 42 tiles each), twice the
+  // 6-slot guess (99: 792 programs, 6 per SM, 83 tiles each).
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 12, /*maxPerSm=*/32) == 196);
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 6, 32) == 99);
   // By default the target is kDecodeProgramsPerSm per SM, fewer when fewer
   // fit.
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 12) == 57);
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132) == 57); // default: 6, capped
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 2) == 29);
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 12) == 66);
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132) == 66); // default: 6, capped
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 2) == 33);
   // Unknown (0) falls back to 6.
   CHECK(chooseDecodeSplits(16, 8, 32768, 132, 0) ==
         chooseDecodeSplits(16, 8, 32768, 132, 6));

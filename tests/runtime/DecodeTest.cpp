@@ -139,13 +139,19 @@ TEST_CASE("decode arguments are checked with clear messages", "[decode]") {
 TEST_CASE("decode splits fill the GPU and the plan packs the contract",
           "[decode]") {
   // One long sequence: many splits; a big batch: few; short: one. The
-  // target is kDecodeProgramsPerSm (4) programs per SM: 528 on 132 SMs.
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132) == 57);
+  // target is kDecodeProgramsPerSm (4) programs per SM: 528 on 132 SMs,
+  // and a program count that deals evenly over the SMs: 66 splits x 8 KV
+  // heads = 4 per SM, each 125 tiles (57 splits gave some SMs 3 and some
+  // 4 programs of 144 tiles).
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132) == 66);
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 6, 4, 32) == 66);
+  CHECK(chooseDecodeSplits(32, 8, 8192, 132) == 2); // 512 programs
+  CHECK(chooseDecodeSplits(8, 8, 8192, 132) == 8);
   CHECK(chooseDecodeSplits(64, 8, 4096, 132) == 1);
   CHECK(chooseDecodeSplits(64, 8, 16384, 132) == 1);
   CHECK(chooseDecodeSplits(16, 8, 32768, 132) == 4);
   CHECK(chooseDecodeSplits(1, 8, 100, 132) == 1);
-  CHECK(chooseDecodeSplits(1, 1, 1 << 20, 132) == 218);
+  CHECK(chooseDecodeSplits(1, 1, 1 << 20, 132) == 256); // the cap
   CHECK(chooseDecodeSplits(4, 8, 0, 0) == 1);
 
   KernelSpec s = decodeSpec();
@@ -174,15 +180,59 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
     std::memcpy(&v, p.pointers[i], sizeof(v));
     return v;
   };
-  CHECK(ptrAt(plan.split, 0) == a.q.data);
-  CHECK(ptrAt(plan.split, 5) == a.workspace);            // o_part
-  CHECK(ptrAt(plan.combine, 0) == a.workspace);          // o_part
-  CHECK(ptrAt(plan.split, 6) == ptrAt(plan.combine, 1)); // lse_part
-  CHECK(intAt(plan.split, 9) == 5);                      // num_splits
-  CHECK(intAt(plan.split, 11) == 100);                   // num_pages
-  CHECK(intAt(plan.split, 16) == 128);                   // k_stride_h
+  // The split kernel's parameters by their contract names.
+  auto at = [](const char *name) {
+    auto params = decodeSplitV1Params();
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].name == name)
+        return i;
+    FAIL("no decode_split parameter " << name);
+    return size_t(0);
+  };
+  CHECK(ptrAt(plan.split, at("q")) == a.q.data);
+  CHECK(ptrAt(plan.split, at("o_part")) == a.workspace);
+  CHECK(ptrAt(plan.combine, 0) == a.workspace); // o_part
+  CHECK(ptrAt(plan.split, at("lse_part")) == ptrAt(plan.combine, 1));
+  CHECK(ptrAt(plan.split, at("o")) == a.o.data);
+  CHECK(ptrAt(plan.split, at("lse")) == a.lse.data);
+  CHECK(intAt(plan.split, at("num_splits")) == 5);
+  CHECK(intAt(plan.split, at("num_pages")) == 100);
+  CHECK(intAt(plan.split, at("k_stride_h")) == 128);
+  CHECK(intAt(plan.split, at("o_stride_s")) == a.o.stride[2]);
+  CHECK(intAt(plan.split, at("lse_stride_h")) == a.lse.stride[1]);
+  CHECK(intAt(plan.split, at("write_o")) == 0); // five splits: combined
+  CHECK(plan.runCombine);
   CHECK(intAt(plan.combine, 6) == 5);
   CHECK(plan.splitGeometry.grid == std::array<uint32_t, 3>{5, 8, 4});
   CHECK(plan.combineGeometry.grid == std::array<uint32_t, 3>{1, 32, 4});
+
+  // One split writes O itself, when o and lse hold each group's rows as
+  // one matrix (always with one query row; [B, H, Sq, D] with more).
+  a.numSplits = 1;
+  REQUIRE(planDecodeLaunch(s, meta, a, 132, plan).isOk());
+  CHECK(intAt(plan.split, at("write_o")) == 1);
+  CHECK_FALSE(plan.runCombine);
+  s.maxQLen = 4;
+  DecodeArgs rows = goodArgs(4, 3); // q, o [B, H, Sq, D]; lse [B, H, Sq]
+  rows.numSplits = 1;
+  rows.workspaceBytes = decodeWorkspaceBytes(s, 4, 3, 1);
+  REQUIRE(validateDecodeArgs(s, rows).isOk());
+  REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
+  CHECK(intAt(plan.split, at("write_o")) == 1);
+  CHECK_FALSE(plan.runCombine);
+  rows.o.stride = {3 * 32 * 128, 128, 32 * 128, 1}; // [B, Sq, H, D]
+  REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
+  CHECK(intAt(plan.split, at("write_o")) == 0);
+  CHECK(plan.runCombine);
+  rows.o.stride = {3 * 32 * 128, 3 * 128, 128, 1};
+  rows.lse.stride = {32 * 4, 4, 1}; // rows of a head not one matrix
+  REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
+  CHECK(plan.runCombine);
+  rows.numSplits = 2;
+  rows.lse.stride = {32 * 3, 3, 1};
+  rows.workspaceBytes = decodeWorkspaceBytes(s, 4, 3, 2);
+  REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
+  CHECK(intAt(plan.split, at("write_o")) == 0);
+  CHECK(plan.runCombine);
   CHECK(decodeSplitV1Params()[3].name == "block_table");
 }

@@ -90,10 +90,32 @@ protected:
       gpu::ReturnOp::create(b, loc);
       return success();
     }
+    if (auto ifOp = dyn_cast<scf::IfOp>(op); ifOp && ifOp.getNumResults() == 0)
+      return emitIf(ifOp);
     // Scalar index arithmetic, casts and views: the same on every thread.
     if (llvm::any_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>))
       return op.emitError("no GPU mapping for this tile op");
     b.clone(op, map);
+    return success();
+  }
+
+  /// A branch without results (decode's write_o epilogue): the same
+  /// branch per thread, each side's ops handed to the mapping in turn.
+  /// Tiles made inside a side stay inside it.
+  mlir::LogicalResult emitIf(mlir::scf::IfOp op) {
+    using namespace mlir;
+    auto gpuIf = scf::IfOp::create(b, loc, map.lookup(op.getCondition()),
+                                   /*withElseRegion=*/op.elseBlock());
+    OpBuilder::InsertionGuard guard(b);
+    for (auto [from, to] : {std::pair{op.thenBlock(), gpuIf.thenBlock()},
+                            {op.elseBlock(), gpuIf.elseBlock()}}) {
+      if (!from)
+        continue;
+      b.setInsertionPoint(to->getTerminator());
+      for (Operation &inner : from->without_terminator())
+        if (failed(emitOp(inner)))
+          return failure();
+    }
     return success();
   }
 

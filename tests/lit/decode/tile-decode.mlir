@@ -6,7 +6,8 @@
 // CHECK-LABEL: func.func @decode_split(
 // CHECK-SAME: {tile.param = "q"}
 // CHECK-SAME: memref<i32> {tile.param = "block_table"}
-// CHECK-SAME: i64 {tile.param = "v_stride_s"}) attributes {tile.launch = #tile.launch<"decode_split_v2", 16, 32, 2>}
+// CHECK-SAME: i64 {tile.param = "v_stride_s"}
+// CHECK-SAME: i64 {tile.param = "write_o"}) attributes {tile.launch = #tile.launch<"decode_split_v3", 16, 32, 2>}
 // CHECK: %[[SPLIT:.*]] = tile.program_id 0
 // CHECK: %[[KVH:.*]] = tile.program_id 1
 // CHECK: %[[B:.*]] = tile.program_id 2
@@ -17,9 +18,18 @@
 // CHECK: scf.for %[[K0:.*]] = %{{.*}} to %{{.*}} step %c32
 // CHECK: tile.load %{{.*}}[%[[B]], %[[KVH]], %[[K0]]] length %[[LEN]] pages %{{.*}} : memref<?x?xi32, strided<[?, 1]>> : memref<?x2x16x64xbf16, {{.*}}> -> tensor<32x64xbf16>
 // CHECK: tile.score {{.*}} {causal, packed, scale = 1.250000e-01 : f32} : tensor<16x32xf32>
+// With write_o (one split) O and LSE go straight to the caller's tensors,
+// else the f32 partials to the workspace.
+// CHECK: %[[WRITE:.*]] = arith.cmpi ne, %arg28, %c0_i64
+// CHECK: scf.if %[[WRITE]] {
+// CHECK: tile.finalize {{.*}} -> tensor<16x64xbf16>
+// CHECK: tile.store {{.*}} : tensor<16x64xbf16>, memref<?x2x?x64xbf16
+// CHECK: tile.store {{.*}} : tensor<16xf32>, memref<?x2x?xf32
+// CHECK: } else {
 // CHECK: tile.finalize {{.*}} -> tensor<16x64xf32>
 // CHECK: tile.store {{.*}} : tensor<16x64xf32>, memref<?x2x?x64xf32
 // CHECK: tile.store {{.*}} : tensor<16xf32>, memref<?x2x?xf32
+// CHECK: }
 // CHECK-LABEL: func.func @decode_combine(
 // CHECK-SAME: attributes {tile.launch = #tile.launch<"decode_combine_v2", 16, 0, 8>}
 // CHECK: scf.for

@@ -1,19 +1,24 @@
 //===- Decode.h - Paged split-KV decode: arguments, contract ----*- C++ -*-===//
 //
-// The launch contract of op "decode" (grid rules decode_split_v2 and
+// The launch contract of op "decode" (grid rules decode_split_v3 and
 // decode_combine_v2). One compiled module holds two kernels:
 //   decode_split    grid (num_splits, kv_heads, batch), block meta.block;
 //                   parameters, in order, 8 bytes each:
 //                   q, k_cache, v_cache, block_table, kv_lens, o_part,
-//                   lse_part (pointers), batch, seq_q, num_splits,
+//                   lse_part, o, lse (pointers), batch, seq_q, num_splits,
 //                   max_blocks, num_pages, q_stride_b/h/s,
-//                   k_stride_p/h/s, v_stride_p/h/s (i64, elements)
+//                   k_stride_p/h/s, v_stride_p/h/s, o_stride_b/h/s,
+//                   lse_stride_b/h, write_o (i64, elements)
 //   decode_combine  grid (ceil(seq_q / 16), heads, batch), 256 threads;
 //                   o_part, lse_part, o, lse (pointers), batch, seq_q,
 //                   num_splits, o_stride_b/h/s, lse_stride_b/h (i64)
 // launched back to back on the caller's stream. The workspace holds the
 // partials in f32: o_part [num_splits, B, Hq, Sq, D] then lse_part
-// [num_splits, B, Hq, Sq], each 256-byte aligned.
+// [num_splits, B, Hq, Sq], each 256-byte aligned. With one split, and o
+// (and lse) holding each group's rows as one matrix (seq_q = 1, or
+// o_stride_h = seq_q * o_stride_s and lse_stride_h = seq_q), the split
+// kernel writes O and LSE itself (write_o = 1) and the combine is skipped:
+// at B=64 L=4k it cost 6.7 of 245 us (bench/NOTES.md, "Session 6").
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_RUNTIME_DECODE_H
@@ -23,7 +28,7 @@
 
 namespace attnc {
 
-inline constexpr const char *kGridRuleDecodeSplit = "decode_split_v2";
+inline constexpr const char *kGridRuleDecodeSplit = "decode_split_v3";
 inline constexpr const char *kDecodeCombineEntry = "decode_combine";
 inline constexpr int64_t kDecodeCombineThreads = 256;
 inline constexpr int64_t kDecodeCombineRows = 16;
@@ -52,13 +57,30 @@ struct DecodeArgs {
 // bench/NOTES.md "Session 5").
 inline constexpr int kDecodeProgramsPerSm = 4;
 
-// The split count: enough programs (batch x kv_heads x splits) to fill
-// smCount x min(slotsPerSm, maxPerSm) slots with little waste in the last
-// wave, at least 256 keys per split, at most 256 splits. slotsPerSm: the
-// programs that fit one SM (decodeResidentPerSm; 6 when unknown).
+// The compiler's decode K/V tile when tuning.block_n is 0 (compiler/
+// Pipelines: the decode sweep's winner).
+inline constexpr int64_t kDecodeDefaultBlockN = 16;
+
+// The split count: the one whose busiest SM has the fewest K/V tiles to
+// read (programs = batch x kv_heads x splits dealt evenly over smCount SMs,
+// at most smCount x min(slotsPerSm, maxPerSm) of them unless one split is
+// already more; fewer than that per SM read slower), at least 256 keys per
+// split, at most 256 splits. slotsPerSm: the programs that fit one SM
+// (decodeResidentPerSm; 6 when unknown). blockN: the kernel's K/V tile.
 int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
                            int smCount, int slotsPerSm = 6,
-                           int maxPerSm = kDecodeProgramsPerSm);
+                           int maxPerSm = kDecodeProgramsPerSm,
+                           int64_t blockN = kDecodeDefaultBlockN);
+
+// The split kernel's K/V tile: tuning.block_n, or the compiler's default.
+inline int64_t decodeBlockN(const KernelSpec &spec) {
+  return spec.tuning.blockN > 0 ? spec.tuning.blockN : kDecodeDefaultBlockN;
+}
+
+// The split count of a launch: args.numSplits, or chooseDecodeSplits for
+// the kernel's tile when it is 0.
+int64_t decodeSplitsFor(const KernelSpec &spec, const DecodeArgs &args,
+                        int smCount, int slotsPerSm);
 
 // Split-kernel programs resident on one SM (sm_80/sm_90: 64K registers,
 // 2048 threads, 32 blocks, 227 KiB of shared memory per SM, 1 KiB of it
@@ -84,6 +106,7 @@ std::vector<KernelParam> decodeCombineV1Params();
 struct DecodeLaunchPlan {
   PackedParams split, combine;
   LaunchGeometry splitGeometry, combineGeometry;
+  bool runCombine = true; // false: the split kernel writes O (write_o = 1)
 };
 Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                         const DecodeArgs &args, int smCount,
