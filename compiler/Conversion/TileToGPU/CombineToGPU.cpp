@@ -10,13 +10,15 @@
 //
 // lse_accumulate is associative and commutative (a log-sum-exp merge), so
 // this mapping spreads the splits over the block instead. For each row:
-//   1. every thread reads some of the splits' LSEs; the block's maximum M
-//      (log2 domain) through warp shuffles and shared memory;
-//   2. warp w takes splits w, w + W, ...; lane l holds 16-byte column
-//      vectors l, l + 32, ... of O; with M known each split only adds
-//      w_s = exp2(t_s - M) times its O (no rescaling), and the loads of
-//      kUnroll splits are issued before any of them is used;
-//   3. the warps' sums meet in shared memory; thread c writes column c of
+//   1. warp w takes splits w, w + W, ...; lane l holds 16-byte column
+//      vectors l, l + 32, ... of O. The O vectors and LSEs of kUnroll
+//      splits are loaded together, then folded into the warp's own online
+//      state (acc, l, m in the log2 domain; acc and l rescaled when m
+//      grows): one round trip per W x kUnroll splits. (A first pass for the
+//      block's maximum LSE cost a round trip and a barrier more: 4.2 us at
+//      B = 1 L = 128k, 66 splits; bench/NOTES.md, "Session 6".)
+//   2. the warps' states meet in shared memory: M = max_w m_w, each warp's
+//      acc and l weighed by exp2(m_w - M); thread c writes column c of
 //      O = sum / l (0 where l = 0) and thread 0 the LSE (M + log2 l) · ln 2
 //      (-inf where l = 0), tile.finalize's meaning.
 // The row loop is uniform over the block, so its barriers are safe.
@@ -30,6 +32,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -50,8 +53,9 @@ using gpu_emit::indexConst;
 namespace {
 
 constexpr int64_t kWarps = kDecodeCombineBlock / 32;
-/// Splits per warp whose loads are in flight together.
-constexpr int64_t kUnroll = 4;
+/// Splits per warp whose loads are in flight together: 8 warps x 8 = 64
+/// splits per round trip (B=1 L=128k on an H200 takes 66).
+constexpr int64_t kUnroll = 8;
 /// f32 elements per 16-byte vector.
 constexpr int64_t kVec = 4;
 
@@ -212,35 +216,21 @@ Value CombineEmitter::warpReduce(Value v, bool max) {
 void CombineEmitter::emitRow(Value row) {
   const float negInf = -std::numeric_limits<float>::infinity();
   Type f32 = b.getF32Type();
-  Value zero = f32Const(b, loc, 0.f);
+  Value zero = f32Const(b, loc, 0.f), minusInf = f32Const(b, loc, negInf);
   Value firstLane =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(0));
-  // 1. M = max over splits of t_s = lse_s · log2(e).
-  auto maxLoop =
-      scf::ForOp::create(b, loc, tid, splits, idx(kDecodeCombineBlock),
-                         ValueRange{f32Const(b, loc, negInf)});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(maxLoop.getBody());
-    Value t = loadLse(splitScalars(maxLoop.getInductionVar()), row);
-    scf::YieldOp::create(b, loc,
-                         ValueRange{arith::MaximumFOp::create(
-                             b, loc, maxLoop.getRegionIterArg(0), t)});
-  }
-  Value warpMax = warpReduce(maxLoop.getResult(0), /*max=*/true);
-  ifThen(firstLane,
-         [&] { memref::StoreOp::create(b, loc, warpMax, smemMax, warp); });
-  gpu::BarrierOp::create(b, loc);
-  Value m = memref::LoadOp::create(b, loc, smemMax, ValueRange{idx(0)});
-  for (int64_t w = 1; w < kWarps; ++w)
-    m = arith::MaximumFOp::create(
-        b, loc, m, memref::LoadOp::create(b, loc, smemMax, ValueRange{idx(w)}));
-  // Every split at -inf: weigh against 0, so exp2(-inf - 0) = 0, not NaN.
-  Value mIsNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m,
-                                          f32Const(b, loc, negInf));
-  Value ref = arith::SelectOp::create(b, loc, mIsNegInf, zero, m);
+  // A running maximum as the exp2 reference: -inf (nothing seen yet, or
+  // every split empty) weighs against 0, so exp2(-inf - 0) = 0, not NaN.
+  auto reference = [&](Value mx) -> Value {
+    Value isNegInf =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mx, minusInf);
+    return arith::SelectOp::create(b, loc, isNegInf, zero, mx);
+  };
 
-  // 2. Warp w: splits w, w + W, ...; kUnroll of them loaded at once.
+  // 1. Warp w: splits w, w + W, ...; the O vectors and LSEs of kUnroll of
+  // them loaded at once, then folded into the warp's own online state
+  // (acc, l, m): one round trip per kUnroll splits, no block-wide maximum
+  // first.
   const int64_t vectors = c.headDim / kVec;
   const int64_t perLane = (vectors + 31) / 32;
   auto vecT = VectorType::get({kVec}, f32);
@@ -252,27 +242,30 @@ void CombineEmitter::emitRow(Value row) {
   SmallVector<Value> init(
       perLane, arith::ConstantOp::create(b, loc, vecT,
                                          DenseElementsAttr::get(vecT, 0.f)));
-  init.push_back(zero);
+  init.push_back(zero);     // l
+  init.push_back(minusInf); // m, log2 domain
   auto sumLoop =
       scf::ForOp::create(b, loc, warp, splits, idx(kWarps * kUnroll), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(sumLoop.getBody());
     Value s0 = sumLoop.getInductionVar();
-    SmallVector<Value> valid, lse;
+    SmallVector<Value> lse;
     SmallVector<SmallVector<Value>> parts;
     for (int64_t u = 0; u < kUnroll; ++u) {
       // Past the last split: re-read split s0 (always valid), weigh it 0.
       Value s = addI(s0, idx(u * kWarps));
-      valid.push_back(ult(s, splits));
+      Value valid = ult(s, splits);
       Value at =
-          u == 0 ? s0
-                 : Value(arith::SelectOp::create(b, loc, valid.back(), s, s0));
+          u == 0 ? s0 : Value(arith::SelectOp::create(b, loc, valid, s, s0));
       IRMapping m = splitScalars(at);
       Value view = m.lookup(c.oLoad.getSource());
       Value sb = m.lookup(c.oLoad.getBatch()),
             head = m.lookup(c.oLoad.getHead());
-      lse.push_back(loadLse(m, row));
+      Value t = loadLse(m, row);
+      lse.push_back(
+          u == 0 ? t
+                 : Value(arith::SelectOp::create(b, loc, valid, t, minusInf)));
       SmallVector<Value> vecs;
       for (Value col : cols)
         vecs.push_back(vector::LoadOp::create(
@@ -280,23 +273,37 @@ void CombineEmitter::emitRow(Value row) {
             llvm::MaybeAlign(gpu_emit::kVectorAlign)));
       parts.push_back(std::move(vecs));
     }
-    SmallVector<Value> acc(sumLoop.getRegionIterArgs().take_front(perLane));
-    Value l = sumLoop.getRegionIterArgs().back();
+    auto carried = sumLoop.getRegionIterArgs();
+    Value mOld = carried.back();
+    Value mNew = mOld;
+    for (Value t : lse)
+      mNew = arith::MaximumFOp::create(b, loc, mNew, t);
+    Value ref = reference(mNew);
+    // alpha = 0 while nothing was seen (acc and l are still 0).
+    Value alpha =
+        gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, mOld, ref));
+    Value alphaV = vector::BroadcastOp::create(b, loc, vecT, alpha);
+    SmallVector<Value> acc;
+    for (int64_t k = 0; k < perLane; ++k)
+      acc.push_back(arith::MulFOp::create(b, loc, carried[k], alphaV));
+    Value l = mulF(carried[perLane], alpha);
     for (int64_t u = 0; u < kUnroll; ++u) {
       Value w =
           gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, lse[u], ref));
-      if (u > 0)
-        w = arith::SelectOp::create(b, loc, valid[u], w, zero);
       Value wv = vector::BroadcastOp::create(b, loc, vecT, w);
       for (int64_t k = 0; k < perLane; ++k)
         acc[k] = vector::FMAOp::create(b, loc, parts[u][k], wv, acc[k]);
       l = addF(l, w);
     }
     acc.push_back(l);
+    acc.push_back(mNew);
     scf::YieldOp::create(b, loc, acc);
   }
+  Value warpM = sumLoop.getResults().back();
+  Value warpL = sumLoop.getResult(perLane);
 
-  // 3. The warps' sums meet in shared memory.
+  // 2. The warps' states meet in shared memory: M = the largest warp
+  // maximum, each warp's acc and l weighed by exp2(m_w - M).
   for (int64_t k = 0; k < perLane; ++k) {
     Value inRow = ult(addI(lane, idx(32 * k)), idx(vectors));
     ifThen(inRow, [&] {
@@ -306,12 +313,26 @@ void CombineEmitter::emitRow(Value row) {
     });
   }
   ifThen(firstLane, [&] {
-    memref::StoreOp::create(b, loc, sumLoop.getResults().back(), smemSum, warp);
+    memref::StoreOp::create(b, loc, warpL, smemSum, warp);
+    memref::StoreOp::create(b, loc, warpM, smemMax, warp);
   });
   gpu::BarrierOp::create(b, loc);
-  Value l = memref::LoadOp::create(b, loc, smemSum, ValueRange{idx(0)});
-  for (int64_t w = 1; w < kWarps; ++w)
-    l = addF(l, memref::LoadOp::create(b, loc, smemSum, ValueRange{idx(w)}));
+  SmallVector<Value> warpMax;
+  Value m = minusInf;
+  for (int64_t w = 0; w < kWarps; ++w) {
+    warpMax.push_back(
+        memref::LoadOp::create(b, loc, smemMax, ValueRange{idx(w)}));
+    m = arith::MaximumFOp::create(b, loc, m, warpMax.back());
+  }
+  Value ref = reference(m);
+  SmallVector<Value> scale;
+  Value l = zero;
+  for (int64_t w = 0; w < kWarps; ++w) {
+    scale.push_back(
+        gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, warpMax[w], ref)));
+    Value lw = memref::LoadOp::create(b, loc, smemSum, ValueRange{idx(w)});
+    l = math::FmaOp::create(b, loc, lw, scale[w], l);
+  }
   Value positive =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, zero);
   Value inv = arith::SelectOp::create(
@@ -319,11 +340,13 @@ void CombineEmitter::emitRow(Value row) {
       zero);
   Type outElt = c.finalize.getOutput().getType().getElementType();
   ifThen(ult(tid, idx(c.headDim)), [&] {
-    Value o = memref::LoadOp::create(b, loc, smemAcc, ValueRange{tid});
-    for (int64_t w = 1; w < kWarps; ++w)
-      o = addF(
-          o, memref::LoadOp::create(b, loc, smemAcc,
-                                    ValueRange{addI(idx(w * c.headDim), tid)}));
+    Value o = zero;
+    for (int64_t w = 0; w < kWarps; ++w)
+      o = math::FmaOp::create(
+          b, loc,
+          memref::LoadOp::create(b, loc, smemAcc,
+                                 ValueRange{addI(idx(w * c.headDim), tid)}),
+          scale[w], o);
     o = mulF(o, inv);
     if (outElt != f32)
       o = arith::TruncFOp::create(b, loc, outElt, o);
@@ -335,7 +358,7 @@ void CombineEmitter::emitRow(Value row) {
   if (c.lseStore)
     ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(0)),
            [&] {
-             Value v = mulF(addF(m, gpu_emit::log2(b, loc, l)),
+             Value v = mulF(addF(ref, gpu_emit::log2(b, loc, l)),
                             f32Const(b, loc, gpu_emit::kLn2));
              v = arith::SelectOp::create(b, loc, positive, v,
                                          f32Const(b, loc, negInf));

@@ -7,25 +7,25 @@
 // length read from kv_lens.
 // CHECK: attnc.launch_info = {decode_combine = {dynamic_smem = 0 : i64, threads = 256 : i64}, decode_split = {dynamic_smem = 8192 : i64, threads = 32 : i64}}
 // The combine (attnc-map-combine-to-gpu, before the mma.sync mapping): 256
-// threads, per query row of the program: the largest LSE over the splits
-// (a block-strided loop, warp shuffles, one slot per warp), then each warp's
-// share of the splits, four splits' loads issued before their weighted sums,
-// then the warps' sums through shared memory, O = sum / l and the LSE.
+// threads, per query row of the program: each warp's share of the splits,
+// eight splits' LSEs and O vectors loaded before they are folded into the
+// warp's online state (max, rescale, weighted sums), then the warps' states
+// through shared memory (each weighed by exp2 of its max against the
+// largest), O = sum / l and the LSE. No block-wide maximum pass first.
 // CHECK: gpu.func @decode_combine({{.*}}) workgroup(%[[ACC:.*]] : memref<512xf32, #gpu.address_space<workgroup>>, %[[MAX:.*]] : memref<8xf32, #gpu.address_space<workgroup>>, %[[SUM:.*]] : memref<8xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 256, 1, 1>
 // CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step
-// CHECK: scf.for %{{.*}} = %thread_id_x to %{{.*}} step %c256
-// CHECK: memref.load {{.*}}[%{{.*}}, %block_id_y, %[[ROW]]] : memref<?x4x?xf32
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.for {{.*}} step %c64{{.*}} iter_args
+// CHECK-COUNT-8: vector.load {{.*}} : memref<?x4x?x64xf32, strided<[?, ?, 64, 1]>>, vector<4xf32>
 // CHECK: arith.maximumf
-// CHECK: gpu.shuffle xor
-// CHECK: memref.store {{.*}}, %[[MAX]]
-// CHECK: gpu.barrier
-// CHECK: scf.for {{.*}} step %c32{{.*}} iter_args
-// CHECK-COUNT-4: vector.load {{.*}} : memref<?x4x?x64xf32, strided<[?, ?, 64, 1]>>, vector<4xf32>
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: vector.fma
 // CHECK: vector.store {{.*}}, %[[ACC]]
 // CHECK: memref.store {{.*}}, %[[SUM]]
+// CHECK: memref.store {{.*}}, %[[MAX]]
 // CHECK: gpu.barrier
+// CHECK: memref.load %[[MAX]]
+// CHECK: math.fma
 // CHECK: arith.truncf {{.*}} : f32 to bf16
 // CHECK: memref.store {{.*}} : memref<?x4x?x64xbf16
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
