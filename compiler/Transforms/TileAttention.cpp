@@ -122,6 +122,16 @@ func::FuncOp KernelBuilder::build(StringRef name) {
 
   Value mTile = tile::ProgramIdOp::create(b, loc, b.getIndexType(),
                                           b.getI32IntegerAttr(0));
+  // Causal: the last query tiles see the most keys. Programs start in
+  // grid order, so the longest go first and the short ones fill the tail
+  // (as FlashAttention-3 schedules causal tiles).
+  if (att.getCausal())
+    mTile = arith::SubIOp::create(
+        b, loc,
+        arith::SubIOp::create(
+            b, loc, arith::CeilDivSIOp::create(b, loc, seqQ, cst(blockM)),
+            cst(1)),
+        mTile);
   Value head = tile::ProgramIdOp::create(b, loc, b.getIndexType(),
                                          b.getI32IntegerAttr(1));
   Value bIdx = tile::ProgramIdOp::create(b, loc, b.getIndexType(),

@@ -215,6 +215,10 @@ Status validateDecodeArgs(const KernelSpec &spec, const DecodeArgs &args) {
     return bad("max_blocks must be >= 1 (got " + str(args.maxBlocks) + ")");
   if (!args.kvLens || !aligned(args.kvLens, 4))
     return bad("kv_lens: data pointer is null or not 4-byte aligned");
+  if (args.maxBlocks > kMaxSeqLen / spec.pageSize)
+    return bad("max_blocks " + str(args.maxBlocks) + " x page_size " +
+               str(spec.pageSize) +
+               ": sequences longer than 2^30 are not supported");
   if (args.maxKvLen < 0 || args.maxKvLen > args.maxBlocks * spec.pageSize)
     return bad("max_kv_len " + str(args.maxKvLen) +
                " must be in 0..max_blocks * page_size = " +

@@ -110,6 +110,12 @@ Status validateAttentionArgs(const KernelSpec &spec,
   const int64_t batch = q.shape[0];
   const int64_t seqQ = q.shape[2];
   const int64_t seqKv = k.shape[2];
+  // The kernels compare positions in 32 bits (the masks' registers).
+  if (seqQ > kMaxSeqLen || seqKv > kMaxSeqLen)
+    return bad("seq_q " + std::to_string(seqQ) + " / seq_kv " +
+               std::to_string(seqKv) +
+               ": sequences longer than 2^30 are not "
+               "supported");
 
   ATTNC_RETURN_IF_ERROR(
       expectDim("q", q, 1, spec.heads, "the kernel's spec heads"));

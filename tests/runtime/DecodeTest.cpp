@@ -119,6 +119,11 @@ TEST_CASE("decode arguments are checked with clear messages", "[decode]") {
   CHECK(error(a) == "invalid decode arguments: block_table: data pointer is "
                     "null or not 4-byte aligned");
   a = goodArgs();
+  a.maxBlocks = (int64_t(1) << 30) / 16 + 1;
+  CHECK(error(a) == "invalid decode arguments: max_blocks 67108865 x "
+                    "page_size 16: sequences longer than 2^30 are not "
+                    "supported");
+  a = goodArgs();
   a.maxKvLen = 25 * 16 + 1;
   CHECK(error(a) == "invalid decode arguments: max_kv_len 401 must be in "
                     "0..max_blocks * page_size = 400");

@@ -64,6 +64,12 @@ TEST_CASE("each invalid argument gets a precise message", "[launch]") {
         }) == "seq_q must be >= 1 (q.shape[2] is 0)");
   CHECK(validationError(spec, [](AttentionArgs &a) { a.k.shape[2] = 0; }) ==
         "seq_kv must be >= 1 (k.shape[2] is 0)");
+  CHECK(validationError(spec,
+                        [](AttentionArgs &a) {
+                          a.k.shape[2] = a.v.shape[2] = (int64_t(1) << 30) + 1;
+                        }) ==
+        "seq_q 100 / seq_kv 1073741825: sequences longer than 2^30 are "
+        "not supported");
   CHECK(validationError(spec, [](AttentionArgs &a) { a.q.shape[1] = 4; }) ==
         "q.shape[1] (heads) is 4 but the kernel's spec heads is 8");
   CHECK(validationError(spec, [](AttentionArgs &a) { a.q.shape[3] = 128; }) ==

@@ -121,6 +121,23 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
                                                f32Const(b, loc, kLog2e)));
   // Visible: key < seq_kv and within [diag - left, diag + right], where the
   // diagonal of row r is key r + seq_kv - seq_q (bottom-right aligned).
+  // In 32 bits (positions are below 2^31; the runtime checks the lengths):
+  // 64-bit keys and diagonals took twice the registers, and the masked
+  // tiles' branch is where the causal 128x64 mma.sync kernel spilled.
+  if (op.getMaskMod().empty()) {
+    auto i32 = [&](Value v) -> Value {
+      return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+    };
+    key = i32(key);
+    row = i32(row);
+    seqKV = i32(seqKV);
+    seqQ = i32(seqQ);
+  }
+  auto constant = [&](int64_t v) -> Value {
+    return key.getType().isIndex()
+               ? indexConst(b, loc, v)
+               : Value(arith::ConstantIntOp::create(b, loc, key.getType(), v));
+  };
   Value visible =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, seqKV);
   Value diag = arith::AddIOp::create(
@@ -131,11 +148,11 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
   if (right >= 0)
     andWith(arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::sle, key,
-        arith::AddIOp::create(b, loc, diag, indexConst(b, loc, right))));
+        arith::AddIOp::create(b, loc, diag, constant(right))));
   if (left >= 0)
     andWith(arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::sge, key,
-        arith::SubIOp::create(b, loc, diag, indexConst(b, loc, left))));
+        arith::SubIOp::create(b, loc, diag, constant(left))));
   if (!op.getMaskMod().empty())
     andWith(inlineRegion(b, op.getMaskMod(), {batch, head, row, key}));
   Value log2x =

@@ -48,11 +48,15 @@ struct AttentionArgs {
   TensorArg q, k, v, o, lse;
 };
 
+// The longest sequence (queries, keys, or a decode cache's max_blocks x
+// page_size) a kernel takes: its masks compare positions in 32 bits.
+inline constexpr int64_t kMaxSeqLen = int64_t(1) << 30;
+
 // Checks null pointers, shapes against the spec, batch/seq consistency,
 // unit head-dim stride, 16-byte alignment of base pointers and of the
 // b/h/s strides of q/k/v/o (LSE rows are f32 and need 4 bytes), positive
-// sizes and offsets that fit in int64. Each error names the tensor and the
-// dimension.
+// sizes and offsets that fit in int64, sequences of at most kMaxSeqLen.
+// Each error names the tensor and the dimension.
 Status validateAttentionArgs(const KernelSpec &spec, const AttentionArgs &args);
 
 // The parameter list of the attention_fwd_v1 contract, for the compiler's
