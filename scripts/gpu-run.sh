@@ -66,6 +66,7 @@ step attention-gpu timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage
 step attention-gpu-mbarrier timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only mbarrier
 step attention-bench-mbarrier timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only mbarrier
 step attention-bench timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
+step attention-bench-causal timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only causal
 step decode-gpu "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle"
 step decode-bench "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench
 # Nsight Compute on the decode bench (skip the check run and warm-ups):

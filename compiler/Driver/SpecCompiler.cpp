@@ -261,16 +261,14 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
     return fail("the attention does not verify");
 
   int64_t headDim = spec.headDim;
-  bool causal = spec.causal;
   int64_t elementBits = 16;
   module->walk([&](attn::AttentionOp op) {
     headDim = op.getHeadDim();
-    causal = op.getCausal();
     elementBits = op.getElementType().getIntOrFloatBitWidth();
   });
   TileOptions tile = defaultTileOptions(
-      GPUMapping::MMA, headDim, causal, spec.tuning.blockM, spec.tuning.blockN,
-      spec.tuning.warps, spec.tuning.stages,
+      GPUMapping::MMA, headDim, attentionMasksOf(*module), spec.tuning.blockM,
+      spec.tuning.blockN, spec.tuning.warps, spec.tuning.stages,
       // a forced mma.sync takes its tiles
       spec.tuning.mapping == "mma" ? std::string() : spec.arch);
   // sm_90a takes the wgmma mapping where it supports the variant; anything

@@ -4,6 +4,7 @@
 #include "attnc/runtime/TuningDb.h"
 
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Attn/IR/AttnOps.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -17,8 +18,20 @@
 
 using namespace mlir;
 
+attnc::AttentionMasks attnc::attentionMasksOf(ModuleOp module) {
+  AttentionMasks masks;
+  module.walk([&](attn::AttentionOp op) {
+    masks.causal = op.getCausal();
+    auto window = op.getWindowAttr();
+    masks.windowLeft = window ? window.getLeft() : -1;
+    masks.windowRight = window ? window.getRight() : -1;
+  });
+  return masks;
+}
+
 attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
-                                             int64_t headDim, bool causal,
+                                             int64_t headDim,
+                                             const AttentionMasks &masks,
                                              int64_t blockM, int64_t blockN,
                                              int64_t warps, int64_t stages,
                                              const std::string &arch) {
@@ -29,7 +42,9 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
   } else { // the runtime's heuristic, so that both sides agree
     KernelSpec spec;
     spec.headDim = headDim;
-    spec.causal = causal;
+    spec.causal = masks.causal;
+    spec.windowLeft = masks.windowLeft;
+    spec.windowRight = masks.windowRight;
     spec.arch = arch.empty() ? "sm_80" : arch;
     TuningConfig h = heuristicTuning(spec);
     t.blockM = h.blockM;

@@ -2,6 +2,7 @@
 #ifndef ATTNC_COMPILER_PIPELINES_PIPELINES_H
 #define ATTNC_COMPILER_PIPELINES_PIPELINES_H
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <cstdint>
@@ -35,9 +36,19 @@ enum class GPUMapping { MMA, SIMT, WGMMA };
 /// `stages` sets the wgmma mapping's K/V ring depth (default 2). `arch` is
 /// the target the tiles are for: "sm_90a" takes the wgmma tiles where they
 /// apply; anything else (and "" for a forced mma.sync) the mma.sync ones.
-TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim, bool causal,
-                               int64_t blockM = 0, int64_t blockN = 0,
-                               int64_t warps = 0, int64_t stages = 0,
+/// The masks of an attention that bear on its tiles (registers of the
+/// masked tiles' branch): causal, and the window's bounds (-1: unbounded).
+struct AttentionMasks {
+  bool causal = false;
+  int64_t windowLeft = -1, windowRight = -1;
+};
+/// The masks of the (last) attn.attention in `module`; none without one.
+AttentionMasks attentionMasksOf(mlir::ModuleOp module);
+
+TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim,
+                               const AttentionMasks &masks, int64_t blockM = 0,
+                               int64_t blockN = 0, int64_t warps = 0,
+                               int64_t stages = 0,
                                const std::string &arch = "");
 
 /// attn (graph level) -> tile (kernel level).

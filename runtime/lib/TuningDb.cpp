@@ -180,13 +180,18 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
     return t;
   } else if (spec.headDim <= 128) {
     t.blockM = 128;
-    // 64-key tiles spill at 32 rows per warp above head dim 64, except
-    // D128 without a causal mask since the ldmatrix offsets became
-    // immediates (session 5: 255 registers, no spills; H200 D128 S4k
-    // 352.8 TFLOP/s against 303 at 32 keys; causal 128x64 spills 20 B).
-    t.blockN = spec.headDim == 128 && !spec.causal ? 64
-               : spec.headDim > 64                 ? 32
-                                                   : 64;
+    // 64-key tiles spill at 32 rows per warp above head dim 64, except at
+    // D128 since the ldmatrix offsets became immediates (session 5: 255
+    // registers, no spills; H200 D128 S4k 352.8 TFLOP/s against 303 at 32
+    // keys) and the masks compare each row's visible key range with
+    // constants (session 6: causal 290.7 against 251.0 at 32 keys). A
+    // window bounded on both sides keeps two bounds per row and spills at
+    // 64 keys (44 B), so it takes 32.
+    const bool twoSided =
+        spec.windowLeft >= 0 && (spec.causal || spec.windowRight >= 0);
+    t.blockN = spec.headDim == 128 ? (twoSided ? 32 : 64)
+               : spec.headDim > 64 ? 32
+                                   : 64;
   } else {
     t.blockM = 64;
     t.blockN = 32;

@@ -133,12 +133,22 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   TuningConfig mma =
       chooseTuning(&db, "NVIDIA H200", ampere, {1, 16384, 16384}).tuning;
   CHECK(mma.blockM == 128);
-  CHECK(mma.blockN == (s.causal ? 32 : 64)); // 128x64 spills when causal
+  CHECK(mma.blockN == 64); // causal or not
   CHECK(mma.warps == 4);
   KernelSpec ampereCausal = ampere;
   ampereCausal.causal = !ampere.causal;
   CHECK(chooseTuning(&db, "NVIDIA H200", ampereCausal, {1, 16384, 16384})
-            .tuning.blockN == (ampereCausal.causal ? 32 : 64));
+            .tuning.blockN == 64);
+  // A window bounded on both sides (two bounds per row) spills at 64 keys.
+  KernelSpec ampereWindow = ampere;
+  ampereWindow.causal = true;
+  ampereWindow.windowLeft = 256;
+  CHECK(chooseTuning(&db, "NVIDIA H200", ampereWindow, {1, 16384, 16384})
+            .tuning.blockN == 32);
+  ampereWindow.causal = false;
+  ampereWindow.windowRight = -1; // left bound only: one bound per row
+  CHECK(chooseTuning(&db, "NVIDIA H200", ampereWindow, {1, 16384, 16384})
+            .tuning.blockN == 64);
   CHECK_THAT(other.why, Catch::Contains("no database entry"));
 
   // D256: wgmma 128x64 with two K/V stages on sm_90a, 64x32 on sm_80.

@@ -232,12 +232,6 @@ static int64_t headDimOf(ModuleOp module) {
   return d;
 }
 
-static bool causalOf(ModuleOp module) {
-  bool causal = false;
-  module.walk([&](attn::AttentionOp op) { causal = op.getCausal(); });
-  return causal;
-}
-
 /// Whether the module's attention has a sliding window with a left bound.
 static bool leftWindowOf(ModuleOp module) {
   bool left = false;
@@ -294,8 +288,8 @@ int runEmit(EmitOptions &o) {
   bool decodeModule = hasDecode(*module);
   TileOptions tile = defaultTileOptions(
       o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
-      headDimOf(*module), causalOf(*module), o.blockM, o.blockN, o.warps,
-      o.stages,
+      headDimOf(*module), attentionMasksOf(*module), o.blockM, o.blockN,
+      o.warps, o.stages,
       o.mapping == "auto" || o.mapping == "wgmma" ? o.arch : std::string());
   if (decodeModule) // one warp per 16 packed query rows
     tile = TileOptions{};
