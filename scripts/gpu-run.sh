@@ -92,6 +92,14 @@ step ncu-prefill-mma timeout 240 "$ncu_bin" --clock-control none --set full \
 step ncu-prefill-fa2 timeout 240 "$ncu_bin" --clock-control none --set full \
   --metrics "$ncu_stalls" -k regex:flash --launch-skip 3 --launch-count 1 \
   python3 bench/ncu_fa2.py
+# The same two, causal (session 6: 0.92x FA2 at S4k, 0.99x at S16k).
+step ncu-prefill-causal timeout 300 bash -c "$ncu_bin --clock-control none --set full \
+  --metrics '$ncu_stalls' -k regex:attention --launch-skip 3 --launch-count 1 \
+  $stage/bin/attnc-bench --bundle $stage/bundle --heads 16 --kv-heads 16 \
+  --head-dim 128 --batch 4 --seq-len 4096 --arch sm_80 --block-m 128 \
+  --block-n 64 --warps 4 --reps 2 --causal; $ncu_bin --clock-control none \
+  --set full --metrics '$ncu_stalls' -k regex:flash --launch-skip 3 \
+  --launch-count 1 python3 bench/ncu_fa2.py --causal"
 # Issue #7: where cuDNN's decode reads faster than the split kernel. The
 # same row (B=16 L=32k) through both, memory sections and DRAM bytes.
 ncu_mem='--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --metrics dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sector_hit_rate.pct'

@@ -183,13 +183,12 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
     // 64-key tiles spill at 32 rows per warp above head dim 64, except at
     // D128 since the ldmatrix offsets became immediates (session 5: 255
     // registers, no spills; H200 D128 S4k 352.8 TFLOP/s against 303 at 32
-    // keys) and the masks compare each row's visible key range with
-    // constants (session 6: causal 290.7 against 251.0 at 32 keys). A
-    // window bounded on both sides keeps two bounds per row and spills at
-    // 64 keys (44 B), so it takes 32.
-    const bool twoSided =
-        spec.windowLeft >= 0 && (spec.causal || spec.windowRight >= 0);
-    t.blockN = spec.headDim == 128 ? (twoSided ? 32 : 64)
+    // keys). Causal at 64 keys spills 8 B since the masks compare in 32
+    // bits, and is still the faster kernel (session 6, H200 side by side:
+    // 287-288 against 251-253 TFLOP/s at 32 keys; a spill-free form of the
+    // masks ran 279-281). A window's left bound adds to the masks'
+    // registers (16-44 B of spills at 64 keys), so windows keep 32.
+    t.blockN = spec.headDim == 128 ? (spec.windowLeft >= 0 ? 32 : 64)
                : spec.headDim > 64 ? 32
                                    : 64;
   } else {

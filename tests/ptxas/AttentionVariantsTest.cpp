@@ -3,10 +3,15 @@
 // Compiles attention variants through the runtime's compiler hook (attn ->
 // tile -> mma.sync mapping -> PTX), assembles each with ptxas for sm_80 and
 // sm_90a, and reports registers, shared memory and spills. The default tile
-// configurations of head dims up to 128 must not spill. Known gaps, reported
-// but not yet required: D = 256 (Q's fragments need to move to shared
-// memory, which needs dynamic shared memory past 48 KiB) and sm_80's ptxas
-// spilling ~20 B at 168 registers for D = 96 with window + softcap.
+// configurations of head dims up to 128 must not spill, with one measured
+// exception: the causal D = 128 mma.sync kernel (128x64 tiles) may spill up
+// to 16 B. It spills 8 B and is still the fastest causal kernel on the
+// H200 (287-288 TFLOP/s at S = 4k against 279-281 for a spill-free form of
+// its masks and 251-253 for 32-key tiles; bench/NOTES.md "Session 6").
+// Known gaps, reported but not yet required: D = 256 (Q's fragments need to
+// move to shared memory, which needs dynamic shared memory past 48 KiB) and
+// sm_80's ptxas spilling ~20 B at 168 registers for D = 96 with window +
+// softcap.
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/TuningDb.h"
@@ -15,6 +20,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <string>
 
 using namespace attnc;
 
@@ -30,7 +36,10 @@ KernelSpec variant(int64_t d, const char *dtype, const char *arch) {
   return s;
 }
 
-void assembles(const KernelSpec &spec, bool mustNotSpill) {
+/// mustNotSpill: no spills; else at most `spillAllowance` bytes each way
+/// (negative: any amount, only reported).
+void assembles(const KernelSpec &spec, bool mustNotSpill,
+               int64_t spillAllowance = -1) {
   INFO("spec " << spec.canonical());
   SpecCompiler compiler;
   Result<CompiledKernel> k = compiler.compile(spec);
@@ -61,6 +70,10 @@ void assembles(const KernelSpec &spec, bool mustNotSpill) {
   CHECK(res.registers > 0);
   if (mustNotSpill)
     CHECK_FALSE(res.spills());
+  else if (spillAllowance >= 0) {
+    CHECK(res.spillStoreBytes <= spillAllowance);
+    CHECK(res.spillLoadBytes <= spillAllowance);
+  }
 }
 } // namespace
 
@@ -72,7 +85,9 @@ TEST_CASE("attention variants assemble for sm_80 and sm_90a without spills",
       assembles(plain, d <= 128);
       KernelSpec causal = plain;
       causal.causal = true;
-      assembles(causal, d <= 128);
+      // The measured exception above: mma.sync, D128 causal, 16 B at most.
+      const bool mmaCausal128 = d == 128 && std::string(arch) == "sm_80";
+      assembles(causal, d <= 128 && !mmaCausal128, mmaCausal128 ? 16 : -1);
     }
     for (int64_t d : {96, 192}) {
       KernelSpec w = variant(d, "fp16", arch);

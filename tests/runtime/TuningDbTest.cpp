@@ -139,14 +139,15 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   ampereCausal.causal = !ampere.causal;
   CHECK(chooseTuning(&db, "NVIDIA H200", ampereCausal, {1, 16384, 16384})
             .tuning.blockN == 64);
-  // A window bounded on both sides (two bounds per row) spills at 64 keys.
+  // A window's left bound adds to the masks' registers: 32 keys.
   KernelSpec ampereWindow = ampere;
   ampereWindow.causal = true;
   ampereWindow.windowLeft = 256;
   CHECK(chooseTuning(&db, "NVIDIA H200", ampereWindow, {1, 16384, 16384})
             .tuning.blockN == 32);
   ampereWindow.causal = false;
-  ampereWindow.windowRight = -1; // left bound only: one bound per row
+  ampereWindow.windowLeft = -1;
+  ampereWindow.windowRight = 16; // a right bound only: as causal
   CHECK(chooseTuning(&db, "NVIDIA H200", ampereWindow, {1, 16384, 16384})
             .tuning.blockN == 64);
   CHECK_THAT(other.why, Catch::Contains("no database entry"));

@@ -43,27 +43,17 @@ LogicalResult FragmentMath::score(tile::ScoreOp op, const IRMapping &map,
   auto scores = [&](OpBuilder &nb, Location l, bool masks) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-    // Without mask_mod or score_mod each row's visible keys are one range,
-    // computed once; each element is then compared with constants.
-    bool ranges = masks && op.getMaskMod().empty() && op.getScoreMod().empty();
     SmallVector<Value> out;
     for (int64_t mt = 0; mt < mTiles; ++mt) {
       Value rows[2] = {row(mt, 0), row(mt, 1)};
-      gpu_emit::VisibleKeys keys[2];
-      if (ranges)
-        for (int64_t r = 0; r < 2; ++r)
-          keys[r] = gpu_emit::visibleKeys(b, l, op, map, rows[r], col0);
       for (int64_t nt = 0; nt < n8; ++nt) {
         Value reg = s.regs[mt * n8 + nt];
         SmallVector<Value> e;
         for (int64_t r = 0; r < 2; ++r)
           for (int64_t c = 0; c < 2; ++c)
-            e.push_back(ranges ? gpu_emit::scoreElementInRange(
-                                     b, l, op, map, elem(reg, r, c), keys[r],
-                                     nt * 8 + c)
-                               : gpu_emit::scoreElement(
-                                     b, l, op, map, elem(reg, r, c), rows[r],
-                                     add(col0, nt * 8 + c), masks));
+            e.push_back(gpu_emit::scoreElement(b, l, op, map, elem(reg, r, c),
+                                               rows[r], add(col0, nt * 8 + c),
+                                               masks));
         out.push_back(vector::FromElementsOp::create(b, l, cT, e));
       }
     }

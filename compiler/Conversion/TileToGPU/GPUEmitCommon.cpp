@@ -82,73 +82,64 @@ static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
   return m.lookup(cast<tile::YieldOp>(block.getTerminator()).getValues()[0]);
 }
 
-namespace {
-
-/// tile.score's value before its masks: scaled, soft-capped, score_mod, in
-/// the log2 domain. `row` and `key` are needed by a score_mod only.
-Value scoreValue(OpBuilder &b, Location loc, tile::ScoreOp op,
-                 const IRMapping &map, Value s, Value row, Value key) {
-  // Without softcap or score_mod, scale and log2(e) fold into one multiply.
-  float scale = op.getScale().convertToFloat();
-  bool plain = !op.getSoftcapAttr() && op.getScoreMod().empty();
-  Value x = arith::MulFOp::create(
-      b, loc, s,
-      gpu_emit::f32Const(b, loc, plain ? scale * gpu_emit::kLog2e : scale));
-  if (auto cap = op.getSoftcapAttr()) {
-    // c·tanh(x/c) with tanh(y) = 1 - 2 / (exp2(2y·log2 e) + 1): exact in
-    // both limits, no libdevice.
-    float c = cap.getValueAsDouble();
-    Value e = gpu_emit::exp2(
-        b, loc,
-        arith::MulFOp::create(
-            b, loc, x,
-            gpu_emit::f32Const(b, loc, 2.0f * gpu_emit::kLog2e / c)));
-    Value one = gpu_emit::f32Const(b, loc, 1.0f);
-    Value t = arith::SubFOp::create(
-        b, loc, one,
-        arith::DivFOp::create(b, loc, gpu_emit::f32Const(b, loc, 2.0f),
-                              arith::AddFOp::create(b, loc, e, one)));
-    x = arith::MulFOp::create(b, loc, t, gpu_emit::f32Const(b, loc, c));
-  }
-  if (!op.getScoreMod().empty())
-    x = inlineRegion(
-        b, op.getScoreMod(),
-        {x, map.lookup(op.getBatch()), map.lookup(op.getHead()), row, key});
-  return plain ? x
-               : Value(arith::MulFOp::create(
-                     b, loc, x, gpu_emit::f32Const(b, loc, gpu_emit::kLog2e)));
-}
-
-Value maskedOut(OpBuilder &b, Location loc, Value visible, Value x) {
-  return arith::SelectOp::create(
-      b, loc, visible, x,
-      gpu_emit::f32Const(b, loc, -std::numeric_limits<float>::infinity()));
-}
-
-/// The position of query row `row` in its head (packed decode rows hold
-/// several heads' positions).
-Value positionOf(OpBuilder &b, Location loc, tile::ScoreOp op,
-                 const IRMapping &map, Value row) {
-  return op.getPacked() ? Value(arith::RemUIOp::create(
-                              b, loc, row, map.lookup(op.getSeqQ())))
-                        : row;
-}
-
-} // namespace
-
 Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
                              const IRMapping &map, Value s, Value row,
                              Value key, bool masks) {
-  row = positionOf(b, loc, op, map, row);
-  Value x = scoreValue(b, loc, op, map, s, row, key);
-  if (!masks)
-    return x;
   auto window = op.getWindowAttr();
   int64_t left = window ? window.getLeft() : -1;
   int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
   Value seqQ = map.lookup(op.getSeqQ()), seqKV = map.lookup(op.getSeqKv());
+  Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
+  if (op.getPacked()) // several heads' rows: the position in the head
+    row = arith::RemUIOp::create(b, loc, row, seqQ);
+
+  // Without softcap or score_mod, scale and log2(e) fold into one multiply.
+  float scale = op.getScale().convertToFloat();
+  bool plain = !op.getSoftcapAttr() && op.getScoreMod().empty();
+  Value x = arith::MulFOp::create(
+      b, loc, s, f32Const(b, loc, plain ? scale * kLog2e : scale));
+  if (auto cap = op.getSoftcapAttr()) {
+    // c·tanh(x/c) with tanh(y) = 1 - 2 / (exp2(2y·log2 e) + 1): exact in
+    // both limits, no libdevice.
+    float c = cap.getValueAsDouble();
+    Value e = exp2(
+        b, loc,
+        arith::MulFOp::create(b, loc, x, f32Const(b, loc, 2.0f * kLog2e / c)));
+    Value one = f32Const(b, loc, 1.0f);
+    Value t = arith::SubFOp::create(
+        b, loc, one,
+        arith::DivFOp::create(b, loc, f32Const(b, loc, 2.0f),
+                              arith::AddFOp::create(b, loc, e, one)));
+    x = arith::MulFOp::create(b, loc, t, f32Const(b, loc, c));
+  }
+  if (!op.getScoreMod().empty())
+    x = inlineRegion(b, op.getScoreMod(), {x, batch, head, row, key});
+
+  if (!masks)
+    return plain ? x
+                 : Value(arith::MulFOp::create(b, loc, x,
+                                               f32Const(b, loc, kLog2e)));
   // Visible: key < seq_kv and within [diag - left, diag + right], where the
   // diagonal of row r is key r + seq_kv - seq_q (bottom-right aligned).
+  // In 32 bits (positions are below 2^30; the runtime checks the lengths):
+  // 64-bit keys and diagonals took twice the registers (the causal 128x64
+  // mma.sync kernel spilled 28 B, now 8). Each element compared with its
+  // row's bounds, not a per-row range against constants: that form spilled
+  // nothing but ran 3% slower (bench/NOTES.md, "Session 6").
+  if (op.getMaskMod().empty()) {
+    auto i32 = [&](Value v) -> Value {
+      return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+    };
+    key = i32(key);
+    row = i32(row);
+    seqKV = i32(seqKV);
+    seqQ = i32(seqQ);
+  }
+  auto constant = [&](int64_t v) -> Value {
+    return key.getType().isIndex()
+               ? indexConst(b, loc, v)
+               : Value(arith::ConstantIntOp::create(b, loc, key.getType(), v));
+  };
   Value visible =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, seqKV);
   Value diag = arith::AddIOp::create(
@@ -159,69 +150,18 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
   if (right >= 0)
     andWith(arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::sle, key,
-        arith::AddIOp::create(b, loc, diag, indexConst(b, loc, right))));
+        arith::AddIOp::create(b, loc, diag, constant(right))));
   if (left >= 0)
     andWith(arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::sge, key,
-        arith::SubIOp::create(b, loc, diag, indexConst(b, loc, left))));
+        arith::SubIOp::create(b, loc, diag, constant(left))));
   if (!op.getMaskMod().empty())
-    andWith(inlineRegion(
-        b, op.getMaskMod(),
-        {map.lookup(op.getBatch()), map.lookup(op.getHead()), row, key}));
-  return maskedOut(b, loc, visible, x);
-}
-
-gpu_emit::VisibleKeys gpu_emit::visibleKeys(OpBuilder &b, Location loc,
-                                            tile::ScoreOp op,
-                                            const IRMapping &map, Value row,
-                                            Value col0) {
-  assert(op.getMaskMod().empty() && "a mask_mod needs scoreElement");
-  auto window = op.getWindowAttr();
-  int64_t left = window ? window.getLeft() : -1;
-  int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
-  // In 32 bits: positions are below 2^30 (the runtime checks the lengths).
-  auto i32 = [&](Value v) -> Value {
-    return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
-  };
-  auto c32 = [&](int64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
-  };
-  Value seqKV = i32(map.lookup(op.getSeqKv()));
-  Value base = i32(col0);
-  // Row r's diagonal is key r + seq_kv - seq_q (bottom-right aligned).
-  Value diag = arith::SubIOp::create(
-      b, loc,
-      arith::AddIOp::create(b, loc, i32(positionOf(b, loc, op, map, row)),
-                            seqKV),
-      i32(map.lookup(op.getSeqQ())));
-  Value last = arith::SubIOp::create(b, loc, seqKV, c32(1));
-  if (right >= 0)
-    last = arith::MinSIOp::create(
-        b, loc, last, arith::AddIOp::create(b, loc, diag, c32(right)));
-  VisibleKeys keys;
-  keys.hi = arith::SubIOp::create(b, loc, last, base);
-  if (left >= 0)
-    keys.lo = arith::SubIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, diag, c32(left)), base);
-  return keys;
-}
-
-Value gpu_emit::scoreElementInRange(OpBuilder &b, Location loc,
-                                    tile::ScoreOp op, const IRMapping &map,
-                                    Value s, const VisibleKeys &keys,
-                                    int64_t k) {
-  // Only a score_mod reads the absolute row and key; none here (the caller
-  // takes scoreElement for those).
-  assert(op.getScoreMod().empty() && "a score_mod needs scoreElement");
-  Value x = scoreValue(b, loc, op, map, s, Value(), Value());
-  Value kc = arith::ConstantIntOp::create(b, loc, b.getI32Type(), k);
-  Value visible =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, kc, keys.hi);
-  if (keys.lo)
-    visible = arith::AndIOp::create(
-        b, loc, visible,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, kc, keys.lo));
-  return maskedOut(b, loc, visible, x);
+    andWith(inlineRegion(b, op.getMaskMod(), {batch, head, row, key}));
+  Value log2x =
+      plain ? x : arith::MulFOp::create(b, loc, x, f32Const(b, loc, kLog2e));
+  return arith::SelectOp::create(
+      b, loc, visible, log2x,
+      f32Const(b, loc, -std::numeric_limits<float>::infinity()));
 }
 
 int64_t gpu_emit::tilePageCount(int64_t rows, int64_t pageSize) {

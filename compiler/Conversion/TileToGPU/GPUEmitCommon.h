@@ -56,23 +56,6 @@ mlir::Value scoreElement(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::Value s, mlir::Value row, mlir::Value key,
                          bool masks = true);
 
-/// The keys query row `row` sees, as offsets from `col0` (i32): key col0 + k
-/// is visible iff lo <= k <= hi (lo null: no left bound). For ops without a
-/// mask_mod: computed once per row and tile, so that each element's masks
-/// are compares against constants (the registers of the masked tiles'
-/// branch; bench/NOTES.md, "Session 6").
-struct VisibleKeys {
-  mlir::Value lo, hi;
-};
-VisibleKeys visibleKeys(mlir::OpBuilder &b, mlir::Location loc,
-                        attnc::tile::ScoreOp op, const mlir::IRMapping &map,
-                        mlir::Value row, mlir::Value col0);
-/// scoreElement's value for key col0 + k given the row's visibleKeys.
-mlir::Value scoreElementInRange(mlir::OpBuilder &b, mlir::Location loc,
-                                attnc::tile::ScoreOp op,
-                                const mlir::IRMapping &map, mlir::Value s,
-                                const VisibleKeys &keys, int64_t k);
-
 /// Whether any score of the tile of query rows [q0, q0 + rows) and keys
 /// [k0, k0 + cols) may be masked (an i1, the same on every thread): a key
 /// past seq_kv, a causal/window bound crossing the tile, or a mask_mod.
