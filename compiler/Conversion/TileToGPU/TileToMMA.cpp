@@ -495,11 +495,13 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
                             arith::MulIOp::create(b, loc, ldLow, idx(8)));
         Value ld = nvgpu::LdMatrixOp::create(
             b, loc, x4T, smem, smemAt(r, colLane, kk * 16), false, 4);
-        for (int64_t mt = 0; mt < mTiles; ++mt) {
-          Value &acc = c[mt * n8 + nt];
-          acc = mma16816(aPair[2 * mt], bPair(ld, 0), acc);
-          acc = mma16816(aPair[2 * mt + 1], bPair(ld, 1), acc);
-        }
+        // k16 step kk for every m16 tile, then kk + 1: consecutive
+        // mma.syncs accumulate into different registers.
+        for (int64_t k = 0; k < 2; ++k)
+          for (int64_t mt = 0; mt < mTiles; ++mt) {
+            Value &acc = c[mt * n8 + nt];
+            acc = mma16816(aPair[2 * mt + k], bPair(ld, k), acc);
+          }
       }
     }
   } else {
