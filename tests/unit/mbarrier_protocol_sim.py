@@ -22,6 +22,12 @@ try_wait.parity p passes when the current phase's parity differs from p
 
 The per-thread schedule below mirrors emitKVLoop; keep the two in step.
 Usage: mbarrier_protocol_sim.py [--mutate NAME]   (exit 0: all checks pass)
+
+The actors below stand for the arrivals each barrier counts: threads for
+the full barriers (every thread's cp.async.mbarrier.arrive.noinc), warps for
+the empty ones (lane 0 of each warp arrives after the warp-aligned
+wgmma.wait_group, so the warp's lanes are past their reads together). The
+protocol is the same for either count.
 """
 import argparse
 import random

@@ -501,11 +501,11 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
                                       mul(stage, bytes));
   };
   // With mbarriers: 4·S objects, [full K, empty K, full V, empty V] x
-  // stage, each expecting every thread once per phase. full[s] completes
-  // when every thread's copies into stage s landed (one
-  // cp.async.mbarrier.arrive.noinc per thread: .noinc makes the async
-  // arrival count against the init count); empty[s] when every thread's
-  // wgmma reads of it completed (one mbarrier.arrive per thread). Stage s
+  // stage. full[s] completes when every thread's copies into stage s
+  // landed (one cp.async.mbarrier.arrive.noinc per thread: .noinc makes the
+  // async arrival count against the init count, = threads); empty[s] when
+  // every warp's wgmma reads of it completed (one mbarrier.arrive per warp,
+  // by lane 0 after the warp's wgmma wait; init count = warps). Stage s
   // holds tiles s, s + S, ...: tile t's use is phase t / S, so its parity
   // is (t / S) & 1, and refilling it waits for the phase before, the
   // parity (t / S + 1) & 1 (for t >= S only: a fresh barrier would pass a
@@ -547,10 +547,17 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     scf::IfOp::create(b, loc, first, [&](OpBuilder &tb, Location l) {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
-      Value count = LLVM::ConstantOp::create(b, loc, b.getI32Type(), threads);
-      for (int64_t i = 0; i < 4 * S; ++i)
-        NVVM::MBarrierInitOp::create(b, loc, barrierAt(0, idx(i)), count,
-                                     Value());
+      // full: one arrival per thread (its own copies); empty: one per warp.
+      Value perThread =
+          LLVM::ConstantOp::create(b, loc, b.getI32Type(), threads);
+      Value perWarp =
+          LLVM::ConstantOp::create(b, loc, b.getI32Type(), threads / 32);
+      for (int64_t i = 0; i < 4 * S; ++i) {
+        int64_t kind = i / S;
+        bool empty = kind == kEmptyK || kind == kEmptyV;
+        NVVM::MBarrierInitOp::create(b, loc, barrierAt(0, idx(i)),
+                                     empty ? perWarp : perThread, Value());
+      }
       scf::YieldOp::create(b, l);
     });
     // Initialised before anyone arrives or waits (every user is in this
@@ -594,10 +601,22 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         NVVM::SharedSpaceAttr::get(b.getContext(),
                                    NVVM::SharedSpace::shared_cta));
   };
+  // One arrive per warp, by lane 0: it follows the warp-aligned
+  // wgmma.wait_group, so every lane of the warp is past its reads (32x
+  // fewer shared-memory atomics on one word than an arrive per thread).
+  Value laneZero;
+  if (mbarriers)
+    laneZero = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, loc, tid, idx(32)), idx(0));
   auto release = [&](bool isK, Value t) {
-    NVVM::MBarrierArriveOp::create(
-        b, loc, b.getI64Type(), barrierAt(isK ? kEmptyK : kEmptyV, stageOf(t)),
-        Value());
+    Value addr = barrierAt(isK ? kEmptyK : kEmptyV, stageOf(t));
+    scf::IfOp::create(b, loc, laneZero, [&](OpBuilder &tb, Location l) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+      NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(), addr, Value());
+      scf::YieldOp::create(b, l);
+    });
   };
 
   // The loop state: the tile loop's iter args, then P of the previous tile.

@@ -19,12 +19,17 @@
 // Q: its own commit group.
 // CHECK: nvgpu.device_async_copy {{.*}}, %[[Q]][{{.*}}]
 // CHECK: nvvm.cp.async.commit.group
-// Thread 0 initialises the 12 objects, each expecting all 256 threads per
-// phase; a CTA barrier orders the init before every use.
+// Thread 0 initialises the 12 objects: the full ones expect all 256
+// threads per phase (each thread's copies), the empty ones the 8 warps (one
+// arrive per warp); a CTA barrier orders the init before every use.
 // CHECK: memref.extract_aligned_pointer_as_index %[[BARS]]
 // CHECK: scf.if
-// CHECK: %[[COUNT:.*]] = llvm.mlir.constant(256 : i32) : i32
-// CHECK-COUNT-12: nvvm.mbarrier.init %{{.*}}, %[[COUNT]] : !llvm.ptr<3>, i32
+// CHECK: %[[THREADS:.*]] = llvm.mlir.constant(256 : i32) : i32
+// CHECK: %[[WARPS:.*]] = llvm.mlir.constant(8 : i32) : i32
+// CHECK-COUNT-3: nvvm.mbarrier.init %{{.*}}, %[[THREADS]] : !llvm.ptr<3>, i32
+// CHECK-COUNT-3: nvvm.mbarrier.init %{{.*}}, %[[WARPS]] : !llvm.ptr<3>, i32
+// CHECK-COUNT-3: nvvm.mbarrier.init %{{.*}}, %[[THREADS]] : !llvm.ptr<3>, i32
+// CHECK-COUNT-3: nvvm.mbarrier.init %{{.*}}, %[[WARPS]] : !llvm.ptr<3>, i32
 // CHECK-NOT: nvvm.mbarrier.init
 // CHECK: gpu.barrier
 // The guarded loop. Prologue: K_0, K_1, V_0, each followed by this thread's
