@@ -5,12 +5,17 @@
 // Pointers first (Q, K, V, O, LSE), then batch, seq_q, seq_kv, then element
 // strides of the logical [B, H, S, D] tensors (the D stride is 1) and of the
 // [B, H, S] LSE (the S stride is 1). Grid: (ceil(seq_q / block_m), heads,
-// batch). The runtime packs arguments by these names.
+// batch). The runtime packs arguments by these names. The decode, KV append
+// and LSE merge lists and rule names are the runtime's own
+// (attnc/runtime/Decode.h, CacheOps.h), aliased here: one list per
+// contract.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_COMPILER_LAUNCHABI_H
 #define ATTNC_COMPILER_LAUNCHABI_H
 
+#include "attnc/runtime/CacheOps.h"
+#include "attnc/runtime/Decode.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/MLIRContext.h"
 
@@ -55,16 +60,8 @@ attentionFwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
 /// seq_q, D] and LSE [B, Hq, seq_q] itself (strides as the combine's; the
 /// same one-matrix rule for o and lse when seq_q > 1: o_stride_h = seq_q ·
 /// o_stride_s, lse_stride_h = seq_q) and the combine is not launched.
-inline constexpr const char *kDecodeSplitRule = "decode_split_v3";
-inline constexpr std::array<const char *, 29> kDecodeSplitParams = {
-    "q",          "k_cache",    "v_cache",      "block_table",
-    "kv_lens",    "o_part",     "lse_part",     "o",
-    "lse",        "batch",      "seq_q",        "num_splits",
-    "max_blocks", "num_pages",  "q_stride_b",   "q_stride_h",
-    "q_stride_s", "k_stride_p", "k_stride_h",   "k_stride_s",
-    "v_stride_p", "v_stride_h", "v_stride_s",   "o_stride_b",
-    "o_stride_h", "o_stride_s", "lse_stride_b", "lse_stride_h",
-    "write_o"};
+inline constexpr const char *kDecodeSplitRule = kGridRuleDecodeSplit;
+inline constexpr const auto &kDecodeSplitParams = kDecodeSplitParamNames;
 
 /// An integer attribute on a decode split kernel: its paged, length-bounded
 /// K/V loads are copied into rings of that many tiles (tuning.stages >= 2),
@@ -78,40 +75,14 @@ inline constexpr const char *kPrefetchPagedAttr = "tile.prefetch_paged";
 /// spread over its warps, compiler/Conversion/TileToGPU/CombineToGPU.cpp);
 /// v1 was one warp.
 inline constexpr const char *kDecodeCombineRule = "decode_combine_v2";
-inline constexpr int64_t kDecodeCombineBlock = 256;
-inline constexpr std::array<const char *, 12> kDecodeCombineParams = {
-    "o_part",       "lse_part",    "o",          "lse",        "batch",
-    "seq_q",        "num_splits",  "o_stride_b", "o_stride_h", "o_stride_s",
-    "lse_stride_b", "lse_stride_h"};
+inline constexpr int64_t kDecodeCombineBlock = kDecodeCombineThreads;
+inline constexpr const auto &kDecodeCombineParams = kDecodeCombineParamNames;
 
 /// attn.lse_merge (`lse_merge_v1`): grid (ceil(seq_q / block_m), heads,
 /// batch); two attention results (O [B, H, S, D] in bf16/f16, LSE [B, H, S]
 /// f32) in, their merge out, each tensor with its own strides.
-inline constexpr const char *kLseMergeRule = "lse_merge_v1";
-inline constexpr std::array<const char *, 23> kLseMergeParams = {
-    "o_a",
-    "lse_a",
-    "o_b",
-    "lse_b",
-    "o",
-    "lse",
-    "batch",
-    "seq_q",
-    "oa_stride_b",
-    "oa_stride_h",
-    "oa_stride_s",
-    "lsea_stride_b",
-    "lsea_stride_h",
-    "ob_stride_b",
-    "ob_stride_h",
-    "ob_stride_s",
-    "lseb_stride_b",
-    "lseb_stride_h",
-    "o_stride_b",
-    "o_stride_h",
-    "o_stride_s",
-    "lse_stride_b",
-    "lse_stride_h"};
+inline constexpr const char *kLseMergeRule = kGridRuleLseMergeV1;
+inline constexpr const auto &kLseMergeParams = kLseMergeParamNames;
 
 inline llvm::SmallVector<mlir::Type> lseMergeParamTypes(mlir::MLIRContext *ctx,
                                                         mlir::Type elt) {
@@ -131,12 +102,8 @@ inline llvm::SmallVector<mlir::Type> lseMergeParamTypes(mlir::MLIRContext *ctx,
 /// threads per row in 16-byte vectors). key/value [tokens, Hkv, D] and the
 /// caches [pages, Hkv, page_size, D] have strides (elements, innermost 1);
 /// slot_mapping [tokens] i64 is contiguous.
-inline constexpr const char *kKVAppendRule = "kv_append_v1";
-inline constexpr std::array<const char *, 17> kKVAppendParams = {
-    "key",         "value",       "slot_mapping", "key_cache",   "value_cache",
-    "rows",        "num_pages",   "k_stride_t",   "k_stride_h",  "v_stride_t",
-    "v_stride_h",  "kc_stride_p", "kc_stride_h",  "kc_stride_s", "vc_stride_p",
-    "vc_stride_h", "vc_stride_s"};
+inline constexpr const char *kKVAppendRule = kGridRuleKVAppendV1;
+inline constexpr const auto &kKVAppendParams = kKVAppendParamNames;
 
 inline llvm::SmallVector<mlir::Type> kvAppendParamTypes(mlir::MLIRContext *ctx,
                                                         mlir::Type elt) {

@@ -10,36 +10,10 @@ namespace attnc {
 
 namespace {
 
-constexpr const char *kAppendNames[] = {
-    "key",         "value",       "slot_mapping", "key_cache",   "value_cache",
-    "rows",        "num_pages",   "k_stride_t",   "k_stride_h",  "v_stride_t",
-    "v_stride_h",  "kc_stride_p", "kc_stride_h",  "kc_stride_s", "vc_stride_p",
-    "vc_stride_h", "vc_stride_s"};
-constexpr size_t kAppendPointers = 5;
-constexpr const char *kMergeNames[] = {"o_a",
-                                       "lse_a",
-                                       "o_b",
-                                       "lse_b",
-                                       "o",
-                                       "lse",
-                                       "batch",
-                                       "seq_q",
-                                       "oa_stride_b",
-                                       "oa_stride_h",
-                                       "oa_stride_s",
-                                       "lsea_stride_b",
-                                       "lsea_stride_h",
-                                       "ob_stride_b",
-                                       "ob_stride_h",
-                                       "ob_stride_s",
-                                       "lseb_stride_b",
-                                       "lseb_stride_h",
-                                       "o_stride_b",
-                                       "o_stride_h",
-                                       "o_stride_s",
-                                       "lse_stride_b",
-                                       "lse_stride_h"};
-constexpr size_t kMergePointers = 6;
+constexpr const auto &kAppendNames = kKVAppendParamNames;
+constexpr size_t kAppendPointers = kKVAppendPointerParams;
+constexpr const auto &kMergeNames = kLseMergeParamNames;
+constexpr size_t kMergePointers = kLseMergePointerParams;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -104,11 +78,11 @@ std::vector<KernelParam> paramsOf(const char *const *names, size_t n,
 } // namespace
 
 std::vector<KernelParam> kvAppendV1Params() {
-  return paramsOf(kAppendNames, std::size(kAppendNames), kAppendPointers);
+  return paramsOf(kAppendNames.data(), kAppendNames.size(), kAppendPointers);
 }
 
 std::vector<KernelParam> lseMergeV1Params() {
-  return paramsOf(kMergeNames, std::size(kMergeNames), kMergePointers);
+  return paramsOf(kMergeNames.data(), kMergeNames.size(), kMergePointers);
 }
 
 Status validateKVAppendArgs(const KernelSpec &spec, const KVAppendArgs &args) {

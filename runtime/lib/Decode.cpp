@@ -10,21 +10,10 @@ namespace attnc {
 
 namespace {
 
-constexpr const char *kSplitNames[] = {
-    "q",          "k_cache",    "v_cache",      "block_table",
-    "kv_lens",    "o_part",     "lse_part",     "o",
-    "lse",        "batch",      "seq_q",        "num_splits",
-    "max_blocks", "num_pages",  "q_stride_b",   "q_stride_h",
-    "q_stride_s", "k_stride_p", "k_stride_h",   "k_stride_s",
-    "v_stride_p", "v_stride_h", "v_stride_s",   "o_stride_b",
-    "o_stride_h", "o_stride_s", "lse_stride_b", "lse_stride_h",
-    "write_o"};
-constexpr size_t kSplitPointers = 9;
-constexpr const char *kCombineNames[] = {
-    "o_part",       "lse_part",    "o",          "lse",        "batch",
-    "seq_q",        "num_splits",  "o_stride_b", "o_stride_h", "o_stride_s",
-    "lse_stride_b", "lse_stride_h"};
-constexpr size_t kCombinePointers = 4;
+constexpr const auto &kSplitNames = kDecodeSplitParamNames;
+constexpr size_t kSplitPointers = kDecodeSplitPointerParams;
+constexpr const auto &kCombineNames = kDecodeCombineParamNames;
+constexpr size_t kCombinePointers = kDecodeCombinePointerParams;
 
 Status bad(const std::string &message) {
   return Status(ErrorCode::InvalidArgument,

@@ -28,10 +28,45 @@
 
 #include "attnc/runtime/Launch.h"
 
+#include <array>
+
 namespace attnc {
 
 inline constexpr const char *kGridRuleKVAppendV1 = "kv_append_v1";
 inline constexpr const char *kGridRuleLseMergeV1 = "lse_merge_v1";
+// The kernels' parameters in order, pointers first: the one list the
+// compiler's kernels (compiler/LaunchABI.h) and the runtime's packing share.
+inline constexpr std::array<const char *, 17> kKVAppendParamNames = {
+    "key",         "value",       "slot_mapping", "key_cache",   "value_cache",
+    "rows",        "num_pages",   "k_stride_t",   "k_stride_h",  "v_stride_t",
+    "v_stride_h",  "kc_stride_p", "kc_stride_h",  "kc_stride_s", "vc_stride_p",
+    "vc_stride_h", "vc_stride_s"};
+inline constexpr size_t kKVAppendPointerParams = 5;
+inline constexpr std::array<const char *, 23> kLseMergeParamNames = {
+    "o_a",
+    "lse_a",
+    "o_b",
+    "lse_b",
+    "o",
+    "lse",
+    "batch",
+    "seq_q",
+    "oa_stride_b",
+    "oa_stride_h",
+    "oa_stride_s",
+    "lsea_stride_b",
+    "lsea_stride_h",
+    "ob_stride_b",
+    "ob_stride_h",
+    "ob_stride_s",
+    "lseb_stride_b",
+    "lseb_stride_h",
+    "o_stride_b",
+    "o_stride_h",
+    "o_stride_s",
+    "lse_stride_b",
+    "lse_stride_h"};
+inline constexpr size_t kLseMergePointerParams = 6;
 inline constexpr int64_t kLseMergeRows = 16; // query rows per program
 
 struct KVAppendArgs {

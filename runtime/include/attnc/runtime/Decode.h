@@ -26,9 +26,28 @@
 
 #include "attnc/runtime/Launch.h"
 
+#include <array>
+
 namespace attnc {
 
 inline constexpr const char *kGridRuleDecodeSplit = "decode_split_v3";
+// The two kernels' parameters in order, pointers first: the one list the
+// compiler's kernels (compiler/LaunchABI.h) and the runtime's packing share.
+inline constexpr std::array<const char *, 29> kDecodeSplitParamNames = {
+    "q",          "k_cache",    "v_cache",      "block_table",
+    "kv_lens",    "o_part",     "lse_part",     "o",
+    "lse",        "batch",      "seq_q",        "num_splits",
+    "max_blocks", "num_pages",  "q_stride_b",   "q_stride_h",
+    "q_stride_s", "k_stride_p", "k_stride_h",   "k_stride_s",
+    "v_stride_p", "v_stride_h", "v_stride_s",   "o_stride_b",
+    "o_stride_h", "o_stride_s", "lse_stride_b", "lse_stride_h",
+    "write_o"};
+inline constexpr size_t kDecodeSplitPointerParams = 9;
+inline constexpr std::array<const char *, 12> kDecodeCombineParamNames = {
+    "o_part",       "lse_part",    "o",          "lse",        "batch",
+    "seq_q",        "num_splits",  "o_stride_b", "o_stride_h", "o_stride_s",
+    "lse_stride_b", "lse_stride_h"};
+inline constexpr size_t kDecodeCombinePointerParams = 4;
 inline constexpr const char *kDecodeCombineEntry = "decode_combine";
 inline constexpr int64_t kDecodeCombineThreads = 256;
 inline constexpr int64_t kDecodeCombineRows = 16;
