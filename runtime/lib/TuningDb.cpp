@@ -181,13 +181,12 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
   } else if (spec.headDim <= 128) {
     t.blockM = 128;
     // 64-key tiles spill at 32 rows per warp above head dim 64, except at
-    // D128 since the ldmatrix offsets became immediates (session 5: 255
-    // registers, no spills; H200 D128 S4k 352.8 TFLOP/s against 303 at 32
-    // keys). Causal at 64 keys spills 8 B since the masks compare in 32
-    // bits, and is still the faster kernel (session 6, H200 side by side:
-    // 287-288 against 251-253 TFLOP/s at 32 keys; a spill-free form of the
-    // masks ran 279-281). A window's left bound adds to the masks'
-    // registers (16-44 B of spills at 64 keys), so windows keep 32.
+    // D128 since the ldmatrix offsets became immediates (session 5: H200
+    // D128 S4k 352.8 TFLOP/s against 303 at 32 keys). Since session 6 the
+    // D128 kernels spill 8 B (40 B causal) and are still the fastest
+    // measured: causal 295 against 251-253 at 32 keys, non-causal 360
+    // (bench/NOTES.md "Session 6"). A window's left bound adds to the
+    // masks' registers (16-44 B more), so windows keep 32 keys.
     t.blockN = spec.headDim == 128 ? (spec.windowLeft >= 0 ? 32 : 64)
                : spec.headDim > 64 ? 32
                                    : 64;

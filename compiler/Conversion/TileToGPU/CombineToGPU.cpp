@@ -32,7 +32,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -331,7 +331,7 @@ void CombineEmitter::emitRow(Value row) {
     scale.push_back(
         gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, warpMax[w], ref)));
     Value lw = memref::LoadOp::create(b, loc, smemSum, ValueRange{idx(w)});
-    l = math::FmaOp::create(b, loc, lw, scale[w], l);
+    l = LLVM::FMAOp::create(b, loc, lw, scale[w], l);
   }
   Value positive =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, zero);
@@ -342,7 +342,7 @@ void CombineEmitter::emitRow(Value row) {
   ifThen(ult(tid, idx(c.headDim)), [&] {
     Value o = zero;
     for (int64_t w = 0; w < kWarps; ++w)
-      o = math::FmaOp::create(
+      o = LLVM::FMAOp::create(
           b, loc,
           memref::LoadOp::create(b, loc, smemAcc,
                                  ValueRange{addI(idx(w * c.headDim), tid)}),

@@ -7,6 +7,7 @@
 #include "compiler/Conversion/TileToGPU/FragmentMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -38,6 +39,15 @@ LogicalResult FragmentMath::score(tile::ScoreOp op, const IRMapping &map,
                                            gpu_emit::indexConst(b, loc, y)))
              : x;
   };
+  // A plain score read only by softmax_update keeps the raw QKᵀ; the
+  // update folds scale·log2(e) into its exponent (Frags::logScale). H200
+  // A/B in one session (bench/NOTES.md "Session 6"): +1.3% / +2.2% on
+  // mma.sync, +3.5% / +3% on wgmma (D128 S4k, non-causal / causal).
+  // Prefill only: decode (packed rows) is memory-bound.
+  float scale = op.getScale().convertToFloat();
+  bool defer = !op.getSoftcapAttr() && op.getScoreMod().empty() &&
+               !op.getPacked() && scale > 0.f && op.getResult().hasOneUse() &&
+               isa<tile::SoftmaxUpdateOp>(*op.getResult().getUsers().begin());
   // Most tiles are wholly visible: only boundary tiles pay for the masks.
   Value needsMasks = gpu_emit::tileNeedsMasks(b, loc, op, map, blockM, n8 * 8);
   auto scores = [&](OpBuilder &nb, Location l, bool masks) {
@@ -53,7 +63,7 @@ LogicalResult FragmentMath::score(tile::ScoreOp op, const IRMapping &map,
           for (int64_t c = 0; c < 2; ++c)
             e.push_back(gpu_emit::scoreElement(b, l, op, map, elem(reg, r, c),
                                                rows[r], add(col0, nt * 8 + c),
-                                               masks));
+                                               masks, defer));
         out.push_back(vector::FromElementsOp::create(b, l, cT, e));
       }
     }
@@ -63,7 +73,8 @@ LogicalResult FragmentMath::score(tile::ScoreOp op, const IRMapping &map,
       b, loc, needsMasks,
       [&](OpBuilder &tb, Location l) { scores(tb, l, true); },
       [&](OpBuilder &eb, Location l) { scores(eb, l, false); });
-  frags[op.getResult()] = {Frags::C, SmallVector<Value>(ifOp.getResults())};
+  frags[op.getResult()] = {Frags::C, SmallVector<Value>(ifOp.getResults()),
+                           defer ? scale * gpu_emit::kLog2e : 0.f};
   return success();
 }
 
@@ -128,16 +139,26 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
       for (Value reg : tiles)
         for (int64_t c = 0; c < 2; ++c)
           row.push_back(elem(reg, r, c));
-      Value mx = arith::MaximumFOp::create(
-          b, loc, mOld, quadReduce(chainReduce(row, /*max=*/true), true));
+      // Raw scores (logScale > 0): max(s)·c is max(s·c), rounding being
+      // monotonic, so m is the same as with scaled scores.
+      Value rowMax = quadReduce(chainReduce(row, /*max=*/true), true);
+      if (t.logScale != 0.f)
+        rowMax =
+            arith::MulFOp::create(b, loc, rowMax, f32Const(b, loc, t.logScale));
+      Value mx = arith::MaximumFOp::create(b, loc, mOld, rowMax);
       // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
       Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                              mx, f32Const(b, loc, negInf));
       Value ref =
           arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
       SmallVector<Value> exps;
+      Value negRef = arith::NegFOp::create(b, loc, ref);
       for (auto [i, s] : llvm::enumerate(row)) {
-        Value e = gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, s, ref));
+        Value x = t.logScale != 0.f
+                      ? Value(LLVM::FMAOp::create(
+                            b, loc, s, f32Const(b, loc, t.logScale), negRef))
+                      : Value(arith::SubFOp::create(b, loc, s, ref));
+        Value e = gpu_emit::exp2(b, loc, x);
         p[i / 2].push_back(e);
         exps.push_back(e);
       }

@@ -32,6 +32,11 @@ struct Frags {
     Staged,  // [0] the shared-memory buffer of a tile
   } kind;
   llvm::SmallVector<mlir::Value> regs;
+  // Nonzero on the scores of a plain tile.score (no softcap, no score_mod)
+  // whose only user is softmax_update: the registers hold the raw QKᵀ (or
+  // -inf where masked) and the log2-domain score is reg x logScale, folded
+  // into the exponent as one FMA (FlashAttention-2's scale_softmax_log2).
+  float logScale = 0.f;
 };
 
 /// The fragment ops of one emitter: reads and writes its value -> fragments

@@ -84,7 +84,7 @@ static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
 
 Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
                              const IRMapping &map, Value s, Value row,
-                             Value key, bool masks) {
+                             Value key, bool masks, bool deferScale) {
   auto window = op.getWindowAttr();
   int64_t left = window ? window.getLeft() : -1;
   int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
@@ -96,8 +96,12 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
   // Without softcap or score_mod, scale and log2(e) fold into one multiply.
   float scale = op.getScale().convertToFloat();
   bool plain = !op.getSoftcapAttr() && op.getScoreMod().empty();
-  Value x = arith::MulFOp::create(
-      b, loc, s, f32Const(b, loc, plain ? scale * kLog2e : scale));
+  assert((!deferScale || plain) && "only a plain score defers its scale");
+  Value x =
+      deferScale
+          ? s
+          : Value(arith::MulFOp::create(
+                b, loc, s, f32Const(b, loc, plain ? scale * kLog2e : scale)));
   if (auto cap = op.getSoftcapAttr()) {
     // c·tanh(x/c) with tanh(y) = 1 - 2 / (exp2(2y·log2 e) + 1): exact in
     // both limits, no libdevice.

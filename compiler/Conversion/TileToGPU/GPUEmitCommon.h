@@ -51,10 +51,12 @@ mlir::Value log2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// op's index operands.
 /// With `masks` false the masks are left out: for tiles known to be wholly
 /// visible (see tileNeedsMasks).
+/// With `deferScale` (plain ops only: no softcap, no score_mod) the
+/// scale·log2(e) multiply is left to the consumer: the raw score or -inf.
 mlir::Value scoreElement(mlir::OpBuilder &b, mlir::Location loc,
                          attnc::tile::ScoreOp op, const mlir::IRMapping &map,
                          mlir::Value s, mlir::Value row, mlir::Value key,
-                         bool masks = true);
+                         bool masks = true, bool deferScale = false);
 
 /// Whether any score of the tile of query rows [q0, q0 + rows) and keys
 /// [k0, k0 + cols) may be masked (an i1, the same on every thread): a key

@@ -25,7 +25,7 @@
 // CHECK: memref.store {{.*}}, %[[MAX]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[MAX]]
-// CHECK: math.fma
+// CHECK: llvm.intr.fma
 // CHECK: arith.truncf {{.*}} : f32 to bf16
 // CHECK: memref.store {{.*}} : memref<?x4x?x64xbf16
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
