@@ -110,6 +110,22 @@ Result<std::string> readFile(const std::string &path, uint64_t maxSize) {
   return readAll(fd, path, maxSize);
 }
 
+Status replaceFile(const std::string &path, std::string_view data) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  ::unlink(temp.c_str()); // a leftover of a crashed process with our pid
+  Status written = writeFileAt(AT_FDCWD, temp, data);
+  if (!written.isOk()) {
+    ::unlink(temp.c_str());
+    return written;
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(temp.c_str());
+    return ioError("cannot rename '" + temp + "' to '" + path + "'", err);
+  }
+  return Status::ok();
+}
+
 Status fsyncFd(int fd, const std::string &what) {
   while (::fsync(fd) != 0) {
     if (errno != EINTR)

@@ -57,6 +57,12 @@ Result<std::string> readFile(const std::string &path, uint64_t maxSize);
 // Creates `name` (which must not exist), writes all of `data`, fsyncs.
 Status writeFileAt(int dirFd, const std::string &name, std::string_view data);
 
+// Replaces the file at `path` with `data` atomically: written in full and
+// fsynced to "<path>.tmp.<pid>", then renamed over `path` (readers see the
+// old file or the new one, never a part). The temporary file is removed on
+// failure.
+Status replaceFile(const std::string &path, std::string_view data);
+
 Status fsyncFd(int fd, const std::string &what);
 
 // Creates a fresh directory "<parent>/<prefix>XXXXXX" and returns its path.

@@ -9,9 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <fstream>
 #include <set>
-#include <unistd.h>
 
 namespace attnc {
 
@@ -275,19 +273,7 @@ Result<SweepPlan> SweepPlan::load(const std::string &path) {
 }
 
 Status SweepPlan::save(const std::string &path) const {
-  std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << serialize();
-    out.flush();
-    if (!out)
-      return Status(ErrorCode::IoError, "cannot write " + temp);
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return Status(ErrorCode::IoError, "cannot rename " + temp + " to " + path);
-  }
-  return Status::ok();
+  return fs::replaceFile(path, serialize());
 }
 
 } // namespace attnc

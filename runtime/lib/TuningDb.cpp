@@ -7,9 +7,7 @@
 #include "FileSystem.h"
 
 #include <cstdio>
-#include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace attnc {
 
@@ -140,19 +138,7 @@ Result<TuningDb> TuningDb::load(const std::string &path) {
 }
 
 Status TuningDb::save(const std::string &path) const {
-  std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << serialize();
-    out.flush();
-    if (!out)
-      return Status(ErrorCode::IoError, "cannot write " + temp);
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return Status(ErrorCode::IoError, "cannot rename " + temp + " to " + path);
-  }
-  return Status::ok();
+  return fs::replaceFile(path, serialize());
 }
 
 TuningConfig heuristicTuning(const KernelSpec &spec) {

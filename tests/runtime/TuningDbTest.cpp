@@ -4,6 +4,7 @@
 #include "attnc/runtime/TuningDb.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 
 using namespace attnc;
@@ -89,6 +90,28 @@ TEST_CASE("the database round-trips through its file", "[tuning]") {
   REQUIRE(r);
   CHECK(r->tuning.blockN == 32);
   CHECK(r->ms == 0.5);
+
+  // Saving again replaces the file whole (written beside it, then renamed):
+  // nothing is left beside it, and a save into a missing directory fails
+  // with the path and leaves nothing behind.
+  TuningDb smaller;
+  smaller.record(rec(s, "prefill kv<=4096", 16, 1.0));
+  REQUIRE(smaller.save(path).isOk());
+  Result<TuningDb> again = TuningDb::load(path);
+  REQUIRE(again.isOk());
+  CHECK(again->serialize() == smaller.serialize());
+  CHECK(std::filesystem::directory_iterator(dir.path()) !=
+        std::filesystem::directory_iterator());
+  int files = 0;
+  for (const auto &e : std::filesystem::directory_iterator(dir.path())) {
+    CHECK(e.path().filename() == "tuning.json");
+    ++files;
+  }
+  CHECK(files == 1);
+  Status missing = smaller.save(dir.path() + "/no-such-dir/tuning.json");
+  REQUIRE_FALSE(missing.isOk());
+  CHECK_THAT(missing.message(), Catch::Contains("no-such-dir/tuning.json"));
+  CHECK_FALSE(std::filesystem::exists(dir.path() + "/no-such-dir"));
 }
 
 TEST_CASE("malformed databases are rejected with the place", "[tuning]") {
