@@ -10,11 +10,6 @@ namespace attnc {
 
 namespace {
 
-constexpr const auto &kAppendNames = kKVAppendParamNames;
-constexpr size_t kAppendPointers = kKVAppendPointerParams;
-constexpr const auto &kMergeNames = kLseMergeParamNames;
-constexpr size_t kMergePointers = kLseMergePointerParams;
-
 std::string str(int64_t v) { return std::to_string(v); }
 
 Status bad(const char *op, const std::string &message) {
@@ -66,23 +61,14 @@ void pack(PackedParams &out, size_t i, int64_t v) {
   out.pointers[i] = &out.storage[i];
 }
 
-std::vector<KernelParam> paramsOf(const char *const *names, size_t n,
-                                  size_t pointers) {
-  std::vector<KernelParam> params;
-  for (size_t i = 0; i < n; ++i)
-    params.push_back(
-        {names[i], i < pointers ? ParamKind::Ptr : ParamKind::I64});
-  return params;
-}
-
 } // namespace
 
 std::vector<KernelParam> kvAppendV1Params() {
-  return paramsOf(kAppendNames.data(), kAppendNames.size(), kAppendPointers);
+  return contractParams(kKVAppendParamNames, kKVAppendPointerParams);
 }
 
 std::vector<KernelParam> lseMergeV1Params() {
-  return paramsOf(kMergeNames.data(), kMergeNames.size(), kMergePointers);
+  return contractParams(kLseMergeParamNames, kLseMergePointerParams);
 }
 
 Status validateKVAppendArgs(const KernelSpec &spec, const KVAppendArgs &args) {
@@ -171,10 +157,10 @@ Status validateMergeArgs(const KernelSpec &spec, const MergeArgs &args) {
 Status planKVAppendLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                           const KVAppendArgs &args, PackedParams &params,
                           LaunchGeometry &geometry) {
-  const void *ptrs[kAppendPointers] = {args.key.data, args.value.data,
-                                       args.slotMapping, args.kCache.data,
-                                       args.vCache.data};
-  for (size_t i = 0; i < kAppendPointers; ++i)
+  const void *ptrs[kKVAppendPointerParams] = {
+      args.key.data, args.value.data, args.slotMapping, args.kCache.data,
+      args.vCache.data};
+  for (size_t i = 0; i < kKVAppendPointerParams; ++i)
     pack(params, i, ptrs[i]);
   const int64_t rows = args.key.shape[0] * spec.kvHeads;
   const int64_t ints[] = {rows,
@@ -190,8 +176,8 @@ Status planKVAppendLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                           args.vCache.stride[1],
                           args.vCache.stride[2]};
   for (size_t i = 0; i < std::size(ints); ++i)
-    pack(params, kAppendPointers + i, ints[i]);
-  params.count = std::size(kAppendNames);
+    pack(params, kKVAppendPointerParams + i, ints[i]);
+  params.count = kKVAppendParamNames.size();
   const int64_t perBlock = meta.blockM > 0 ? meta.blockM : 1;
   const int64_t blocks = (rows + perBlock - 1) / perBlock;
   if (blocks > 0x7FFFFFFF)
@@ -208,10 +194,10 @@ Status planMergeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                        const MergeArgs &args, PackedParams &params,
                        LaunchGeometry &geometry) {
   const bool lse = args.lse.data != nullptr;
-  const void *ptrs[kMergePointers] = {args.oA.data, args.lseA.data,
-                                      args.oB.data, args.lseB.data,
-                                      args.o.data,  args.lse.data};
-  for (size_t i = 0; i < kMergePointers; ++i)
+  const void *ptrs[kLseMergePointerParams] = {args.oA.data, args.lseA.data,
+                                              args.oB.data, args.lseB.data,
+                                              args.o.data,  args.lse.data};
+  for (size_t i = 0; i < kLseMergePointerParams; ++i)
     pack(params, i, ptrs[i]);
   const TensorArg &oa = args.oA, &ob = args.oB, &o = args.o;
   const int64_t ints[] = {oa.shape[0],
@@ -232,8 +218,8 @@ Status planMergeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                           lse ? args.lse.stride[0] : 0,
                           lse ? args.lse.stride[1] : 0};
   for (size_t i = 0; i < std::size(ints); ++i)
-    pack(params, kMergePointers + i, ints[i]);
-  params.count = std::size(kMergeNames);
+    pack(params, kLseMergePointerParams + i, ints[i]);
+  params.count = kLseMergeParamNames.size();
   geometry.grid = {uint32_t((oa.shape[2] + kLseMergeRows - 1) / kLseMergeRows),
                    uint32_t(spec.heads), uint32_t(oa.shape[0])};
   for (int i = 0; i < 3; ++i)

@@ -10,11 +10,6 @@ namespace attnc {
 
 namespace {
 
-constexpr const auto &kSplitNames = kDecodeSplitParamNames;
-constexpr size_t kSplitPointers = kDecodeSplitPointerParams;
-constexpr const auto &kCombineNames = kDecodeCombineParamNames;
-constexpr size_t kCombinePointers = kDecodeCombinePointerParams;
-
 Status bad(const std::string &message) {
   return Status(ErrorCode::InvalidArgument,
                 "invalid decode arguments: " + message);
@@ -146,19 +141,11 @@ size_t decodeWorkspaceBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
 }
 
 std::vector<KernelParam> decodeSplitV1Params() {
-  std::vector<KernelParam> params;
-  for (size_t i = 0; i < std::size(kSplitNames); ++i)
-    params.push_back(
-        {kSplitNames[i], i < kSplitPointers ? ParamKind::Ptr : ParamKind::I64});
-  return params;
+  return contractParams(kDecodeSplitParamNames, kDecodeSplitPointerParams);
 }
 
 std::vector<KernelParam> decodeCombineV1Params() {
-  std::vector<KernelParam> params;
-  for (size_t i = 0; i < std::size(kCombineNames); ++i)
-    params.push_back({kCombineNames[i],
-                      i < kCombinePointers ? ParamKind::Ptr : ParamKind::I64});
-  return params;
+  return contractParams(kDecodeCombineParamNames, kDecodeCombinePointerParams);
 }
 
 Status validateDecodeArgs(const KernelSpec &spec, const DecodeArgs &args) {
@@ -262,11 +249,11 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                     (!lse || args.lse.stride[1] == seqQ));
   out.runCombine = !(splits == 1 && groupRowsO);
 
-  const void *splitPtrs[kSplitPointers] = {
+  const void *splitPtrs[kDecodeSplitPointerParams] = {
       args.q.data,     args.kCache.data, args.vCache.data,
       args.blockTable, args.kvLens,      oPart,
       lsePart,         args.o.data,      args.lse.data};
-  for (size_t i = 0; i < kSplitPointers; ++i)
+  for (size_t i = 0; i < kDecodeSplitPointerParams; ++i)
     packPointer(out.split, i, splitPtrs[i]);
   const int64_t splitInts[] = {batch,
                                seqQ,
@@ -288,15 +275,15 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                                lse ? args.lse.stride[0] : 0,
                                lse ? args.lse.stride[1] : 0,
                                out.runCombine ? 0 : 1};
-  static_assert(std::size(splitInts) + kSplitPointers ==
-                std::size(kSplitNames));
+  static_assert(std::size(splitInts) + kDecodeSplitPointerParams ==
+                kDecodeSplitParamNames.size());
   for (size_t i = 0; i < std::size(splitInts); ++i)
-    packInt(out.split, kSplitPointers + i, splitInts[i]);
-  out.split.count = std::size(kSplitNames);
+    packInt(out.split, kDecodeSplitPointerParams + i, splitInts[i]);
+  out.split.count = kDecodeSplitParamNames.size();
 
-  const void *combinePtrs[kCombinePointers] = {oPart, lsePart, args.o.data,
-                                               args.lse.data};
-  for (size_t i = 0; i < kCombinePointers; ++i)
+  const void *combinePtrs[kDecodeCombinePointerParams] = {
+      oPart, lsePart, args.o.data, args.lse.data};
+  for (size_t i = 0; i < kDecodeCombinePointerParams; ++i)
     packPointer(out.combine, i, combinePtrs[i]);
   const int64_t combineInts[] = {batch,
                                  seqQ,
@@ -307,8 +294,8 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                                  lse ? args.lse.stride[0] : 0,
                                  lse ? args.lse.stride[1] : 0};
   for (size_t i = 0; i < std::size(combineInts); ++i)
-    packInt(out.combine, kCombinePointers + i, combineInts[i]);
-  out.combine.count = std::size(kCombineNames);
+    packInt(out.combine, kDecodeCombinePointerParams + i, combineInts[i]);
+  out.combine.count = kDecodeCombineParamNames.size();
 
   out.splitGeometry.grid = {uint32_t(splits), uint32_t(spec.kvHeads),
                             uint32_t(batch)};

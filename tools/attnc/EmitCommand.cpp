@@ -232,16 +232,6 @@ static int64_t headDimOf(ModuleOp module) {
   return d;
 }
 
-/// Whether the module's attention has a sliding window with a left bound.
-static bool leftWindowOf(ModuleOp module) {
-  bool left = false;
-  module.walk([&](attn::AttentionOp op) {
-    if (auto w = op.getWindowAttr())
-      left |= w.getLeft() >= 0;
-  });
-  return left;
-}
-
 /// The bit width of the module's attention elements (16 unless stated).
 static int64_t elementBitsOf(ModuleOp module) {
   int64_t bits = 16;
@@ -286,10 +276,10 @@ int runEmit(EmitOptions &o) {
   }
   const bool rows = hasRowOps(*module);
   bool decodeModule = hasDecode(*module);
+  const AttentionMasks masks = attentionMasksOf(*module);
   TileOptions tile = defaultTileOptions(
       o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
-      headDimOf(*module), attentionMasksOf(*module), o.blockM, o.blockN,
-      o.warps, o.stages,
+      headDimOf(*module), masks, o.blockM, o.blockN, o.warps, o.stages,
       o.mapping == "auto" || o.mapping == "wgmma" ? o.arch : std::string());
   if (decodeModule) // one warp per 16 packed query rows
     tile = TileOptions{};
@@ -339,7 +329,7 @@ int runEmit(EmitOptions &o) {
     } else {
       MappingChoice choice = chooseTensorCoreMapping(
           o.arch, headDimOf(*module), elementBitsOf(*module), tile,
-          leftWindowOf(*module));
+          /*leftWindow=*/masks.windowLeft >= 0);
       if (decodeModule) {
         choice.mapping = GPUMapping::MMA;
         choice.why = "decode's split-KV kernels have no wgmma mapping yet";

@@ -172,7 +172,6 @@ private:
   /// The LSE of the split `m` was cloned for (splitScalars) at query row
   /// `row`, in the log2 domain.
   Value loadLse(const IRMapping &m, Value row);
-  Value warpReduce(Value v, bool max);
   void emitRow(Value row);
 
   func::FuncOp kernel;
@@ -200,17 +199,6 @@ Value CombineEmitter::loadLse(const IRMapping &m, Value row) {
                              ValueRange{m.lookup(c.lseLoad.getBatch()),
                                         m.lookup(c.lseLoad.getHead()), row});
   return mulF(lse, f32Const(b, loc, gpu_emit::kLog2e));
-}
-
-Value CombineEmitter::warpReduce(Value v, bool max) {
-  for (int32_t off = 16; off >= 1; off /= 2) {
-    Value other =
-        gpu::ShuffleOp::create(b, loc, v, off, 32, gpu::ShuffleMode::XOR)
-            .getShuffleResult();
-    v = max ? Value(arith::MaximumFOp::create(b, loc, v, other))
-            : addF(v, other);
-  }
-  return v;
 }
 
 void CombineEmitter::emitRow(Value row) {

@@ -127,6 +127,8 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
       newSum{Frags::RowStat, {}}, alpha{Frags::RowStat, {}};
   int64_t n8 = int64_t(t.regs.size()) / mTiles;
   auto cT = VectorType::get({2, 2}, b.getF32Type());
+  // Raw scores: scale·log2(e), applied to the max and in the exponent.
+  Value logScale = t.logScale != 0.f ? f32Const(b, loc, t.logScale) : Value();
   for (int64_t mt = 0; mt < mTiles; ++mt) {
     ArrayRef<Value> tiles = ArrayRef<Value>(t.regs).slice(mt * n8, n8);
     SmallVector<SmallVector<Value>> p(n8);
@@ -142,9 +144,8 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
       // Raw scores (logScale > 0): max(s)·c is max(s·c), rounding being
       // monotonic, so m is the same as with scaled scores.
       Value rowMax = quadReduce(chainReduce(row, /*max=*/true), true);
-      if (t.logScale != 0.f)
-        rowMax =
-            arith::MulFOp::create(b, loc, rowMax, f32Const(b, loc, t.logScale));
+      if (logScale)
+        rowMax = arith::MulFOp::create(b, loc, rowMax, logScale);
       Value mx = arith::MaximumFOp::create(b, loc, mOld, rowMax);
       // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
       Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
@@ -152,11 +153,10 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
       Value ref =
           arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
       SmallVector<Value> exps;
-      Value negRef = arith::NegFOp::create(b, loc, ref);
+      Value negRef = logScale ? arith::NegFOp::create(b, loc, ref) : Value();
       for (auto [i, s] : llvm::enumerate(row)) {
-        Value x = t.logScale != 0.f
-                      ? Value(LLVM::FMAOp::create(
-                            b, loc, s, f32Const(b, loc, t.logScale), negRef))
+        Value x = logScale
+                      ? Value(LLVM::FMAOp::create(b, loc, s, logScale, negRef))
                       : Value(arith::SubFOp::create(b, loc, s, ref));
         Value e = gpu_emit::exp2(b, loc, x);
         p[i / 2].push_back(e);

@@ -145,7 +145,7 @@ private:
 
   DenseMap<Value, Frags> frags;
   DenseMap<Value, Value> baseDesc; // buffer -> its descriptor at offset 0
-  Value tid, g, t4, rowInTile, qRowBytes; // qRowBytes: warpgroup's Q rows
+  Value tid, lane, g, t4, rowInTile, qRowBytes; // qRowBytes: warpgroup's Q rows
   unsigned nextStage = 0;
   int64_t kvStages;
   // Per-stage full/empty mbarriers instead of one CTA barrier per tile
@@ -157,7 +157,7 @@ private:
 
 void WGMMAEmitter::setUp() {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+  lane = arith::RemUIOp::create(b, loc, tid, idx(32));
   Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
   g = arith::DivUIOp::create(b, loc, lane, idx(4));
   t4 = arith::RemUIOp::create(b, loc, lane, idx(4));
@@ -606,9 +606,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   // fewer shared-memory atomics on one word than an arrive per thread).
   Value laneZero;
   if (mbarriers)
-    laneZero = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(b, loc, tid, idx(32)), idx(0));
+    laneZero =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(0));
   auto release = [&](bool isK, Value t) {
     Value addr = barrierAt(isK ? kEmptyK : kEmptyV, stageOf(t));
     scf::IfOp::create(b, loc, laneZero, [&](OpBuilder &tb, Location l) {

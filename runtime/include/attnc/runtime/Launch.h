@@ -59,6 +59,18 @@ inline constexpr int64_t kMaxSeqLen = int64_t(1) << 30;
 // Each error names the tensor and the dimension.
 Status validateAttentionArgs(const KernelSpec &spec, const AttentionArgs &args);
 
+// A contract's parameters from its names in order, the first `pointers`
+// of them pointers and the rest i64 (decode, KV append, LSE merge).
+template <size_t N>
+std::vector<KernelParam>
+contractParams(const std::array<const char *, N> &names, size_t pointers) {
+  std::vector<KernelParam> params;
+  for (size_t i = 0; i < N; ++i)
+    params.push_back(
+        {names[i], i < pointers ? ParamKind::Ptr : ParamKind::I64});
+  return params;
+}
+
 // The parameter list of the attention_fwd_v1 contract, for the compiler's
 // metadata.
 std::vector<KernelParam> attentionFwdV1Params();
