@@ -287,9 +287,11 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   }
   // The wgmma KV loop's synchronisation (its own knob: only that mapping
   // has it, so a spec asking for mbarriers must get that mapping).
-  if (spec.tuning.kvSync == "mbarrier" && choice.mapping != GPUMapping::WGMMA)
-    return fail("tuning.kv_sync \"mbarrier\" needs the wgmma mapping, but " +
-                std::string(choice.name) + " was chosen: " + choice.why);
+  if (!spec.tuning.kvSync.empty() && spec.tuning.kvSync != "barrier" &&
+      choice.mapping != GPUMapping::WGMMA)
+    return fail("tuning.kv_sync \"" + spec.tuning.kvSync +
+                "\" needs the wgmma mapping, but " + std::string(choice.name) +
+                " was chosen: " + choice.why);
   if (!spec.tuning.kvSync.empty())
     tile.kvSync = spec.tuning.kvSync;
   CompiledKernel out;

@@ -148,7 +148,8 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
     register-A form, P converted in registers from the QKᵀ accumulator
     layout, V N-major with the transpose bit). Accumulators, the online
     softmax and the store use the m16n8 C layout each warp holds. Block:
-    2 · block_m threads. Head dims 64 and 128, 16-bit inputs; other variants
+    2 · block_m threads (+ 128 for a producer warpgroup). Head dims 64 to
+    256, 16-bit inputs; other variants
     are rejected with a diagnostic (the drivers fall back to mma.sync).
     Schedule: K and V copied into rings of kv-stages tiles, kv-stages - 1
     tiles ahead; the softmax of tile j runs under the P·V wgmma of tile
@@ -158,9 +159,13 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
     Option<"kvStages", "kv-stages", "int64_t", /*default=*/"2",
            "Tiles in each of the K and V shared-memory rings (2-4)">,
     Option<"kvSync", "kv-sync", "std::string", /*default=*/"\"mbarrier\"",
-           "How the rings are synchronised: mbarrier (per-stage full/empty "
-           "mbarriers, warpgroups drift apart; the default) or barrier (one "
-           "CTA barrier per tile)">,
+           "How the rings are filled and synchronised: mbarrier (every "
+           "thread copies; per-stage full/empty mbarriers, warpgroups drift "
+           "apart; the default), barrier (one CTA barrier per tile), "
+           "producer (warp specialisation: a producer warpgroup after the "
+           "consumers copies Q and the tiles, setmaxnreg moves its registers "
+           "to the consumers) or pingpong (producer, and the consumer "
+           "warpgroups take turns issuing wgmma on named barriers)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -177,16 +177,17 @@ Status validateElementwiseSpec(const KernelSpec &spec) {
 
 Status validateSpec(const KernelSpec &spec) {
   if (!spec.tuning.kvSync.empty()) {
-    if (!oneOf(spec.tuning.kvSync, {"barrier", "mbarrier"}))
+    if (!oneOf(spec.tuning.kvSync,
+               {"barrier", "mbarrier", "producer", "pingpong"}))
       return invalid("tuning.kv_sync \"" + spec.tuning.kvSync +
                      "\" is not supported (expected \"barrier\", "
-                     "\"mbarrier\" or empty for the default, barrier)");
+                     "\"mbarrier\", \"producer\", \"pingpong\" or empty "
+                     "for the default)");
     if (spec.op != "attention_fwd")
       return invalid("tuning.kv_sync applies to op \"attention_fwd\" only");
-    if (spec.tuning.kvSync == "mbarrier" && spec.arch != "sm_90a")
-      return invalid("tuning.kv_sync \"mbarrier\" needs arch \"sm_90a\" "
-                     "(got \"" +
-                     spec.arch + "\")");
+    if (spec.tuning.kvSync != "barrier" && spec.arch != "sm_90a")
+      return invalid("tuning.kv_sync \"" + spec.tuning.kvSync +
+                     "\" needs arch \"sm_90a\" (got \"" + spec.arch + "\")");
   }
   if (isElementwiseOp(spec.op))
     return validateElementwiseSpec(spec);

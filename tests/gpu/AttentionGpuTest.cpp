@@ -10,10 +10,10 @@
 //        attnc-gpu-attention --write-specs FILE   (the specs to bundle)
 //
 // --only runs the cases whose name (or bench tiles) contain SUBSTR. The
-// kv_sync = "mbarrier" cases (names with "mbarrier") run only so, e.g.
-// `--only mbarrier`, until they have passed on a GPU: a protocol bug
-// hangs the kernel, and scripts/gpu-run.sh runs them in steps of their own
-// under `timeout`.
+// kv_sync = "mbarrier", "producer" and "pingpong" cases (names and bench
+// tiles with those words) run only so, e.g. `--only pingpong`: a protocol
+// bug hangs the kernel, and scripts/gpu-run.sh runs them in steps of their
+// own under `timeout` (producer and pingpong have not yet run on a GPU).
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Context.h"
@@ -291,16 +291,96 @@ std::vector<Case> correctnessCases() {
   c.spec.causal = true;
   c.spec.tuning = {256, 64, 2, 0};
   mbarrier(c);
+  // kv_sync = "producer" / "pingpong" (issue #6, warp specialisation): a
+  // producer warpgroup fills Q and the rings, the consumer warpgroups only
+  // wait and compute (pingpong: taking turns on the tensor cores). The
+  // ring cases again (one tile, fewer tiles than stages, a window, rows
+  // that see no key, softcap, 4 stages), then the shapes only these
+  // schedules are meant for: 128-key and 176-key tiles on two consumer
+  // warpgroups at every head dim, causal with Sq > Skv and Sq < Skv.
+  auto specialised = [&](Case m, const char *sync) {
+    if (std::string(sync) == "pingpong" && m.spec.tuning.blockM &&
+        m.spec.tuning.blockM < 128)
+      return; // needs two consumer warpgroups
+    m.name = std::string(sync) + " " + m.name;
+    m.spec.tuning.kvSync = sync;
+    cs.push_back(m);
+  };
+  const size_t withMbarrier = cs.size();
+  std::vector<Case> extra;
+  c = {"128x176 s2, D128 bf16 causal, Sq=1500 Skv=1037, GQA 4/1",
+       spec(4, 1, 128, "bf16"),
+       2,
+       1500,
+       1037,
+       true};
+  c.spec.causal = true;
+  c.spec.tuning = {128, 176, 2, 0};
+  extra.push_back(c);
+  c = {"128x128 s3, D128 fp16, Sq=777 Skv=4099, window (512,0), BHSD",
+       spec(4, 2, 128, "fp16"),
+       1,
+       777,
+       4099,
+       false};
+  c.spec.windowLeft = 512;
+  c.spec.windowRight = 0;
+  c.spec.tuning = {128, 128, 3, 0};
+  extra.push_back(c);
+  c = {"128x128 s2, D64 bf16 causal, S=2000, large logits",
+       spec(4, 2, 64, "bf16"),
+       1,
+       2000,
+       2000,
+       true};
+  c.spec.causal = true;
+  c.spec.tuning = {128, 128, 2, 0};
+  c.qScale = 8.f;
+  extra.push_back(c);
+  c = {"128x64 s2, D256 bf16, Sq=Skv=1100",
+       spec(2, 1, 256, "bf16"),
+       1,
+       1100,
+       1100,
+       true};
+  c.spec.tuning = {128, 64, 2, 0};
+  extra.push_back(c);
+  c = {"128x64 s2, D192 fp16 causal, Sq=333 Skv=999",
+       spec(2, 2, 192, "fp16"),
+       1,
+       333,
+       999,
+       false};
+  c.spec.causal = true;
+  c.spec.tuning = {128, 64, 2, 0};
+  extra.push_back(c);
+  for (const char *sync : {"producer", "pingpong"}) {
+    specialised(cs[0], sync);
+    for (size_t i = 0; i < plain; ++i)
+      if (cs[i].name.rfind("wgmma ", 0) == 0 && cs[i].spec.tuning.stages > 0)
+        specialised(cs[i], sync);
+    for (size_t i = plain; i < withMbarrier; ++i)
+      if (cs[i].name.rfind("mbarrier wgmma", 0) != 0 && i != plain) {
+        Case m = cs[i];
+        m.name = m.name.substr(std::string("mbarrier ").size());
+        specialised(m, sync);
+      }
+    for (const Case &e : extra)
+      specialised(e, sync);
+  }
   return cs;
 }
 
 /// Whether a case runs: --only SUBSTR in its name or tiles; without it,
-/// every case but the kv_sync = "mbarrier" ones.
+/// every case but those of a kv_sync schedule that runs only so
+/// ("mbarrier", and "producer" / "pingpong" until they have passed on a
+/// GPU: a protocol bug hangs the kernel).
 bool selected(const Case &c, const std::string &only) {
   if (!only.empty())
     return c.name.find(only) != std::string::npos ||
            c.tiles.find(only) != std::string::npos;
-  return c.spec.tuning.kvSync != "mbarrier";
+  const std::string &sync = c.spec.tuning.kvSync;
+  return sync != "mbarrier" && sync != "producer" && sync != "pingpong";
 }
 
 std::vector<Case> benchCases() {
@@ -364,6 +444,33 @@ std::vector<Case> benchCases() {
       c.tiles += " mbarrier";
       cs.push_back(c);
     }
+  // Warp specialisation (kv_sync producer / pingpong) at the tiles it
+  // allows: two consumer warpgroups with up to 232 registers each.
+  struct Specialised {
+    int64_t headDim, blockM, blockN, stages;
+    const char *name;
+  };
+  const Specialised ws[] = {
+      {128, 128, 128, 2, "128x128 s2"}, {128, 128, 176, 2, "128x176 s2"},
+      {128, 128, 128, 3, "128x128 s3"}, {128, 128, 64, 3, "128x64 s3"},
+      {128, 192, 64, 2, "192x64 s2"},   {64, 128, 128, 2, "128x128 s2"},
+      {64, 128, 176, 3, "128x176 s3"},  {256, 128, 64, 2, "128x64 s2"},
+      {256, 128, 80, 2, "128x80 s2"}};
+  for (const Specialised &t : ws)
+    for (const char *sync : {"producer", "pingpong"})
+      for (bool causal : {false, true}) {
+        std::string name = "D" + std::to_string(t.headDim) + " S4k" +
+                           (causal ? " causal" : "");
+        int64_t heads = 2048 / t.headDim;
+        Case c{name, spec(heads, heads, t.headDim, "bf16"), 4, 4096, 4096,
+               true};
+        c.spec.causal = causal;
+        c.spec.hasLse = false;
+        c.spec.tuning = {t.blockM, t.blockN, t.stages, 0};
+        c.spec.tuning.kvSync = sync;
+        c.tiles = std::string(t.name) + " " + sync;
+        cs.push_back(c);
+      }
   return cs;
 }
 
@@ -591,6 +698,8 @@ int main(int argc, char **argv) {
   }
   std::printf("%d passed, %d failed, %d not selected%s\n", passed, failed,
               skipped,
-              only.empty() ? " (kv_sync mbarrier: --only mbarrier)" : "");
+              only.empty() ? " (kv_sync mbarrier / producer / pingpong: "
+                             "--only mbarrier|producer|pingpong)"
+                           : "");
   return failed ? 1 : 0;
 }

@@ -8,6 +8,7 @@
 // mma.sync and say why.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Conversion/TileToGPU/WGMMASupport.h"
 #include "compiler/Driver/SpecCompiler.h"
 #include "compiler/Target/NVPTX/Ptxas.h"
 
@@ -171,4 +172,75 @@ TEST_CASE("kv_sync mbarrier: the K/V rings on per-stage mbarriers assemble "
   Result<CompiledKernel> bad = SpecCompiler().compile(d96);
   REQUIRE_FALSE(bad.isOk());
   CHECK(bad.status().message().find("tuning.kv_sync") != std::string::npos);
+}
+
+TEST_CASE("kv_sync producer / pingpong: a producer warpgroup, setmaxnreg "
+          "within the block's registers, no spills",
+          "[ptxas][wgmma][producer]") {
+  struct Variant {
+    int64_t d, blockM, blockN, stages;
+    bool causal;
+    const char *dtype, *sync;
+  };
+  const Variant variants[] = {{128, 128, 128, 2, false, "bf16", "producer"},
+                              {128, 128, 128, 2, true, "bf16", "pingpong"},
+                              {128, 128, 176, 2, true, "bf16", "pingpong"},
+                              {128, 128, 128, 3, false, "fp16", "pingpong"},
+                              {128, 192, 64, 2, true, "bf16", "producer"},
+                              {128, 64, 64, 3, false, "bf16", "producer"},
+                              {64, 128, 176, 3, true, "fp16", "pingpong"},
+                              {64, 256, 64, 2, false, "bf16", "pingpong"},
+                              {256, 128, 64, 2, true, "bf16", "pingpong"}};
+  for (const Variant &v : variants) {
+    KernelSpec s = sm90(v.d, v.dtype);
+    s.causal = v.causal;
+    s.tuning.blockM = v.blockM;
+    s.tuning.blockN = v.blockN;
+    s.tuning.stages = v.stages;
+    s.tuning.kvSync = v.sync;
+    INFO("spec " << s.canonical());
+    CompiledKernel k = compiled(s);
+    CHECK(k.meta.mapping == "wgmma");
+    // The consumer warpgroups and the producer's; Q's full barrier after
+    // the rings' 4 x stages objects (the scratch bytes in 16-byte units).
+    CHECK(k.meta.block[0] == 2 * v.blockM + 128);
+    CHECK(k.meta.dynamicSmem == (v.blockM + 2 * v.stages * v.blockN) * v.d * 2 +
+                                    (8 * (4 * v.stages + 1) + 15) / 16 * 16);
+    wgmma::RegisterSplit regs = wgmma::registerSplit(2 * v.blockM);
+    CHECK(k.ptx.find("setmaxnreg.dec.sync.aligned.u32 \t" +
+                     std::to_string(regs.producer)) != std::string::npos);
+    CHECK(k.ptx.find("setmaxnreg.inc.sync.aligned.u32 \t" +
+                     std::to_string(regs.consumer)) != std::string::npos);
+    CHECK(k.ptx.find(".minnctapersm 1") != std::string::npos);
+    bool pingpong = std::string(v.sync) == "pingpong";
+    CHECK((k.ptx.find("bar.arrive") != std::string::npos) == pingpong);
+    PtxasResult r = runPtxas(k.ptx, s.arch, ATTNC_PTXAS_PATH);
+    INFO(r.log);
+    REQUIRE(r.ok);
+    REQUIRE(r.kernels.size() == 1);
+    const KernelResources &res = r.kernels[0];
+    std::printf("wgmma %-8s %-4s D=%-3lld %3lldx%-3lld s%lld %-7s %3lld "
+                "registers at entry (producer %d, consumers %d), %6lld B "
+                "dynamic smem, spills %lld/%lld B\n",
+                v.sync, v.dtype, (long long)v.d, (long long)v.blockM,
+                (long long)v.blockN, (long long)v.stages,
+                v.causal ? "causal" : "", (long long)res.registers,
+                regs.producer, regs.consumer, (long long)k.meta.dynamicSmem,
+                (long long)res.spillStoreBytes, (long long)res.spillLoadBytes);
+    // The block holds exactly the registers the split hands around: fewer
+    // at entry and setmaxnreg.inc would wait forever.
+    CHECK(res.registers == regs.entry);
+    CHECK(128 * regs.producer + 2 * v.blockM * regs.consumer <=
+          (2 * v.blockM + 128) * regs.entry);
+    CHECK(r.log.find("C7508") == std::string::npos); // setmaxnreg ignored
+    CHECK_FALSE(res.spills());
+  }
+  // Ping-pong needs two consumer warpgroups.
+  KernelSpec one = sm90(128, "bf16");
+  one.tuning = {64, 64, 2, 0};
+  one.tuning.kvSync = "pingpong";
+  Result<CompiledKernel> bad = SpecCompiler().compile(one);
+  REQUIRE_FALSE(bad.isOk());
+  CHECK(bad.status().message().find("two consumer warpgroups") !=
+        std::string::npos);
 }

@@ -95,10 +95,13 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "mma.sync), wgmma, mma (tensor cores) or simt (baseline)")
       ->check(CLI::IsMember({"auto", "wgmma", "mma", "simt"}));
   emit->add_option("--kv-sync", o.kvSync,
-                   "wgmma mapping: how the K/V rings are synchronised, "
-                   "mbarrier (per-stage full/empty mbarriers, the default) "
-                   "or barrier (one CTA barrier per tile)")
-      ->check(CLI::IsMember({"barrier", "mbarrier"}));
+                   "wgmma mapping: how the K/V rings are filled and "
+                   "synchronised: mbarrier (every thread copies; per-stage "
+                   "full/empty mbarriers), barrier (one CTA barrier per "
+                   "tile), producer (a producer warpgroup copies, the "
+                   "consumers get its registers) or pingpong (producer, and "
+                   "the consumer warpgroups take turns on the tensor cores)")
+      ->check(CLI::IsMember({"barrier", "mbarrier", "producer", "pingpong"}));
   emit->add_option("--block-m", o.blockM,
                    "Query rows per program (row kernels: rows per program)")
       ->check(CLI::PositiveNumber);
@@ -241,6 +244,19 @@ static int64_t elementBitsOf(ModuleOp module) {
   return bits;
 }
 
+/// The path line's words for a wgmma KV-loop schedule (tuning.kv_sync).
+static const char *kvSyncSummary(const std::string &kvSync) {
+  if (kvSync == "barrier")
+    return ", K/V rings on a CTA barrier per tile";
+  if (kvSync == "producer")
+    return ", a producer warpgroup fills the K/V rings (setmaxnreg), "
+           "consumers on per-stage mbarriers";
+  if (kvSync == "pingpong")
+    return ", a producer warpgroup fills the K/V rings (setmaxnreg), "
+           "consumer warpgroups in ping-pong on named barriers";
+  return ", K/V rings on per-stage mbarriers";
+}
+
 int runEmit(EmitOptions &o) {
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -343,11 +359,12 @@ int runEmit(EmitOptions &o) {
         choice.mapping = GPUMapping::MMA;
         choice.why = "--mapping mma";
       }
-      if (o.kvSync == "mbarrier" && choice.mapping != GPUMapping::WGMMA) {
+      if (!o.kvSync.empty() && o.kvSync != "barrier" &&
+          choice.mapping != GPUMapping::WGMMA) {
         fmt::print(stderr,
-                   "attnc emit: error: --kv-sync mbarrier needs the wgmma "
+                   "attnc emit: error: --kv-sync {} needs the wgmma "
                    "mapping: {}\n",
-                   choice.why);
+                   o.kvSync, choice.why);
         return 1;
       }
       if (!o.kvSync.empty())
@@ -356,10 +373,7 @@ int runEmit(EmitOptions &o) {
         fmt::print(stderr,
                    "attnc: {} path: wgmma m64nNk16 (one warpgroup per 64 "
                    "query rows; {}){}\n",
-                   o.arch, choice.why,
-                   tile.kvSync == "mbarrier"
-                       ? ", K/V rings on per-stage mbarriers"
-                       : ", K/V rings on a CTA barrier per tile");
+                   o.arch, choice.why, kvSyncSummary(tile.kvSync));
       else
         fmt::print(stderr,
                    "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "

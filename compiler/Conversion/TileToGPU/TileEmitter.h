@@ -13,7 +13,7 @@
 //   emitDot, emitScore, emitSoftmaxUpdate, emitRescale, emitFinalize,
 //   emitStore, emitConstant(arith::ConstantOp on tiles),
 //   emitTrunc(arith::TruncFOp on tiles), emitFor(scf::ForOp),
-//   optionally emitLseAccumulate (the split-KV combine)
+//   optionally emitLseAccumulate (the split-KV combine) and emitReturn
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_COMPILER_CONVERSION_TILETOGPU_TILEEMITTER_H
@@ -86,10 +86,8 @@ protected:
       return m.emitStore(store);
     if (auto loop = dyn_cast<scf::ForOp>(op))
       return m.emitFor(loop);
-    if (isa<func::ReturnOp>(op)) {
-      gpu::ReturnOp::create(b, loc);
-      return success();
-    }
+    if (isa<func::ReturnOp>(op))
+      return m.emitReturn();
     if (auto ifOp = dyn_cast<scf::IfOp>(op); ifOp && ifOp.getNumResults() == 0)
       return emitIf(ifOp);
     // Scalar index arithmetic, casts and views: the same on every thread.
@@ -117,6 +115,13 @@ protected:
           return failure();
     }
     return success();
+  }
+
+  /// func.return: gpu.return where the walk stands (a mapping that left the
+  /// walk inside a region of its own closes it first).
+  mlir::LogicalResult emitReturn() {
+    mlir::gpu::ReturnOp::create(b, loc);
+    return mlir::success();
   }
 
   /// A mapping without a split-KV combine says so at the op.

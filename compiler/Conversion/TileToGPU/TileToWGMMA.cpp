@@ -48,6 +48,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <limits>
 #include <optional>
@@ -67,13 +68,41 @@ namespace {
 /// one m16 slice of its warpgroup's 64 rows: mTiles = 1).
 using gpu_emit::Frags;
 
+/// How the K/V rings are filled and synchronised (pass option kv-sync).
+enum class KVSync {
+  Barrier,  // every thread copies; one CTA barrier per tile
+  MBarrier, // every thread copies; per-stage full/empty mbarriers
+  // Warp specialisation: one producer warpgroup (registers lowered with
+  // setmaxnreg) copies Q and the K/V tiles, the consumer warpgroups
+  // (registers raised) only wait on the full barriers and compute.
+  Producer,
+  // Producer, and the consumer warpgroups take turns issuing their wgmmas
+  // (named barriers), so that one's softmax runs under the other's GEMMs.
+  PingPong,
+};
+
+std::optional<KVSync> parseKVSync(StringRef name) {
+  return llvm::StringSwitch<std::optional<KVSync>>(name)
+      .Case("barrier", KVSync::Barrier)
+      .Case("mbarrier", KVSync::MBarrier)
+      .Case("producer", KVSync::Producer)
+      .Case("pingpong", KVSync::PingPong)
+      .Default(std::nullopt);
+}
+
+using wgmma::kProducerThreads;
+using wgmma::RegisterSplit;
+using wgmma::registerSplit;
+
 class WGMMAEmitter : public gpu_emit::TileEmitter<WGMMAEmitter> {
 public:
   WGMMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
                tile::LaunchAttr launch, ArrayRef<Value> buffers,
-               int64_t kvStages, Value barriers)
+               int64_t kvStages, KVSync sync, Value barriers)
       : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages),
-        barriers(barriers), mbarriers(bool(barriers)) {}
+        barriers(barriers), mbarriers(sync != KVSync::Barrier),
+        producer(sync == KVSync::Producer || sync == KVSync::PingPong),
+        pingPong(sync == KVSync::PingPong) {}
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -94,6 +123,14 @@ public:
   LogicalResult emitFor(scf::ForOp op);
   LogicalResult emitConstant(arith::ConstantOp op) {
     return math().constant(op);
+  }
+  /// With a producer warpgroup the walk ends inside the consumers' branch:
+  /// the kernel returns after it.
+  LogicalResult emitReturn() {
+    if (roleSplit)
+      b.setInsertionPointAfter(roleSplit);
+    gpu::ReturnOp::create(b, loc);
+    return success();
   }
 
 private:
@@ -119,9 +156,13 @@ private:
 
   /// cp.async of rows [row, row + R) of a [B, H, S, D] view into `buf` (or
   /// stage `stage` of the ring `buf`) in the swizzled layout, zero past the
-  /// sequence end and wherever `live` is false; no commit.
-  void issueStage(tile::LoadOp op, Value buf, Value row, Value stage = {},
-                  Value live = {});
+  /// sequence end and wherever `live` is false; no commit. The copying
+  /// threads are `copier` of `copiers` (every thread of the consumer
+  /// warpgroups, or the producer warpgroup).
+  void issueStage(tile::LoadOp op, Value buf, Value row, Value copier,
+                  int64_t copiers, Value stage = {}, Value live = {});
+  /// Threads of the warpgroups that compute (2 · block_m).
+  int64_t consumerThreads() const { return 2 * launch.getBlockM(); }
   void commitGroup() { NVVM::CpAsyncCommitGroupOp::create(b, loc); }
   /// cp.async.wait_group(pending), then the proxy fence and a barrier: the
   /// copies of every thread are visible to wgmma.
@@ -149,10 +190,17 @@ private:
   unsigned nextStage = 0;
   int64_t kvStages;
   // Per-stage full/empty mbarriers instead of one CTA barrier per tile
-  // (kv-sync=mbarrier): their bytes, at the end of the dynamic shared
-  // memory (null with kv-sync=barrier).
+  // (kv-sync=mbarrier and the producer schedules): their bytes, at the end
+  // of the dynamic shared memory (null with kv-sync=barrier).
   Value barriers;
   bool mbarriers;
+  // kv-sync=producer/pingpong: a producer warpgroup after the consumers.
+  bool producer, pingPong;
+  // The Q load the producer issues (deferred from emitRowLoad) and the
+  // branch that splits the block into producer and consumers.
+  tile::LoadOp qLoad;
+  Value qRow;
+  scf::IfOp roleSplit;
 };
 
 void WGMMAEmitter::setUp() {
@@ -189,49 +237,51 @@ Value WGMMAEmitter::descriptor(Value buf, int64_t offset, int64_t lbo,
 }
 
 void WGMMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
-                              Value stage, Value live) {
+                              Value copier, int64_t copiers, Value stage,
+                              Value live) {
   auto t = op.getResult().getType();
   int64_t rows = t.getDimSize(0), dim = t.getDimSize(1);
   Value view = map.lookup(op.getSource());
   Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
   int64_t chunksPerRow = dim / 8;
-  int64_t threads = 2 * launch.getBlockM();
   Value seq = memref::DimOp::create(b, loc, view, 2);
+  // One 16-byte chunk: column chunk c of tile row r.
+  auto copyChunk = [&](Location l, Value r, Value c) {
+    // Swizzled element offset: column block, row, chunk ^ (row % 8).
+    Value block = arith::DivUIOp::create(b, l, c, idx(8));
+    Value swz =
+        arith::XOrIOp::create(b, l, arith::RemUIOp::create(b, l, c, idx(8)),
+                              arith::RemUIOp::create(b, l, r, idx(8)));
+    Value flat = add(add(mul(block, rows * wgmma::kSwizzleElems),
+                         mul(r, wgmma::kSwizzleElems)),
+                     mul(swz, 8));
+    Value dstRow = arith::DivUIOp::create(b, l, flat, idx(dim));
+    Value dstCol = arith::RemUIOp::create(b, l, flat, idx(dim));
+    Value seqRow = add(row, r);
+    Value inside =
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, seqRow, seq);
+    if (live)
+      inside = arith::AndIOp::create(b, l, inside, live);
+    // Past the end: read 0 of 8 elements (zero fill) from a valid
+    // address (the last row).
+    Value srcRow = arith::MinSIOp::create(
+        b, l, seqRow, arith::SubIOp::create(b, l, seq, idx(1)));
+    Value n = arith::SelectOp::create(b, l, inside, idx(8), idx(0));
+    SmallVector<Value> dst{dstRow, dstCol};
+    if (stage)
+      dst.insert(dst.begin(), stage);
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, l, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buf, dst, view,
+        ValueRange{batch, head, srcRow, mul(c, 8)}, b.getIndexAttr(8), n,
+        b.getUnitAttr()); // .cg: L2 only
+  };
   scf::ForOp::create(
-      b, loc, tid, idx(rows * chunksPerRow), idx(threads), ValueRange{},
+      b, loc, copier, idx(rows * chunksPerRow), idx(copiers), ValueRange{},
       [&](OpBuilder &lb, Location l, Value chunk, ValueRange) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-        Value r = arith::DivUIOp::create(b, l, chunk, idx(chunksPerRow));
-        Value c = arith::RemUIOp::create(b, l, chunk, idx(chunksPerRow));
-        // Swizzled element offset: column block, row, chunk ^ (row % 8).
-        Value block = arith::DivUIOp::create(b, l, c, idx(8));
-        Value swz =
-            arith::XOrIOp::create(b, l, arith::RemUIOp::create(b, l, c, idx(8)),
-                                  arith::RemUIOp::create(b, l, r, idx(8)));
-        Value flat = add(add(mul(block, rows * wgmma::kSwizzleElems),
-                             mul(r, wgmma::kSwizzleElems)),
-                         mul(swz, 8));
-        Value dstRow = arith::DivUIOp::create(b, l, flat, idx(dim));
-        Value dstCol = arith::RemUIOp::create(b, l, flat, idx(dim));
-        Value seqRow = add(row, r);
-        Value inside =
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, seqRow, seq);
-        if (live)
-          inside = arith::AndIOp::create(b, l, inside, live);
-        // Past the end: read 0 of 8 elements (zero fill) from a valid
-        // address (the last row).
-        Value srcRow = arith::MinSIOp::create(
-            b, l, seqRow, arith::SubIOp::create(b, l, seq, idx(1)));
-        Value n = arith::SelectOp::create(b, l, inside, idx(8), idx(0));
-        SmallVector<Value> dst{dstRow, dstCol};
-        if (stage)
-          dst.insert(dst.begin(), stage);
-        nvgpu::DeviceAsyncCopyOp::create(
-            b, l, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buf, dst,
-            view, ValueRange{batch, head, srcRow, mul(c, 8)}, b.getIndexAttr(8),
-            n,
-            b.getUnitAttr()); // .cg: L2 only
+        copyChunk(l, arith::DivUIOp::create(b, l, chunk, idx(chunksPerRow)),
+                  arith::RemUIOp::create(b, l, chunk, idx(chunksPerRow)));
         scf::YieldOp::create(b, l);
       });
 }
@@ -250,10 +300,16 @@ void WGMMAEmitter::waitForCopies(int64_t pending) {
 LogicalResult WGMMAEmitter::emitRowLoad(tile::LoadOp op) {
   // Q: the first buffer (the frame stages row-owned tiles too), in a commit
   // group of its own that the KV loop's first wait covers.
+  // With a producer warpgroup, the producer copies it in the KV loop.
   Value buf = buffers[nextStage++];
-  issueStage(op, buf, map.lookup(op.getRow()));
-  commitGroup();
   frags[op.getResult()] = {Frags::Staged, {buf}};
+  if (producer) {
+    qLoad = op;
+    qRow = map.lookup(op.getRow());
+    return success();
+  }
+  issueStage(op, buf, map.lookup(op.getRow()), tid, consumerThreads());
+  commitGroup();
   return success();
 }
 
@@ -514,7 +570,12 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   // dynamic shared memory: a static workgroup attribution would be laid out
   // after the dynamic-memory symbol, i.e. on top of Q's first row (the hang
   // of the first kv-sync=mbarrier attempt, bench/NOTES-hopper.md).
-  const int64_t threads = 2 * launch.getBlockM();
+  // kv-sync=producer/pingpong: the producer warpgroup's 128 threads copy
+  // (Q too, on a full barrier of its own after the rings' objects) and
+  // arrive on the full barriers; the consumers only wait and release.
+  const int64_t threads = consumerThreads();
+  const int64_t copiers = producer ? kProducerThreads : threads;
+  Value copier = tid; // this thread's index among the copiers
   Value barBase;
   if (mbarriers)
     barBase = arith::IndexCastOp::create(
@@ -528,7 +589,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         arith::IndexCastOp::create(b, loc, b.getI64Type(), mul(slot, 8)));
     return LLVM::IntToPtrOp::create(b, loc, sharedPtrT, addr);
   };
-  enum { kFullK = 0, kEmptyK = 1, kFullV = 2, kEmptyV = 3 };
+  enum { kFullK = 0, kEmptyK = 1, kFullV = 2, kEmptyV = 3, kFullQ = 4 };
   auto parityOf = [&](Value t, int64_t phaseOffset) -> Value {
     Value phase = add(arith::DivUIOp::create(b, loc, t, idx(S)), phaseOffset);
     return arith::IndexCastOp::create(
@@ -547,16 +608,17 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     scf::IfOp::create(b, loc, first, [&](OpBuilder &tb, Location l) {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
-      // full: one arrival per thread (its own copies); empty: one per warp.
-      Value perThread =
-          LLVM::ConstantOp::create(b, loc, b.getI32Type(), threads);
+      // full: one arrival per copying thread (its own copies); empty: one
+      // per consumer warp.
+      Value perCopier =
+          LLVM::ConstantOp::create(b, loc, b.getI32Type(), copiers);
       Value perWarp =
           LLVM::ConstantOp::create(b, loc, b.getI32Type(), threads / 32);
-      for (int64_t i = 0; i < 4 * S; ++i) {
+      for (int64_t i = 0; i < 4 * S + (producer ? 1 : 0); ++i) {
         int64_t kind = i / S;
         bool empty = kind == kEmptyK || kind == kEmptyV;
         NVVM::MBarrierInitOp::create(b, loc, barrierAt(0, idx(i)),
-                                     empty ? perWarp : perThread, Value());
+                                     empty ? perWarp : perCopier, Value());
       }
       scf::YieldOp::create(b, l);
     });
@@ -584,7 +646,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         scf::YieldOp::create(b, l);
       });
     }
-    issueStage(load, ring, row, stageOf(t), live);
+    issueStage(load, ring, row, copier, copiers, stageOf(t), live);
     if (mbarriers)
       NVVM::CpAsyncMBarrierArriveOp::create(
           b, loc, barrierAt(isK ? kFullK : kFullV, stageOf(t)),
@@ -614,6 +676,48 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
       NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(), addr, Value());
+      scf::YieldOp::create(b, l);
+    });
+  };
+
+  // kv-sync=pingpong: consumer warpgroup w issues its wgmmas between a
+  // bar.sync on named barrier 1 + w and a bar.arrive on the next
+  // warpgroup's (both counting the two warpgroups' 256 threads), so the
+  // warpgroups take turns on the tensor cores and each one's softmax runs
+  // under the other's GEMMs (FlashAttention-3's ping-pong). Warpgroup 0
+  // arrives once on its own barrier first, to go first; the last
+  // warpgroup does not arrive after its last turn, so every barrier ends
+  // with as many arrivals as waits.
+  const int64_t consumerGroups = threads / 128;
+  Value turnBarrier, nextBarrier, notLastGroup;
+  if (pingPong) {
+    Value wg = arith::DivUIOp::create(b, loc, tid, idx(128));
+    auto asI32 = [&](Value v) {
+      return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+    };
+    turnBarrier = asI32(add(wg, 1));
+    nextBarrier = asI32(add(
+        arith::RemUIOp::create(b, loc, add(wg, 1), idx(consumerGroups)), 1));
+    notLastGroup = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, wg,
+                                         idx(consumerGroups - 1));
+  }
+  Value turnThreads = LLVM::ConstantOp::create(b, loc, b.getI32Type(), 2 * 128);
+  auto takeTurn = [&]() {
+    if (pingPong)
+      NVVM::BarrierOp::create(b, loc, TypeRange{}, turnBarrier, turnThreads,
+                              NVVM::BarrierReductionAttr(), Value());
+  };
+  auto passTurn = [&](bool last) {
+    if (!pingPong)
+      return;
+    if (!last) {
+      NVVM::BarrierArriveOp::create(b, loc, nextBarrier, turnThreads);
+      return;
+    }
+    scf::IfOp::create(b, loc, notLastGroup, [&](OpBuilder &tb, Location l) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+      NVVM::BarrierArriveOp::create(b, loc, nextBarrier, turnThreads);
       scf::YieldOp::create(b, l);
     });
   };
@@ -659,7 +763,15 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       if (&nested == kv.k || &nested == kv.v || &nested == kv.rescale)
         continue;
       if (&nested == kv.qk) {
-        if (mbarriers) {
+        if (producer) { // Q and the tiles come from the producer
+          if (first)
+            waitBarrier(barrierAt(kFullQ, idx(0)),
+                        LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0));
+          waitTile(/*isK=*/true, t);
+          if (!first)
+            waitTile(/*isK=*/false, arith::SubIOp::create(b, loc, t, idx(1)));
+          fenceProxy();
+        } else if (mbarriers) {
           if (first) // Q: its own commit group, every thread's copy
             waitForCopies(0);
           waitTile(/*isK=*/true, t);
@@ -674,6 +786,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
           copyTile(kv.v, vRing, add(t, S - 2));
           commitGroup();
         }
+        takeTurn();
         Value s =
             issueQK(qBuf, kRing, stageBytes(stageOf(t), kStageBytes), n, d);
         if (!first) {
@@ -682,6 +795,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
               issuePV(pPrev, vRing, stageBytes(stageOf(prev), vStageBytes),
                       keys, frags[op.getRegionIterArgs()[kv.accArg]].regs, d);
         }
+        passTurn(/*last=*/false);
         waitWGMMA(first ? 0 : 1); // QKᵀ_j; P·V_{j-1} runs on
         if (mbarriers)
           release(/*isK=*/true, t);
@@ -707,17 +821,75 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   };
 
   Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub);
+  if (producer) {
+    // The block splits by warpgroup: the producer (the last one) copies Q
+    // and every K/V tile of the loop in order, each into its stage once the
+    // consumers released it; the consumers run the loop below and the rest
+    // of the kernel (the walk goes on inside their branch). setmaxnreg
+    // moves registers from the producer to the consumers.
+    RegisterSplit regs = registerSplit(threads);
+    Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                             tid, idx(threads));
+    roleSplit = scf::IfOp::create(b, loc, TypeRange{}, isProducer,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard pg(b);
+      b.setInsertionPoint(roleSplit.thenBlock()->getTerminator());
+      NVVM::SetMaxRegisterOp::create(b, loc, regs.producer,
+                                     NVVM::SetMaxRegisterAction::decrease);
+      copier = arith::SubIOp::create(b, loc, tid, idx(threads));
+      scf::IfOp::create(b, loc, any, [&](OpBuilder &tb, Location l) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+        issueStage(qLoad, qBuf, qRow, copier, copiers);
+        NVVM::CpAsyncMBarrierArriveOp::create(b, loc, barrierAt(kFullQ, idx(0)),
+                                              /*noinc=*/true);
+        Value tiles = arith::CeilDivUIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, ub, lb), step);
+        scf::ForOp::create(
+            b, loc, idx(0), tiles, idx(1), ValueRange{},
+            [&](OpBuilder &fb, Location fl, Value t, ValueRange) {
+              OpBuilder::InsertionGuard fg(b);
+              b.setInsertionPoint(fb.getInsertionBlock(),
+                                  fb.getInsertionPoint());
+              copyTile(kv.k, kRing, t);
+              copyTile(kv.v, vRing, t);
+              scf::YieldOp::create(b, fl);
+            });
+        // Nothing waits for the copies' groups: finish them before exit.
+        commitGroup();
+        NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+        scf::YieldOp::create(b, l);
+      });
+    }
+    b.setInsertionPoint(roleSplit.elseBlock()->getTerminator());
+    NVVM::SetMaxRegisterOp::create(b, loc, regs.consumer,
+                                   NVVM::SetMaxRegisterAction::increase);
+  }
   auto guard = scf::IfOp::create(b, loc, TypeRange(ValueRange(inits)), any,
                                  /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(guard.elseBlock());
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0); // Q's copy
+    if (!producer)
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0); // Q's copy
     scf::YieldOp::create(b, loc, inits);
 
     b.setInsertionPointToStart(guard.thenBlock());
-    // Prologue: tiles 0 .. S-2 of K and 0 .. S-3 of V, one group each.
-    for (int64_t i = 0; i + 1 < S; ++i) {
+    if (pingPong) { // warpgroup 0 takes the first turn
+      Value first = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq,
+          arith::DivUIOp::create(b, loc, tid, idx(128)), idx(0));
+      scf::IfOp::create(b, loc, first, [&](OpBuilder &tb, Location l) {
+        OpBuilder::InsertionGuard fg(b);
+        b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+        NVVM::BarrierArriveOp::create(b, loc, turnBarrier, turnThreads);
+        scf::YieldOp::create(b, l);
+      });
+    }
+    // Prologue: tiles 0 .. S-2 of K and 0 .. S-3 of V, one group each
+    // (the producer's loop instead, when there is one).
+    for (int64_t i = 0; !producer && i + 1 < S; ++i) {
       copyTile(kv.k, kRing, idx(i));
       if (i >= 1)
         copyTile(kv.v, vRing, idx(i - 1));
@@ -755,13 +927,15 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     } else {
       waitForCopies(0);
     }
+    takeTurn();
     Value o = issuePV(pLast, vRing, stageBytes(stageOf(tLast), vStageBytes),
                       keys, frags[op.getResult(kv.accArg)].regs, d);
+    passTurn(/*last=*/true);
     waitWGMMA(0);
     frags[op.getResult(kv.accArg)] = {Frags::C, unpack(o, d / 2)};
-    if (mbarriers) { // the copies past the end (zero bytes) are not waited
-      commitGroup(); // for by anyone: finish them before the block exits
-      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    if (mbarriers && !producer) { // the copies past the end (zero bytes)
+      commitGroup(); // are not waited for by anyone: finish them before the
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0); // block exits
     }
     SmallVector<Value> results;
     for (Value r : op.getResults())
@@ -780,20 +954,25 @@ public:
 };
 
 void MapTileToWGMMAPass::runOnOperation() {
-  if (kvSync != "barrier" && kvSync != "mbarrier") {
+  std::optional<KVSync> sync = parseKVSync(kvSync);
+  if (!sync) {
     getOperation().emitError()
-        << "attnc-map-tile-to-wgmma: kv-sync must be barrier or mbarrier, not "
+        << "attnc-map-tile-to-wgmma: kv-sync must be barrier, mbarrier, "
+           "producer or pingpong, not "
         << kvSync;
     return signalPassFailure();
   }
-  const bool mbarriers = kvSync == "mbarrier";
+  const bool mbarriers = *sync != KVSync::Barrier;
+  const bool producer = *sync == KVSync::Producer || *sync == KVSync::PingPong;
   // Q, K and V all in shared memory (Q first), unpadded: the 128-byte
   // swizzle spreads the rows over the banks instead. The frame aligns every
   // buffer to 1024 bytes, the swizzle's period.
   if (failed(gpu_emit::mapKernelsToGPU(
           getOperation(), /*rowPad=*/0, /*stageRowOwned=*/true,
-          // One warpgroup per 64 query rows.
-          [](tile::LaunchAttr launch) { return 2 * launch.getBlockM(); },
+          // One warpgroup per 64 query rows (+ the producer's).
+          [&](tile::LaunchAttr launch) {
+            return 2 * launch.getBlockM() + (producer ? kProducerThreads : 0);
+          },
           [&](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
               tile::LaunchAttr launch,
               ArrayRef<Value> buffers) -> LogicalResult {
@@ -801,10 +980,20 @@ void MapTileToWGMMAPass::runOnOperation() {
                 wgmma::unsupportedReason(kernel, launch, kvStages);
             if (!why.empty())
               return kernel.emitError() << "the wgmma mapping " << why;
+            if (*sync == KVSync::PingPong && launch.getBlockM() < 128)
+              return kernel.emitError()
+                     << "kv-sync pingpong needs two consumer warpgroups or "
+                        "more (block_m >= 128), not block_m "
+                     << launch.getBlockM();
+            // setmaxnreg moves registers only in a kernel whose count is
+            // capped at entry: one block per SM, all its threads.
+            if (producer)
+              gpuFunc->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                               OpBuilder(gpuFunc).getI32IntegerAttr(1));
             Value barriers = mbarriers ? buffers.back() : Value();
             return WGMMAEmitter(kernel, gpuFunc, launch,
                                 mbarriers ? buffers.drop_back() : buffers,
-                                kvStages, barriers)
+                                kvStages, *sync, barriers)
                 .emit();
           },
           // K and V of the KV loop: rings of kv-stages tiles.
@@ -815,9 +1004,10 @@ void MapTileToWGMMAPass::runOnOperation() {
                        ? int64_t(kvStages)
                        : 1;
           },
-          // kv-sync=mbarrier: 4 x kv-stages mbarrier objects of 8 bytes.
+          // The mbarrier schedules: 4 x kv-stages objects of 8 bytes (+ Q's
+          // full barrier with a producer).
           [&](tile::LaunchAttr) -> int64_t {
-            return mbarriers ? 4 * kvStages * 8 : 0;
+            return mbarriers ? (4 * kvStages + (producer ? 1 : 0)) * 8 : 0;
           })))
     signalPassFailure();
 }

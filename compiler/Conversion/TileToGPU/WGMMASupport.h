@@ -11,6 +11,7 @@
 #include "dialects/Tile/IR/TileOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -22,6 +23,30 @@ inline constexpr int64_t kSwizzleElems = 64;
 inline constexpr int64_t kSwizzleAtomBytes = 1024;
 /// Dynamic shared memory an sm_90 block may opt in to (227 KiB).
 inline constexpr int64_t kSmemLimit = 227 * 1024;
+
+/// Threads of the producer warpgroup (kv-sync producer / pingpong).
+inline constexpr int64_t kProducerThreads = 128;
+
+/// setmaxnreg counts. A block of T threads starts with E registers per
+/// thread, E = 65536 / T in multiples of 8 (at most 240; ptxas gives a
+/// kernel with setmaxnreg exactly that, tests/ptxas checks it). The
+/// producer drops to `producer` (its copies' index arithmetic), and the
+/// consumer warpgroups take what it frees, so the block never asks for more
+/// than it holds: setmaxnreg.inc waits until the registers are free, and
+/// would wait forever otherwise.
+struct RegisterSplit {
+  int32_t entry, producer, consumer;
+};
+inline RegisterSplit registerSplit(int64_t consumerThreads) {
+  auto down8 = [](int64_t r) { return int32_t(r / 8 * 8); };
+  int32_t entry = std::min<int32_t>(
+      240, down8(65536 / (consumerThreads + kProducerThreads)));
+  int32_t producer = consumerThreads >= 384 ? 24 : 40;
+  int32_t consumer =
+      std::min<int32_t>(240, entry + down8((entry - producer) *
+                                           kProducerThreads / consumerThreads));
+  return {entry, producer, consumer};
+}
 
 /// Shared memory the mapping uses: the Q tile and rings of `stages` K and
 /// V tiles (16-bit elements).

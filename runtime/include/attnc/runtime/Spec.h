@@ -30,9 +30,13 @@ struct TuningConfig {
   // variant allows it, else mma.sync), "wgmma" or "mma". In the canonical
   // string only when set, so untuned keys are unchanged.
   std::string mapping;
-  // The wgmma mapping's K/V ring synchronisation: "" or "barrier" (one CTA
-  // barrier per tile) or "mbarrier" (per-stage full/empty mbarriers). In
-  // the canonical string only when set, as mapping.
+  // The wgmma mapping's K/V ring schedule: "" (the default), "barrier"
+  // (every thread copies, one CTA barrier per tile), "mbarrier" (every
+  // thread copies, per-stage full/empty mbarriers), "producer" (warp
+  // specialisation: a producer warpgroup copies, setmaxnreg gives the
+  // consumers its registers) or "pingpong" (producer, and the consumer
+  // warpgroups take turns on the tensor cores). In the canonical string
+  // only when set, as mapping.
   std::string kvSync;
   // Row kernels: blocks that must fit one SM at once (ptxas caps registers
   // to fit; 0: no cap). Keyed for elementwise ops only.

@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""Model of the wgmma KV loop's warp-specialised schedules, kv-sync=producer
+and kv-sync=pingpong (TileToWGMMA.cpp, emitKVLoop): the producer
+warpgroup's and every consumer warp's sequence of mbarrier and named-barrier
+operations, run under random and adversarial interleavings (and of the
+asynchronous cp.async arrivals), checking that
+
+  - no interleaving deadlocks;
+  - a consumer reads tile t of a ring only once every producer thread's
+    copy of t has landed in its stage (and Q before the first tile);
+  - the producer copies tile t into a stage only once every consumer warp
+    released tile t - S (its wgmma reads of it completed);
+  - no mbarrier phase receives more arrivals than its count;
+  - pingpong: every named-barrier phase completes with exactly the 4 warps
+    of its warpgroup waiting and the 4 warps of the warpgroup before it
+    arriving (warpgroup 0's first phase: its own arrivals), so the
+    warpgroups take turns in order 0, 1, .., W-1, 0, ..; no warpgroup issues
+    wgmma while another one's turn is open; every barrier ends with no
+    arrivals pending.
+
+Semantics modelled (PTX ISA): mbarrier as in mbarrier_protocol_sim.py
+(init count, arrive, phase parity; cp.async.mbarrier.arrive.noinc arrives
+once the thread's earlier cp.async landed). A named barrier (bar.sync /
+bar.arrive id, 256) counts arriving threads, not phases: bar.arrive adds
+its warp's 32 and goes on, bar.sync adds 32 and waits; at 256 the barrier
+completes, releases its waiters and starts counting from 0 again. The
+model counts warps (8 = 256 threads).
+
+Actors: 2 producer threads stand for the producer warpgroup's 128 copiers
+(the full barriers count copiers), 4 warps per consumer warpgroup (the
+empty barriers count consumer warps). The programs below mirror
+emitKVLoop; keep the two in step.
+Usage: producer_protocol_sim.py [--mutate NAME]   (exit 0: all checks pass)
+"""
+import argparse
+import random
+import sys
+
+WARPS_PER_GROUP = 4
+PRODUCERS = 2
+
+
+class MBarrier:
+    def __init__(self, count):
+        self.count = count
+        self.pending = count
+        self.phase = 0
+
+    def arrive(self, what):
+        if self.pending <= 0:
+            raise AssertionError(f"over-arrival on {what}")
+        self.pending -= 1
+        if self.pending == 0:
+            self.phase += 1
+            self.pending = self.count
+
+    def passes(self, parity):
+        return (self.phase & 1) != parity
+
+
+class NamedBarrier:
+    """bar.sync / bar.arrive with a thread count of 2 warpgroups."""
+
+    def __init__(self, name, count):
+        self.name, self.count = name, count
+        self.arrived = []  # (actor, kind) of the open phase
+        self.phase = 0
+        self.history = []  # per completed phase: its arrivals
+
+    def add(self, actor, kind):
+        self.arrived.append((actor, kind))
+        if len(self.arrived) == self.count:
+            self.history.append(self.arrived)
+            self.arrived = []
+            self.phase += 1
+
+
+def producer_program(n, S, mutate):
+    ops = [("cta_barrier", "init")]
+    if n == 0:
+        return ops
+    ops.append(("copy", "Q", 0))
+    for t in range(n):
+        for x in "KV":
+            if t >= S:
+                parity = (t // S + 1) & 1
+                if mutate == "empty-parity":
+                    parity ^= 1
+                ops.append(("wait", x + "empty", t % S, parity,
+                            ("refill", x, t)))
+            ops.append(("copy", x, t))
+    return ops
+
+
+def consumer_program(n, S, groups, group, pingpong, mutate):
+    ops = [("cta_barrier", "init")]
+    if n == 0:
+        return ops
+    nxt = (group + 1) % groups
+
+    def turn(reads, last=False):
+        # bar.sync (wait for my turn), the wgmmas, bar.arrive (the next
+        # warpgroup's turn); the last warpgroup does not pass its last turn.
+        c = []
+        if pingpong:
+            c.append(("bar_sync", group))
+        c += [("issue", group, reads), ("issued", group)]
+        passes = not (last and group == groups - 1)
+        if mutate == "last-arrive":
+            passes = True
+        if mutate == "no-turn-end" and t_of[0] == 1:
+            passes = False
+        if pingpong and passes:
+            c.append(("bar_arrive", nxt))
+        return c
+
+    if pingpong and group == 0 and mutate != "no-first-turn":
+        ops.append(("bar_arrive", 0))
+    t_of = [0]
+    for t in range(n):
+        t_of[0] = t
+        if t == 0:
+            ops.append(("wait", "Qfull", 0, 0, ("data", "Q", 0)))
+        ops.append(("wait", "Kfull", t % S, (t // S) & 1, ("data", "K", t)))
+        if t > 0:
+            ops.append(("wait", "Vfull", (t - 1) % S, ((t - 1) // S) & 1,
+                        ("data", "V", t - 1)))
+        reads = [("K", t)] + ([("V", t - 1)] if t > 0 else [])
+        ops += turn(reads)
+        ops.append(("release", "K", t))  # after wgmma.wait_group 1
+        if t > 0 and mutate != "skip-v-release":
+            ops.append(("release", "V", t - 1))  # after wait_group 0
+    ops.append(("wait", "Vfull", (n - 1) % S, ((n - 1) // S) & 1,
+                ("data", "V", n - 1)))
+    ops += turn([("V", n - 1)], last=True)
+    return ops
+
+
+def run(n, S, groups, pingpong, rng, policy, mutate):
+    consumers = groups * WARPS_PER_GROUP
+    bars = {"Qfull": [MBarrier(PRODUCERS)]}
+    for x in "KV":
+        bars[x + "full"] = [MBarrier(PRODUCERS) for _ in range(S)]
+        count = consumers + (1 if mutate == "empty-count+1" else 0)
+        bars[x + "empty"] = [MBarrier(count) for _ in range(S)]
+    named = [NamedBarrier(f"B{g}", 2 * WARPS_PER_GROUP) for g in range(groups)]
+    actors = ([("P", i) for i in range(PRODUCERS)] +
+              [("C", i) for i in range(consumers)])
+    progs = [producer_program(n, S, mutate) if kind == "P" else
+             consumer_program(n, S, groups, i // WARPS_PER_GROUP, pingpong,
+                              mutate)
+             for kind, i in actors]
+    pc = [0] * len(actors)
+    asyncq = [[] for _ in actors]  # a producer's pending copies, FIFO
+    landed = {}  # (x, t) -> producers whose copy landed
+    released = {}  # (x, t) -> consumer warps that released it
+    holds = {}  # (x, stage) -> tile copied there last
+    in_flight = {}  # (x, t) -> consumer warps whose reads are running
+    waiting = {}  # actor -> (barrier, phase) of a pending bar.sync
+    turn_open = {}  # group -> warps inside their turn
+    turns_of = [0] * len(actors)  # a consumer warp's turns so far
+    done = {}  # global turn k * groups + group -> warps done issuing
+    cta = set()
+
+    def runnable(a):
+        if a in waiting:
+            nb, phase = waiting[a]
+            return named[nb].phase > phase
+        if pc[a] >= len(progs[a]):
+            return False
+        op = progs[a][pc[a]]
+        if op[0] == "wait":
+            return bars[op[1]][op[2]].passes(op[3])
+        if op[0] == "cta_barrier":
+            return len(cta) == len(actors) or a not in cta
+        return True
+
+    steps = 0
+    while True:
+        steps += 1
+        if steps > 5_000_000:
+            raise AssertionError("livelock")
+        ready = [a for a in range(len(actors)) if runnable(a)]
+        pend = [a for a in range(len(actors)) if asyncq[a]]
+        if not ready and not pend:
+            if all(pc[a] >= len(progs[a]) for a in range(len(actors))):
+                break
+            stuck = {a: progs[a][pc[a]] for a in range(len(actors))
+                     if pc[a] < len(progs[a])}
+            raise AssertionError(f"deadlock: {stuck}")
+        choices = [("t", a) for a in ready] + [("a", a) for a in pend]
+        if policy == "producer-first":
+            first = [c for c in choices if actors[c[1]][0] == "P"]
+            choices = first or choices
+        elif policy == "consumers-first":
+            first = [c for c in choices if actors[c[1]][0] == "C"]
+            choices = first or choices
+        elif policy == "late-async":
+            first = [c for c in choices if c[0] == "t"]
+            choices = first or choices
+        kind, a = rng.choice(choices)
+        if kind == "a":
+            x, t = asyncq[a].pop(0)
+            landed.setdefault((x, t), set()).add(a)
+            bar = bars["Qfull"][0] if x == "Q" else bars[x + "full"][t % S]
+            bar.arrive(f"{x}full")
+            continue
+        if a in waiting:  # a bar.sync whose phase completed
+            del waiting[a]
+            continue
+        op = progs[a][pc[a]]
+        if op[0] == "cta_barrier":
+            if a not in cta:
+                cta.add(a)
+                if len(cta) < len(actors):
+                    continue
+            pc[a] += 1
+            continue
+        pc[a] += 1
+        if op[0] == "wait":
+            _, _, s, _, (what, x, t) = op
+            if what == "data":
+                if len(landed.get((x, t), ())) != PRODUCERS:
+                    raise AssertionError(f"warp {a} passed {x}full for tile "
+                                         f"{t} before every copy landed")
+                if x != "Q" and holds.get((x, s)) != t:
+                    raise AssertionError(f"{x} stage {s} holds "
+                                         f"{holds.get((x, s))}, not {t}")
+            elif len(released.get((x, t - S), ())) != consumers:
+                raise AssertionError(f"producer refills {x} stage {s} with "
+                                     f"tile {t} before every consumer warp "
+                                     f"released tile {t - S}")
+        elif op[0] == "copy":
+            _, x, t = op
+            if x != "Q":
+                if t >= S and len(released.get((x, t - S), ())) != consumers:
+                    raise AssertionError(f"copy of {x} tile {t} over tile "
+                                         f"{t - S} still in use")
+                if in_flight.get((x, t - S)):
+                    raise AssertionError(f"copy of {x} tile {t} under "
+                                         f"running reads of tile {t - S}")
+                holds[(x, t % S)] = t
+            asyncq[a].append((x, t))
+        elif op[0] == "issue":
+            _, group, reads = op
+            for g, warps in turn_open.items():
+                if g != group and warps and pingpong:
+                    raise AssertionError(f"warpgroup {group} issues wgmma "
+                                         f"inside warpgroup {g}'s turn")
+            # The warp's k-th turn is the (k * groups + group)-th of the
+            # block: every earlier one is over.
+            turn = turns_of[a] * groups + group
+            if pingpong and any(done.get(e, 0) != WARPS_PER_GROUP
+                                for e in range(turn)):
+                raise AssertionError(f"warpgroup {group} takes turn {turn} "
+                                     f"before the earlier ones ended")
+            turn_open[group] = turn_open.get(group, 0) + 1
+            for x, t in reads:
+                if holds.get((x, t % S)) != t:
+                    raise AssertionError(f"warp {a} reads {x} tile {t} from "
+                                         f"a stage that holds "
+                                         f"{holds.get((x, t % S))}")
+                in_flight.setdefault((x, t), set()).add(a)
+        elif op[0] == "issued":
+            turn_open[op[1]] -= 1
+            turn = turns_of[a] * groups + op[1]
+            done[turn] = done.get(turn, 0) + 1
+            turns_of[a] += 1
+        elif op[0] == "release":
+            _, x, t = op
+            in_flight.get((x, t), set()).discard(a)
+            released.setdefault((x, t), set()).add(a)
+            bars[x + "empty"][t % S].arrive(f"{x}empty[{t % S}]")
+        elif op[0] == "bar_arrive":
+            named[op[1]].add(a, "arrive")
+        elif op[0] == "bar_sync":
+            nb = named[op[1]]
+            phase = nb.phase
+            nb.add(a, "sync")
+            if nb.phase == phase:  # not completed by this warp: wait
+                waiting[a] = (op[1], phase)
+    if not pingpong:
+        return
+    for g, nb in enumerate(named):
+        if nb.arrived:
+            raise AssertionError(f"{nb.name} ends with {len(nb.arrived)} "
+                                 f"warps' arrivals pending")
+        for k, phase in enumerate(nb.history):
+            group_of = lambda a: (a - PRODUCERS) // WARPS_PER_GROUP
+            syncs = sorted(group_of(x) for x, kind in phase if kind == "sync")
+            arrives = sorted(group_of(x) for x, kind in phase
+                             if kind == "arrive")
+            before = g if k == 0 and g == 0 else (g - 1) % groups
+            if syncs != [g] * WARPS_PER_GROUP or \
+                    arrives != [before] * WARPS_PER_GROUP:
+                raise AssertionError(f"{nb.name} phase {k}: waits of "
+                                     f"{syncs}, arrivals of {arrives}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mutate", default="",
+                    choices=["", "empty-parity", "empty-count+1",
+                             "skip-v-release", "no-first-turn",
+                             "last-arrive", "no-turn-end"])
+    ap.add_argument("--seeds", type=int, default=6)
+    args = ap.parse_args()
+    rng = random.Random(4321)
+    runs = failures = 0
+    for pingpong in (False, True):
+        for groups in (2, 3):
+            for S in (2, 3, 4):
+                for n in (0, 1, 2, 3, 5, 9, 33):
+                    for policy in ("uniform", "producer-first",
+                                   "consumers-first", "late-async"):
+                        for _ in range(args.seeds if n < 33 else 1):
+                            runs += 1
+                            try:
+                                run(n, S, groups, pingpong, rng, policy,
+                                    args.mutate)
+                            except AssertionError as e:
+                                failures += 1
+                                if failures <= 3:
+                                    print(f"FAIL {'pingpong' if pingpong else 'producer'} "
+                                          f"groups={groups} S={S} tiles={n} "
+                                          f"{policy}: {e}")
+    print(f"{runs} runs, {failures} failed"
+          + (f" (mutation {args.mutate})" if args.mutate else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
