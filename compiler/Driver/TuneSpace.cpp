@@ -69,6 +69,14 @@ tuneKnobs(const KernelSpec &spec,
     // The K/V ring depth, when a mapping reads it (0: the mapping's own).
     knob("stages", numbers({0, 3}),
          [](TuneCandidate &c, int64_t v) { c.tuning.stages = v; });
+    // The wgmma KV loop's schedule ("": the default, mbarrier; pingpong:
+    // a producer warpgroup and consumer warpgroups taking turns).
+    if (spec.arch == "sm_90a")
+      knobs.push_back({"kv_sync",
+                       {"", "pingpong"},
+                       [](TuneCandidate &c, const std::string &v) {
+                         c.tuning.kvSync = v;
+                       }});
   } else {
     return Status(ErrorCode::InvalidArgument,
                   "attnc tune sweeps ops attention_fwd and decode, not '" +
@@ -90,7 +98,7 @@ tuneKnobs(const KernelSpec &spec,
       auto r = std::from_chars(v.data(), v.data() + v.size(), parsed);
       bool number =
           r.ec == std::errc() && r.ptr == v.data() + v.size() && parsed >= 0;
-      if (name != "mapping" && !number)
+      if (name != "mapping" && name != "kv_sync" && !number)
         return Status(ErrorCode::InvalidArgument,
                       "knob " + name + ": '" + v +
                           "' is not a non-negative integer");
@@ -107,9 +115,14 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
       return "decode needs block_n a positive multiple of 16";
     return "";
   }
+  if (!t.kvSync.empty() && t.mapping != "wgmma")
+    return "kv_sync is a knob of the wgmma mapping only";
   if (t.mapping == "wgmma") {
     if (t.warps != 0)
       return "wgmma takes one warpgroup per 64 rows; warps is not a knob";
+    if (t.kvSync == "pingpong" && t.blockM < 128)
+      return "kv_sync pingpong needs two consumer warpgroups (block_m >= "
+             "128)";
     std::string why = wgmma::unsupportedReason(
         spec.headDim, t.blockM, t.blockN, 16, t.stages > 0 ? t.stages : 2,
         /*leftWindow=*/spec.windowLeft >= 0);

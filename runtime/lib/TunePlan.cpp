@@ -32,6 +32,8 @@ std::string TuneCandidate::label() const {
     out += " w" + std::to_string(tuning.warps);
   if (tuning.stages > 0)
     out += " st" + std::to_string(tuning.stages);
+  if (!tuning.kvSync.empty())
+    out += " " + tuning.kvSync;
   if (splits > 0)
     out += " s" + std::to_string(splits);
   return out;
