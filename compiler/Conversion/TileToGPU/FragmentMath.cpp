@@ -97,23 +97,20 @@ LogicalResult FragmentMath::store(tile::StoreOp op, const IRMapping &map,
             b, loc, inside,
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t4,
                                   indexConst(b, loc, 0)));
-      scf::IfOp::create(b, loc, inside, [&](OpBuilder &tb, Location l) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+      emitIfThen(b, loc, inside, [&] {
         if (v.kind == Frags::RowStat) {
-          memref::StoreOp::create(b, l, v.regs[2 * mt + r], view,
+          memref::StoreOp::create(b, loc, v.regs[2 * mt + r], view,
                                   ValueRange{batch, head, seqRow});
         } else {
           for (int64_t dn = 0; dn < perTile; ++dn) {
             Value col = dn ? Value(arith::AddIOp::create(
-                                 b, l, col0, indexConst(b, l, dn * 8)))
+                                 b, loc, col0, indexConst(b, loc, dn * 8)))
                            : col0;
-            vector::StoreOp::create(b, l, row2(v.regs[mt * perTile + dn], r),
+            vector::StoreOp::create(b, loc, row2(v.regs[mt * perTile + dn], r),
                                     view, ValueRange{batch, head, seqRow, col},
                                     false, llvm::MaybeAlign(4));
           }
         }
-        scf::YieldOp::create(b, l);
       });
     }
   return success();

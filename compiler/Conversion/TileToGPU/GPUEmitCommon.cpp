@@ -25,6 +25,14 @@ Value gpu_emit::indexConst(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+void gpu_emit::emitIfThen(OpBuilder &b, Location loc, Value cond,
+                          function_ref<void()> then) {
+  auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  then();
+}
+
 static Value nvvmUnary(OpBuilder &b, Location loc, StringRef intrinsic,
                        Value x) {
   auto one = [&](Value v) {

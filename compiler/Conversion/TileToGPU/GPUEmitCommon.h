@@ -31,6 +31,11 @@ inline constexpr int64_t kVectorAlign = 16;
 mlir::Value f32Const(mlir::OpBuilder &b, mlir::Location loc, float v);
 mlir::Value indexConst(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 
+/// `then()` emits, through `b`, the body of an scf.if on `cond` (no else,
+/// no results) created where `b` stands; `b` is left after the if.
+void emitIfThen(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond,
+                llvm::function_ref<void()> then);
+
 /// A vector of type `t` from its leading elements `rows` (a fragment row
 /// per register in the tensor-core mappings).
 mlir::Value fromRows(mlir::OpBuilder &b, mlir::Location loc, mlir::VectorType t,

@@ -605,9 +605,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   if (mbarriers) {
     Value first =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(0));
-    scf::IfOp::create(b, loc, first, [&](OpBuilder &tb, Location l) {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+    gpu_emit::emitIfThen(b, loc, first, [&] {
       // full: one arrival per copying thread (its own copies); empty: one
       // per consumer warp.
       Value perCopier =
@@ -620,7 +618,6 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         NVVM::MBarrierInitOp::create(b, loc, barrierAt(0, idx(i)),
                                      empty ? perWarp : perCopier, Value());
       }
-      scf::YieldOp::create(b, l);
     });
     // Initialised before anyone arrives or waits (every user is in this
     // block, so the CTA barrier orders them; no cluster, no TMA).
@@ -638,12 +635,9 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     if (mbarriers) {
       Value reused =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t, idx(S));
-      scf::IfOp::create(b, loc, reused, [&](OpBuilder &tb, Location l) {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+      gpu_emit::emitIfThen(b, loc, reused, [&] {
         waitBarrier(barrierAt(isK ? kEmptyK : kEmptyV, stageOf(t)),
                     parityOf(t, 1));
-        scf::YieldOp::create(b, l);
       });
     }
     issueStage(load, ring, row, copier, copiers, stageOf(t), live);
@@ -672,11 +666,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(0));
   auto release = [&](bool isK, Value t) {
     Value addr = barrierAt(isK ? kEmptyK : kEmptyV, stageOf(t));
-    scf::IfOp::create(b, loc, laneZero, [&](OpBuilder &tb, Location l) {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+    gpu_emit::emitIfThen(b, loc, laneZero, [&] {
       NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(), addr, Value());
-      scf::YieldOp::create(b, l);
     });
   };
 
@@ -714,11 +705,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       NVVM::BarrierArriveOp::create(b, loc, nextBarrier, turnThreads);
       return;
     }
-    scf::IfOp::create(b, loc, notLastGroup, [&](OpBuilder &tb, Location l) {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+    gpu_emit::emitIfThen(b, loc, notLastGroup, [&] {
       NVVM::BarrierArriveOp::create(b, loc, nextBarrier, turnThreads);
-      scf::YieldOp::create(b, l);
     });
   };
 
@@ -838,9 +826,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       NVVM::SetMaxRegisterOp::create(b, loc, regs.producer,
                                      NVVM::SetMaxRegisterAction::decrease);
       copier = arith::SubIOp::create(b, loc, tid, idx(threads));
-      scf::IfOp::create(b, loc, any, [&](OpBuilder &tb, Location l) {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+      gpu_emit::emitIfThen(b, loc, any, [&] {
         issueStage(qLoad, qBuf, qRow, copier, copiers);
         NVVM::CpAsyncMBarrierArriveOp::create(b, loc, barrierAt(kFullQ, idx(0)),
                                               /*noinc=*/true);
@@ -859,7 +845,6 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         // Nothing waits for the copies' groups: finish them before exit.
         commitGroup();
         NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-        scf::YieldOp::create(b, l);
       });
     }
     b.setInsertionPoint(roleSplit.elseBlock()->getTerminator());
@@ -880,11 +865,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       Value first = arith::CmpIOp::create(
           b, loc, arith::CmpIPredicate::eq,
           arith::DivUIOp::create(b, loc, tid, idx(128)), idx(0));
-      scf::IfOp::create(b, loc, first, [&](OpBuilder &tb, Location l) {
-        OpBuilder::InsertionGuard fg(b);
-        b.setInsertionPoint(tb.getInsertionBlock(), tb.getInsertionPoint());
+      gpu_emit::emitIfThen(b, loc, first, [&] {
         NVVM::BarrierArriveOp::create(b, loc, turnBarrier, turnThreads);
-        scf::YieldOp::create(b, l);
       });
     }
     // Prologue: tiles 0 .. S-2 of K and 0 .. S-3 of V, one group each
