@@ -65,13 +65,14 @@ step attention-gpu timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage
 # issue #6): correctness first, then the bench rows beside the CTA barrier.
 step attention-gpu-mbarrier timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only mbarrier
 step attention-bench-mbarrier timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only mbarrier
-# Warp specialisation (tuning.kv_sync "producer" / "pingpong", issue #6):
+# Warp specialisation (tuning.kv_sync "producer" / "pingpong" / "tma", issue #6):
 # not yet run on a GPU in the session that wrote it, so each in a step of
 # its own under a short timeout; then their bench rows (bench tiles with
 # the schedule's name) beside the default's.
 step attention-gpu-producer timeout 90 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only producer
 step attention-gpu-pingpong timeout 90 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only pingpong
-step attention-bench-specialised timeout 240 bash -c "for s in default producer pingpong; do $stage/bin/attnc-gpu-attention --bundle $stage/bundle --bench --only \$s || exit 1; done"
+step attention-gpu-tma timeout 90 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only tma
+step attention-bench-specialised timeout 300 bash -c "for s in default producer pingpong tma; do $stage/bin/attnc-gpu-attention --bundle $stage/bundle --bench --only \$s || exit 1; done"
 step attention-bench timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
 step attention-bench-causal timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only causal
 step decode-gpu "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle"

@@ -314,6 +314,13 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   meta.blockM = tile.blockM;
   meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers
   meta.params = attentionFwdV1Params();
+  // kv_sync "tma": the tensor maps the mapping appended (q_tmap, k_tmap,
+  // v_tmap), each for boxes of the kernel's tile rows.
+  if (tile.kvSync == "tma")
+    for (auto [name, rows] : {std::pair{"q_tmap", tile.blockM},
+                              {"k_tmap", tile.blockN},
+                              {"v_tmap", tile.blockN}})
+      meta.params.push_back({name, ParamKind::TensorMap, rows});
   return out;
 }
 

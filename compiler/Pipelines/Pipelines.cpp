@@ -160,6 +160,9 @@ void attnc::buildWGMMAPipeline(OpPassManager &pm, const TileOptions &options) {
   wgmma.kvSync = options.kvSync;
   pm.addPass(createMapTileToWGMMA(wgmma));
   addGPUToNVVM(pm);
+  // kv-sync=tma: the tensor-map parameters by value (grid constants); the
+  // GPU-to-NVVM conversion above drops argument attributes, so after it.
+  pm.addPass(createMarkTensorMapParams());
   // wgmma (and its fences) are PTX-builder ops: inline PTX before
   // translation, after everything else has reached NVVM.
   pm.addPass(createConvertNVVMToLLVMPass());

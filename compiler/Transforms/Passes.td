@@ -164,8 +164,10 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
            "apart; the default), barrier (one CTA barrier per tile), "
            "producer (warp specialisation: a producer warpgroup after the "
            "consumers copies Q and the tiles, setmaxnreg moves its registers "
-           "to the consumers) or pingpong (producer, and the consumer "
-           "warpgroups take turns issuing wgmma on named barriers)">,
+           "to the consumers), pingpong (producer, and the consumer "
+           "warpgroups take turns issuing wgmma on named barriers) or tma "
+           "(pingpong whose producer is one thread issuing TMA copies of the "
+           "q_tmap/k_tmap/v_tmap tensor-map parameters)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
@@ -259,6 +261,24 @@ def MapKVAppendToGPU : Pass<"attnc-map-kv-append-to-gpu", "mlir::ModuleOp"> {
                            "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect"];
+}
+
+def MarkTensorMapParams : Pass<"attnc-mark-tensor-map-params",
+                                "mlir::ModuleOp"> {
+  let summary = "Pass the TMA tensor maps a kernel names by value, as "
+                "__grid_constant__ parameters";
+  let description = [{
+    A kernel `llvm.func` whose `attnc.tensor_map_args` attribute lists
+    argument indices (set by the wgmma mapping for kv-sync=tma) gets, on
+    each of those `!llvm.ptr` arguments, `llvm.byval = !llvm.array<128 x
+    i8>`, `llvm.align = 64` and `nvvm.grid_constant`: NVPTX then declares a
+    `.param .align 64 .b8 name[128]` and the pointer is its generic address
+    (`cvta.param`), which `cp.async.bulk.tensor` takes as the tensor map.
+    Runs after the GPU-to-NVVM conversion, which keeps function attributes
+    but not these argument attributes.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
 }
 
 #endif // ATTNC_COMPILER_TRANSFORMS_PASSES

@@ -474,7 +474,7 @@ Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
                          attentionGeometry(kernel.meta_, args));
   PackedParams packed;
   ATTNC_RETURN_IF_ERROR(
-      packAttentionParams(kernel.plan_, kernel.spec_, args, packed));
+      packAttentionParams(kernel.plan_, kernel.spec_, args, packed, driver_));
   ScopedContext scope(*driver_, ctx_);
   if (scope.result() != CUDA_SUCCESS)
     return driver_->check(scope.result(), "cuCtxPushCurrent");

@@ -2,6 +2,8 @@
 
 #include "attnc/runtime/Launch.h"
 
+#include "attnc/runtime/Driver.h"
+
 #include <cstring>
 #include <string_view>
 
@@ -10,7 +12,7 @@ namespace attnc {
 namespace {
 
 // What the value behind each known parameter name is.
-enum class ValueType { Pointer, Integer, Float };
+enum class ValueType { Pointer, Integer, Float, TensorMap };
 
 struct NamedSource {
   std::string_view name;
@@ -44,6 +46,9 @@ constexpr NamedSource kSources[] = {
     {"lse_stride_h", ParamSource::LseStrideH, ValueType::Integer},
     {"scale", ParamSource::Scale, ValueType::Float},
     {"softcap", ParamSource::Softcap, ValueType::Float},
+    {"q_tmap", ParamSource::QTensorMap, ValueType::TensorMap},
+    {"k_tmap", ParamSource::KTensorMap, ValueType::TensorMap},
+    {"v_tmap", ParamSource::VTensorMap, ValueType::TensorMap},
 };
 constexpr size_t kContractParams = 22;
 
@@ -62,6 +67,8 @@ bool kindFits(ValueType type, ParamKind kind) {
     return kind == ParamKind::I64 || kind == ParamKind::I32;
   case ValueType::Float:
     return kind == ParamKind::F32;
+  case ValueType::TensorMap:
+    return kind == ParamKind::TensorMap;
   }
   return false;
 }
@@ -74,6 +81,8 @@ const char *expectedKinds(ValueType type) {
     return "i64 or i32";
   case ValueType::Float:
     return "f32";
+  case ValueType::TensorMap:
+    return "tensormap";
   }
   return "?";
 }
@@ -135,6 +144,58 @@ int64_t integerValue(ParamSource source, const AttentionArgs &args) {
   }
 }
 
+/// The CUtensorMap of a [B, H, S, D] view for TMA copies of 64 columns x
+/// `boxRows` rows with the 128-byte swizzle (the layout the wgmma
+/// descriptors read); rows past S read as zeros.
+Status encodeTensorMap(const DriverApi *driver, std::string_view name,
+                       const TensorArg &view, bool bf16, int64_t boxRows,
+                       void *out) {
+  // Messages are built only on failure: a launch allocates nothing.
+  auto what = [&] { return "tensor map " + std::string(name); };
+  if (!driver || !driver->cuTensorMapEncodeTiled)
+    return Status(ErrorCode::Unsupported,
+                  "this kernel copies by TMA (tuning.kv_sync \"tma\"), which "
+                  "needs the driver's cuTensorMapEncodeTiled (CUDA 12 or "
+                  "newer); it is missing");
+  constexpr int64_t kElem = 2, kAlign = 16;
+  if (reinterpret_cast<uintptr_t>(view.data) % kAlign)
+    return Status(ErrorCode::InvalidArgument,
+                  what() + ": TMA needs the base address 16-byte aligned");
+  if (view.stride[3] != 1)
+    return Status(ErrorCode::InvalidArgument,
+                  what() + ": TMA needs the head dim contiguous (stride 1)");
+  // Dims innermost first (D, S, H, B); a dim of extent 1 takes any stride
+  // (never stepped), so it gets the packed one.
+  cuuint64_t dims[4], strides[3];
+  int64_t packed = view.shape[3] * kElem;
+  for (int d = 0; d < 4; ++d) {
+    int64_t extent = view.shape[3 - d];
+    dims[d] = cuuint64_t(std::max<int64_t>(1, extent));
+    if (d == 0)
+      continue;
+    int64_t bytes = extent <= 1 ? packed : view.stride[3 - d] * kElem;
+    if (bytes <= 0 || bytes % kAlign || bytes >= (int64_t(1) << 40))
+      return Status(ErrorCode::InvalidArgument,
+                    what() +
+                        ": TMA needs every stride a positive multiple of " +
+                        "16 bytes below 2^40; dim " + std::to_string(3 - d) +
+                        " has " + std::to_string(bytes) + " bytes");
+    strides[d - 1] = cuuint64_t(bytes);
+    packed = std::max(packed, bytes * std::max<int64_t>(1, extent));
+  }
+  cuuint32_t box[4] = {64, cuuint32_t(boxRows), 1, 1};
+  cuuint32_t elementStrides[4] = {1, 1, 1, 1};
+  CUresult r = driver->cuTensorMapEncodeTiled(
+      static_cast<CUtensorMap *>(out),
+      bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      4, const_cast<void *>(view.data), dims, strides, box, elementStrides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return driver->check(r, "cuTensorMapEncodeTiled (" + what() + ")");
+  return Status::ok();
+}
+
 } // namespace
 
 std::vector<KernelParam> attentionFwdV1Params() {
@@ -165,15 +226,16 @@ planAttentionParams(const std::vector<KernelParam> &params) {
                     "kernel parameter '" + param.name + "' has kind " +
                         paramKindName(param.kind) + "; expected " +
                         expectedKinds(source->type));
-    plan.push_back({source->source, param.kind, source->name});
+    plan.push_back({source->source, param.kind, source->name, param.boxRows});
   }
   return plan;
 }
 
 Status packAttentionParams(const std::vector<ParamSlot> &plan,
                            const KernelSpec &spec, const AttentionArgs &args,
-                           PackedParams &out) {
+                           PackedParams &out, const DriverApi *driver) {
   out.count = plan.size();
+  size_t tensorMaps = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     const ParamSlot &slot = plan[i];
     uint64_t &storage = out.storage[i];
@@ -206,6 +268,20 @@ Status packAttentionParams(const std::vector<ParamSlot> &plan,
                                            ? spec.effectiveScale()
                                            : spec.softcap);
       std::memcpy(&storage, &value, sizeof(value));
+      break;
+    }
+    case ParamKind::TensorMap: {
+      if (tensorMaps == kMaxTensorMaps)
+        return Status(ErrorCode::Unsupported,
+                      "kernel has more than " + std::to_string(kMaxTensorMaps) +
+                          " tensor-map parameters");
+      const TensorArg &view = slot.source == ParamSource::QTensorMap   ? args.q
+                              : slot.source == ParamSource::KTensorMap ? args.k
+                                                                       : args.v;
+      void *map = out.tensorMaps[tensorMaps++];
+      ATTNC_RETURN_IF_ERROR(encodeTensorMap(
+          driver, slot.name, view, spec.dtype == "bf16", slot.boxRows, map));
+      out.pointers[i] = map;
       break;
     }
     }

@@ -19,19 +19,23 @@ const char *paramKindName(ParamKind kind) {
     return "i32";
   case ParamKind::F32:
     return "f32";
+  case ParamKind::TensorMap:
+    return "tensormap";
   }
   return "?";
 }
 
 std::optional<ParamKind> parseParamKind(std::string_view name) {
-  for (ParamKind kind :
-       {ParamKind::Ptr, ParamKind::I64, ParamKind::I32, ParamKind::F32})
+  for (ParamKind kind : {ParamKind::Ptr, ParamKind::I64, ParamKind::I32,
+                         ParamKind::F32, ParamKind::TensorMap})
     if (name == paramKindName(kind))
       return kind;
   return std::nullopt;
 }
 
 size_t paramKindSize(ParamKind kind) {
+  if (kind == ParamKind::TensorMap)
+    return 128; // sizeof(CUtensorMap)
   return kind == ParamKind::Ptr || kind == ParamKind::I64 ? 8 : 4;
 }
 
@@ -94,6 +98,11 @@ Status validateMetadata(const KernelMetadata &meta) {
       return invalid("parameter name \"" + param.name + "\" is not valid");
     if (!names.insert(param.name).second)
       return invalid("parameter \"" + param.name + "\" appears twice");
+    if ((param.kind == ParamKind::TensorMap) != (param.boxRows > 0) ||
+        param.boxRows > 256)
+      return invalid("parameter \"" + param.name +
+                     "\": a tensormap needs box_rows 1 to 256, and only a "
+                     "tensormap has box_rows");
   }
   std::set<std::string> files;
   for (const FileChecksum &file : meta.files) {
@@ -118,6 +127,8 @@ Json metadataToJson(const KernelMetadata &meta) {
     Json p = Json::object();
     p.set("name", param.name);
     p.set("kind", paramKindName(param.kind));
+    if (param.boxRows > 0)
+      p.set("box_rows", param.boxRows);
     params.push(std::move(p));
   }
   Json files = Json::object();
@@ -181,12 +192,13 @@ Result<KernelMetadata> metadataFromJson(const Json &value,
       std::string kind;
       paramReader.getString("name", param.name, true);
       paramReader.getString("kind", kind, true);
+      paramReader.getInt("box_rows", param.boxRows, false);
       ATTNC_RETURN_IF_ERROR(paramReader.finish());
       std::optional<ParamKind> parsed = parseParamKind(kind);
       if (!parsed)
         return Status(ErrorCode::ParseError,
                       pwhere + ".kind: unknown parameter kind \"" + kind +
-                          "\" (expected ptr, i64, i32 or f32)");
+                          "\" (expected ptr, i64, i32, f32 or tensormap)");
       param.kind = *parsed;
       meta.params.push_back(std::move(param));
     }

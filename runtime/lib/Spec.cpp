@@ -178,11 +178,11 @@ Status validateElementwiseSpec(const KernelSpec &spec) {
 Status validateSpec(const KernelSpec &spec) {
   if (!spec.tuning.kvSync.empty()) {
     if (!oneOf(spec.tuning.kvSync,
-               {"barrier", "mbarrier", "producer", "pingpong"}))
+               {"barrier", "mbarrier", "producer", "pingpong", "tma"}))
       return invalid("tuning.kv_sync \"" + spec.tuning.kvSync +
                      "\" is not supported (expected \"barrier\", "
-                     "\"mbarrier\", \"producer\", \"pingpong\" or empty "
-                     "for the default)");
+                     "\"mbarrier\", \"producer\", \"pingpong\", \"tma\" "
+                     "or empty for the default)");
     if (spec.op != "attention_fwd")
       return invalid("tuning.kv_sync applies to op \"attention_fwd\" only");
     if (spec.tuning.kvSync != "barrier" && spec.arch != "sm_90a")

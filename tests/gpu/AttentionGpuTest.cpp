@@ -10,10 +10,11 @@
 //        attnc-gpu-attention --write-specs FILE   (the specs to bundle)
 //
 // --only runs the cases whose name (or bench tiles) contain SUBSTR. The
-// kv_sync = "mbarrier", "producer" and "pingpong" cases (names and bench
-// tiles with those words) run only so, e.g. `--only pingpong`: a protocol
-// bug hangs the kernel, and scripts/gpu-run.sh runs them in steps of their
-// own under `timeout` (producer and pingpong have not yet run on a GPU).
+// kv_sync = "mbarrier", "producer", "pingpong" and "tma" cases (names and
+// bench tiles with those words) run only so, e.g. `--only pingpong`: a
+// protocol bug hangs the kernel, and scripts/gpu-run.sh runs them in steps
+// of their own under `timeout` (producer, pingpong and tma have not yet run
+// on a GPU).
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Context.h"
@@ -291,17 +292,19 @@ std::vector<Case> correctnessCases() {
   c.spec.causal = true;
   c.spec.tuning = {256, 64, 2, 0};
   mbarrier(c);
-  // kv_sync = "producer" / "pingpong" (issue #6, warp specialisation): a
-  // producer warpgroup fills Q and the rings, the consumer warpgroups only
-  // wait and compute (pingpong: taking turns on the tensor cores). The
+  // kv_sync = "producer" / "pingpong" / "tma" (issue #6, warp
+  // specialisation): a producer warpgroup fills Q and the rings (tma: one
+  // thread, by TMA from the runtime's tensor maps), the consumer
+  // warpgroups only wait and compute (pingpong, tma: taking turns on the
+  // tensor cores). The
   // ring cases again (one tile, fewer tiles than stages, a window, rows
   // that see no key, softcap, 4 stages), then the shapes only these
   // schedules are meant for: 128-key and 176-key tiles on two consumer
   // warpgroups at every head dim, causal with Sq > Skv and Sq < Skv.
   auto specialised = [&](Case m, const char *sync) {
-    if (std::string(sync) == "pingpong" && m.spec.tuning.blockM &&
+    if (std::string(sync) != "producer" && m.spec.tuning.blockM &&
         m.spec.tuning.blockM < 128)
-      return; // needs two consumer warpgroups
+      return; // pingpong and tma need two consumer warpgroups
     m.name = std::string(sync) + " " + m.name;
     m.spec.tuning.kvSync = sync;
     cs.push_back(m);
@@ -354,7 +357,7 @@ std::vector<Case> correctnessCases() {
   c.spec.causal = true;
   c.spec.tuning = {128, 64, 2, 0};
   extra.push_back(c);
-  for (const char *sync : {"producer", "pingpong"}) {
+  for (const char *sync : {"producer", "pingpong", "tma"}) {
     specialised(cs[0], sync);
     for (size_t i = 0; i < plain; ++i)
       if (cs[i].name.rfind("wgmma ", 0) == 0 && cs[i].spec.tuning.stages > 0)
@@ -373,14 +376,15 @@ std::vector<Case> correctnessCases() {
 
 /// Whether a case runs: --only SUBSTR in its name or tiles; without it,
 /// every case but those of a kv_sync schedule that runs only so
-/// ("mbarrier", and "producer" / "pingpong" until they have passed on a
-/// GPU: a protocol bug hangs the kernel).
+/// ("mbarrier", and "producer" / "pingpong" / "tma" until they have passed
+/// on a GPU: a protocol bug hangs the kernel).
 bool selected(const Case &c, const std::string &only) {
   if (!only.empty())
     return c.name.find(only) != std::string::npos ||
            c.tiles.find(only) != std::string::npos;
   const std::string &sync = c.spec.tuning.kvSync;
-  return sync != "mbarrier" && sync != "producer" && sync != "pingpong";
+  return sync != "mbarrier" && sync != "producer" && sync != "pingpong" &&
+         sync != "tma";
 }
 
 std::vector<Case> benchCases() {
@@ -457,7 +461,7 @@ std::vector<Case> benchCases() {
       {64, 128, 176, 3, "128x176 s3"},  {256, 128, 64, 2, "128x64 s2"},
       {256, 128, 80, 2, "128x80 s2"}};
   for (const Specialised &t : ws)
-    for (const char *sync : {"producer", "pingpong"})
+    for (const char *sync : {"producer", "pingpong", "tma"})
       for (bool causal : {false, true}) {
         std::string name = "D" + std::to_string(t.headDim) + " S4k" +
                            (causal ? " causal" : "");
@@ -698,8 +702,8 @@ int main(int argc, char **argv) {
   }
   std::printf("%d passed, %d failed, %d not selected%s\n", passed, failed,
               skipped,
-              only.empty() ? " (kv_sync mbarrier / producer / pingpong: "
-                             "--only mbarrier|producer|pingpong)"
+              only.empty() ? " (kv_sync mbarrier / producer / pingpong / "
+                             "tma: --only mbarrier|producer|pingpong|tma)"
                            : "");
   return failed ? 1 : 0;
 }

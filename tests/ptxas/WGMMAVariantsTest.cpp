@@ -8,6 +8,7 @@
 // mma.sync and say why.
 //
 //===----------------------------------------------------------------------===//
+#include "attnc/runtime/Metadata.h"
 #include "compiler/Conversion/TileToGPU/WGMMASupport.h"
 #include "compiler/Driver/SpecCompiler.h"
 #include "compiler/Target/NVPTX/Ptxas.h"
@@ -243,4 +244,67 @@ TEST_CASE("kv_sync producer / pingpong: a producer warpgroup, setmaxnreg "
   REQUIRE_FALSE(bad.isOk());
   CHECK(bad.status().message().find("two consumer warpgroups") !=
         std::string::npos);
+}
+
+TEST_CASE("kv_sync tma: one producer thread copies by TMA from tensor maps "
+          "passed by value; no spills",
+          "[ptxas][wgmma][tma]") {
+  struct Variant {
+    int64_t d, blockM, blockN, stages;
+    bool causal;
+    const char *dtype;
+  };
+  const Variant variants[] = {{128, 128, 128, 2, false, "bf16"},
+                              {128, 128, 176, 2, true, "bf16"},
+                              {128, 192, 64, 2, false, "fp16"},
+                              {64, 128, 128, 3, true, "bf16"},
+                              {256, 128, 64, 2, false, "bf16"}};
+  for (const Variant &v : variants) {
+    KernelSpec s = sm90(v.d, v.dtype);
+    s.causal = v.causal;
+    s.tuning.blockM = v.blockM;
+    s.tuning.blockN = v.blockN;
+    s.tuning.stages = v.stages;
+    s.tuning.kvSync = "tma";
+    INFO("spec " << s.canonical());
+    CompiledKernel k = compiled(s);
+    CHECK(k.meta.mapping == "wgmma");
+    CHECK(k.meta.block[0] == 2 * v.blockM + 128);
+    // The v1 parameters, then the three tensor maps with their box rows.
+    REQUIRE(k.meta.params.size() == 25);
+    const char *names[] = {"q_tmap", "k_tmap", "v_tmap"};
+    for (int t = 0; t < 3; ++t) {
+      CHECK(k.meta.params[22 + t].name == names[t]);
+      CHECK(k.meta.params[22 + t].kind == ParamKind::TensorMap);
+      CHECK(k.meta.params[22 + t].boxRows == (t ? v.blockN : v.blockM));
+      CHECK(k.ptx.find(".param .align 64 .b8 attention_fwd_param_" +
+                       std::to_string(22 + t) + "[128]") != std::string::npos);
+    }
+    // D / 64 boxes per tile, each completing on the tile's full barrier,
+    // which first expects the tile's bytes; no cp.async of tiles left.
+    CHECK(k.ptx.find("cp.async.bulk.tensor.4d.shared::cluster.global.tile."
+                     "mbarrier::complete_tx::bytes") != std::string::npos);
+    CHECK(k.ptx.find("mbarrier.arrive.expect_tx.shared.b64") !=
+          std::string::npos);
+    CHECK(k.ptx.find("fence.mbarrier_init.release.cluster") !=
+          std::string::npos);
+    CHECK(k.ptx.find("cp.async.cg.shared.global") == std::string::npos);
+    CHECK(k.ptx.find("bar.arrive") != std::string::npos); // ping-pong
+    PtxasResult r = runPtxas(k.ptx, s.arch, ATTNC_PTXAS_PATH);
+    INFO(r.log);
+    REQUIRE(r.ok);
+    REQUIRE(r.kernels.size() == 1);
+    const KernelResources &res = r.kernels[0];
+    wgmma::RegisterSplit regs = wgmma::registerSplit(2 * v.blockM);
+    std::printf("wgmma tma %-4s D=%-3lld %3lldx%-3lld s%lld %-7s %3lld "
+                "registers at entry, %6lld B dynamic smem, spills %lld/%lld "
+                "B\n",
+                v.dtype, (long long)v.d, (long long)v.blockM,
+                (long long)v.blockN, (long long)v.stages,
+                v.causal ? "causal" : "", (long long)res.registers,
+                (long long)k.meta.dynamicSmem, (long long)res.spillStoreBytes,
+                (long long)res.spillLoadBytes);
+    CHECK(res.registers == regs.entry);
+    CHECK_FALSE(res.spills());
+  }
 }

@@ -102,7 +102,10 @@ class FakeLaunch(ctypes.Structure):
                 ("stream", ctypes.c_void_p),
                 ("paramCount", ctypes.c_size_t),
                 ("params", ctypes.c_uint64 * 64),
-                ("paramSizes", ctypes.c_size_t * 64)]
+                ("paramSizes", ctypes.c_size_t * 64),
+                # FakeCuda.h's by-value aggregates (tensor maps)
+                ("bigParams", (ctypes.c_ubyte * 128) * 4),
+                ("bigParamCount", ctypes.c_size_t)]
 
 
 def combine_splits():

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <dlfcn.h>
 #include <new>
 #include <thread>
@@ -192,6 +193,62 @@ TEST_CASE("getKernel compiles, caches, loads; launch packs the ABI",
   }
   // The launch ran with our context pushed (the thread had none current).
   CHECK(f.stats().pushes > 0);
+}
+
+TEST_CASE("a TMA kernel's tensor maps reach the launch by value",
+          "[fake-driver][tma]") {
+  Fixture f;
+  // A kernel that names tensor maps after the v1 parameters, as the wgmma
+  // mapping's kv_sync "tma" does (its PTX: .param .align 64 .b8 p[128]).
+  f.compiler->params.push_back({"q_tmap", ParamKind::TensorMap, 128});
+  f.compiler->params.push_back({"k_tmap", ParamKind::TensorMap, 128});
+  f.compiler->params.push_back({"v_tmap", ParamKind::TensorMap, 128});
+  f.compiler->blockM = 128;
+  f.compiler->block = {384, 1, 1};
+  auto context = f.context();
+  KernelSpec spec = sampleSpec();
+  spec.tuning.kvSync = "tma";
+  Result<const Kernel *> kernel = context->getKernel(spec);
+  REQUIRE(kernel.isOk());
+  // The metadata on disk keeps them (a second context would read this).
+  CHECK((*kernel)->metadata().params.back().boxRows == 128);
+
+  AttentionArgs args = contiguousArgs(spec, 2, 300, 500);
+  REQUIRE(context->launch(**kernel, args, kStream).isOk());
+  auto encoded = reinterpret_cast<int (*)()>(
+      ::dlsym(::dlopen(ATTNC_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD),
+              "fakecuda_tensor_maps_encoded"));
+  REQUIRE(encoded);
+  CHECK(encoded() == 3);
+  FakeCudaLaunch launch = fake().lastLaunch();
+  REQUIRE(launch.paramCount == 25);
+  CHECK(launch.paramSizes[22] == 128);
+  REQUIRE(launch.bigParamCount == 3);
+  const uint64_t bases[3] = {0x100000, 0x200000, 0x300000};
+  const uint64_t heads[3] = {8, 2, 2}, seqs[3] = {300, 500, 500};
+  for (int t = 0; t < 3; ++t) {
+    INFO("tensor map " << t);
+    FakeCudaTensorMap map;
+    std::memcpy(&map, launch.bigParams[t], sizeof(map));
+    CHECK(map.magic == FAKECUDA_TENSOR_MAP_MAGIC);
+    CHECK(map.address == bases[t]);
+    CHECK(map.rank == 4);
+    CHECK(map.dims[0] == 64);
+    CHECK(map.dims[1] == seqs[t]);
+    CHECK(map.dims[2] == heads[t]);
+    CHECK(map.dims[3] == 2);
+    CHECK(map.strides[0] == 128);
+    CHECK(map.box[0] == 64);
+    CHECK(map.box[1] == 128);
+    CHECK(map.swizzle == CU_TENSOR_MAP_SWIZZLE_128B);
+  }
+  // Launching encodes, never allocates.
+  countAllocations = true;
+  allocations = 0;
+  Status again = context->launch(**kernel, args, kStream);
+  countAllocations = false;
+  CHECK(again.isOk());
+  CHECK(allocations == 0);
 }
 
 TEST_CASE("a second context loads from disk without compiling",

@@ -2,6 +2,7 @@
 
 #include "TestSupport.h"
 
+#include "attnc/runtime/Driver.h"
 #include "attnc/runtime/Launch.h"
 
 #include <catch2/catch.hpp>
@@ -245,4 +246,110 @@ TEST_CASE("grid rule attention_fwd_v1", "[launch]") {
   CHECK(attentionGeometry(meta, contiguousArgs(spec, 1, 1, 1))
             .status()
             .message() == "unknown grid rule 'decode_v9'");
+}
+
+namespace {
+// What the runtime asked cuTensorMapEncodeTiled (a stand-in that records).
+struct EncodeCall {
+  CUtensorMapDataType type;
+  cuuint32_t rank;
+  void *address;
+  cuuint64_t dims[4], strides[3];
+  cuuint32_t box[4];
+  CUtensorMapSwizzle swizzle;
+  CUtensorMapFloatOOBfill oob;
+  CUtensorMap *out;
+};
+std::vector<EncodeCall> encodeCalls;
+CUresult recordEncode(CUtensorMap *map, CUtensorMapDataType type,
+                      cuuint32_t rank, void *address, const cuuint64_t *dims,
+                      const cuuint64_t *strides, const cuuint32_t *box,
+                      const cuuint32_t *, CUtensorMapInterleave,
+                      CUtensorMapSwizzle swizzle, CUtensorMapL2promotion,
+                      CUtensorMapFloatOOBfill oob) {
+  EncodeCall c{type, rank, address, {}, {}, {}, swizzle, oob, map};
+  for (int i = 0; i < 4; ++i) {
+    c.dims[i] = dims[i];
+    c.box[i] = box[i];
+    if (i < 3)
+      c.strides[i] = strides[i];
+  }
+  encodeCalls.push_back(c);
+  std::memset(map, 0x5a, sizeof(CUtensorMap));
+  return CUDA_SUCCESS;
+}
+} // namespace
+
+TEST_CASE("TMA kernels get tensor maps of Q, K and V by value", "[launch]") {
+  KernelSpec spec = sampleSpec(); // bf16, 8 / 2 heads, D 64
+  AttentionArgs args = contiguousArgs(spec, 3, 100, 300);
+  std::vector<KernelParam> params = attentionFwdV1Params();
+  params.push_back({"q_tmap", ParamKind::TensorMap, 128});
+  params.push_back({"k_tmap", ParamKind::TensorMap, 176});
+  params.push_back({"v_tmap", ParamKind::TensorMap, 176});
+  Result<std::vector<ParamSlot>> plan = planAttentionParams(params);
+  REQUIRE(plan.isOk());
+  PackedParams packed;
+
+  // No driver (or one without the entry point): a clear error.
+  Status none = packAttentionParams(*plan, spec, args, packed, nullptr);
+  CHECK(none.message().find("cuTensorMapEncodeTiled (CUDA 12 or newer)") !=
+        std::string::npos);
+
+  DriverApi driver;
+  driver.cuTensorMapEncodeTiled = &recordEncode;
+  encodeCalls.clear();
+  REQUIRE(packAttentionParams(*plan, spec, args, packed, &driver).isOk());
+  REQUIRE(encodeCalls.size() == 3);
+  const uintptr_t bases[3] = {0x100000, 0x200000, 0x300000};
+  const int64_t heads[3] = {8, 2, 2}, seqs[3] = {100, 300, 300};
+  const cuuint32_t rows[3] = {128, 176, 176};
+  for (int t = 0; t < 3; ++t) {
+    INFO("tensor map " << t);
+    const EncodeCall &c = encodeCalls[t];
+    // By value: the parameter points at the map the driver wrote, 64-byte
+    // aligned, in the packed storage (no allocation).
+    CHECK(packed.pointers[22 + t] == static_cast<void *>(c.out));
+    CHECK(reinterpret_cast<uintptr_t>(c.out) % 64 == 0);
+    CHECK(c.type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+    CHECK(c.rank == 4);
+    CHECK(reinterpret_cast<uintptr_t>(c.address) == bases[t]);
+    // (D, S, H, B), strides in bytes of S, H, B.
+    CHECK(c.dims[0] == 64);
+    CHECK(c.dims[1] == cuuint64_t(seqs[t]));
+    CHECK(c.dims[2] == cuuint64_t(heads[t]));
+    CHECK(c.dims[3] == 3);
+    CHECK(c.strides[0] == 64 * 2);
+    CHECK(c.strides[1] == cuuint64_t(seqs[t] * 64 * 2));
+    CHECK(c.strides[2] == cuuint64_t(heads[t] * seqs[t] * 64 * 2));
+    CHECK(c.box[0] == 64);
+    CHECK(c.box[1] == rows[t]);
+    CHECK(c.box[2] == 1);
+    CHECK(c.box[3] == 1);
+    CHECK(c.swizzle == CU_TENSOR_MAP_SWIZZLE_128B);
+    CHECK(c.oob == CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE); // zeros past S
+  }
+  // The other parameters are packed as before.
+  CHECK(packed.storage[0] == 0x100000);
+  CHECK(packed.storage[7] == 300);
+
+  // fp16; a dimension of extent 1 takes any stride (never stepped): it is
+  // passed packed; a stride TMA cannot step is refused with its dimension.
+  spec.dtype = "fp16";
+  args = contiguousArgs(spec, 1, 100, 300);
+  args.q.stride[0] = 3;
+  encodeCalls.clear();
+  REQUIRE(packAttentionParams(*plan, spec, args, packed, &driver).isOk());
+  CHECK(encodeCalls[0].type == CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+  CHECK(encodeCalls[0].strides[2] == cuuint64_t(8 * 100 * 64 * 2));
+  args.k.stride[1] = 300 * 64 + 4; // 8 bytes past a 16-byte multiple
+  Status odd = packAttentionParams(*plan, spec, args, packed, &driver);
+  CHECK(odd.message() ==
+        "tensor map k_tmap: TMA needs every stride a positive multiple of 16 "
+        "bytes below 2^40; dim 1 has 38408 bytes");
+  args = contiguousArgs(spec, 1, 100, 300);
+  args.v.data = reinterpret_cast<const void *>(0x300008);
+  Status misaligned = packAttentionParams(*plan, spec, args, packed, &driver);
+  CHECK(misaligned.message() ==
+        "tensor map v_tmap: TMA needs the base address 16-byte aligned");
 }

@@ -87,6 +87,22 @@ TEST_CASE("metadata round-trips", "[metadata]") {
   REQUIRE(back.isOk());
   CHECK(*back == meta);
   CHECK(back->params.size() == 22);
+
+  // A TMA kernel's tensor maps keep their kind and box rows.
+  meta.params.push_back({"k_tmap", ParamKind::TensorMap, 176});
+  back = parseMetadata(writeMetadata(meta));
+  REQUIRE(back.isOk());
+  CHECK(*back == meta);
+  CHECK(back->params.back().boxRows == 176);
+  CHECK(paramKindSize(ParamKind::TensorMap) == 128);
+  // box_rows belongs to a tensormap, and a tensormap needs it.
+  meta.params.back().boxRows = 0;
+  CHECK(parseMetadata(writeMetadata(meta))
+            .status()
+            .message()
+            .find("a tensormap needs box_rows 1 to 256") != std::string::npos);
+  meta.params.back() = {"k", ParamKind::Ptr, 64};
+  CHECK_FALSE(parseMetadata(writeMetadata(meta)).isOk());
 }
 
 TEST_CASE("the attention_fwd_v1 parameter list is the contract", "[metadata]") {
@@ -124,7 +140,7 @@ TEST_CASE("damaged metadata is rejected with a reason", "[metadata]") {
         "meta: unknown key \"extra\"");
   CHECK(metaError(edit("\"kind\": \"i32\"", "\"kind\": \"u8\"")) ==
         "meta.params[2].kind: unknown parameter kind \"u8\" (expected ptr, "
-        "i64, i32 or f32)");
+        "i64, i32, f32 or tensormap)");
   CHECK(metaError(edit("[256, 1, 1]", "[256, 1]")) ==
         "meta.block: expected an array of 3 integers");
   CHECK(metaError(edit("[256, 1, 1]", "[256, 8, 1]")) ==

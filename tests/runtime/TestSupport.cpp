@@ -90,9 +90,13 @@ std::string fakePtx(const std::string &entry,
   for (size_t i = 0; i < params.size(); ++i) {
     const char *type = params[i].kind == ParamKind::F32   ? ".f32"
                        : params[i].kind == ParamKind::I32 ? ".u32"
-                                                          : ".u64";
+                       : params[i].kind == ParamKind::TensorMap
+                           ? ".align 64 .b8"
+                           : ".u64";
     ptx += std::string("\t.param ") + type + " " + entry + "_param_" +
-           std::to_string(i) + (i + 1 < params.size() ? ",\n" : "\n");
+           std::to_string(i) +
+           (params[i].kind == ParamKind::TensorMap ? "[128]" : "") +
+           (i + 1 < params.size() ? ",\n" : "\n");
   }
   ptx += ")\n{\n\tret;\n}\n";
   // Comment padding keeps the PTX valid while making files large.

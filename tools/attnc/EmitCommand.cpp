@@ -99,9 +99,12 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "synchronised: mbarrier (every thread copies; per-stage "
                    "full/empty mbarriers), barrier (one CTA barrier per "
                    "tile), producer (a producer warpgroup copies, the "
-                   "consumers get its registers) or pingpong (producer, and "
-                   "the consumer warpgroups take turns on the tensor cores)")
-      ->check(CLI::IsMember({"barrier", "mbarrier", "producer", "pingpong"}));
+                   "consumers get its registers), pingpong (producer, and "
+                   "the consumer warpgroups take turns on the tensor cores) "
+                   "or tma (pingpong with TMA copies by one producer thread; "
+                   "the runtime passes the tensor maps)")
+      ->check(CLI::IsMember(
+          {"barrier", "mbarrier", "producer", "pingpong", "tma"}));
   emit->add_option("--block-m", o.blockM,
                    "Query rows per program (row kernels: rows per program)")
       ->check(CLI::PositiveNumber);
@@ -254,6 +257,9 @@ static const char *kvSyncSummary(const std::string &kvSync) {
   if (kvSync == "pingpong")
     return ", a producer warpgroup fills the K/V rings (setmaxnreg), "
            "consumer warpgroups in ping-pong on named barriers";
+  if (kvSync == "tma")
+    return ", one producer thread fills the K/V rings by TMA (tensor maps "
+           "as kernel parameters), consumer warpgroups in ping-pong";
   return ", K/V rings on per-stage mbarriers";
 }
 

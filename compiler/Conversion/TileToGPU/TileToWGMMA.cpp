@@ -79,6 +79,10 @@ enum class KVSync {
   // Producer, and the consumer warpgroups take turns issuing their wgmmas
   // (named barriers), so that one's softmax runs under the other's GEMMs.
   PingPong,
+  // PingPong whose producer is one thread issuing TMA copies
+  // (cp.async.bulk.tensor, 128-byte swizzle) of tensor maps the runtime
+  // passes as __grid_constant__ parameters; the full barriers count bytes.
+  Tma,
 };
 
 std::optional<KVSync> parseKVSync(StringRef name) {
@@ -87,6 +91,7 @@ std::optional<KVSync> parseKVSync(StringRef name) {
       .Case("mbarrier", KVSync::MBarrier)
       .Case("producer", KVSync::Producer)
       .Case("pingpong", KVSync::PingPong)
+      .Case("tma", KVSync::Tma)
       .Default(std::nullopt);
 }
 
@@ -98,11 +103,14 @@ class WGMMAEmitter : public gpu_emit::TileEmitter<WGMMAEmitter> {
 public:
   WGMMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
                tile::LaunchAttr launch, ArrayRef<Value> buffers,
-               int64_t kvStages, KVSync sync, Value barriers)
+               int64_t kvStages, KVSync sync, Value barriers,
+               ArrayRef<Value> tensorMaps = {})
       : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages),
         barriers(barriers), mbarriers(sync != KVSync::Barrier),
-        producer(sync == KVSync::Producer || sync == KVSync::PingPong),
-        pingPong(sync == KVSync::PingPong) {}
+        producer(sync == KVSync::Producer || sync == KVSync::PingPong ||
+                 sync == KVSync::Tma),
+        pingPong(sync == KVSync::PingPong || sync == KVSync::Tma),
+        tensorMaps(tensorMaps.begin(), tensorMaps.end()) {}
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -194,8 +202,11 @@ private:
   // of the dynamic shared memory (null with kv-sync=barrier).
   Value barriers;
   bool mbarriers;
-  // kv-sync=producer/pingpong: a producer warpgroup after the consumers.
+  // kv-sync=producer/pingpong/tma: a producer warpgroup after the
+  // consumers.
   bool producer, pingPong;
+  // kv-sync=tma: the Q, K and V tensor maps (kernel parameters).
+  SmallVector<Value> tensorMaps;
   // The Q load the producer issues (deferred from emitRowLoad) and the
   // branch that splits the block into producer and consumers.
   tile::LoadOp qLoad;
@@ -575,6 +586,10 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   // arrive on the full barriers; the consumers only wait and release.
   const int64_t threads = consumerThreads();
   const int64_t copiers = producer ? kProducerThreads : threads;
+  // kv-sync=tma: one thread's arrive.expect_tx per phase; the bytes of the
+  // tile's TMA copies complete it.
+  const bool tma = !tensorMaps.empty();
+  const int64_t fullArrivals = tma ? 1 : copiers;
   Value copier = tid; // this thread's index among the copiers
   Value barBase;
   if (mbarriers)
@@ -609,7 +624,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       // full: one arrival per copying thread (its own copies); empty: one
       // per consumer warp.
       Value perCopier =
-          LLVM::ConstantOp::create(b, loc, b.getI32Type(), copiers);
+          LLVM::ConstantOp::create(b, loc, b.getI32Type(), fullArrivals);
       Value perWarp =
           LLVM::ConstantOp::create(b, loc, b.getI32Type(), threads / 32);
       for (int64_t i = 0; i < 4 * S + (producer ? 1 : 0); ++i) {
@@ -618,11 +633,62 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         NVVM::MBarrierInitOp::create(b, loc, barrierAt(0, idx(i)),
                                      empty ? perWarp : perCopier, Value());
       }
+      // TMA completes the full barriers through the async proxy: make the
+      // initialisation visible to it (fence.mbarrier_init).
+      if (tma)
+        NVVM::FenceMbarrierInitOp::create(b, loc);
     });
     // Initialised before anyone arrives or waits (every user is in this
     // block, so the CTA barrier orders them; no cluster, no TMA).
     gpu::BarrierOp::create(b, loc);
   }
+  // Before tile t (K or V) goes into its stage: every consumer warp
+  // released the tile the stage held (t - S; nothing to wait for before).
+  auto emptyWait = [&](bool isK, Value t) {
+    Value reused =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t, idx(S));
+    gpu_emit::emitIfThen(b, loc, reused, [&] {
+      waitBarrier(barrierAt(isK ? kEmptyK : kEmptyV, stageOf(t)),
+                  parityOf(t, 1));
+    });
+  };
+  // kv-sync=tma: the TMA copies of rows [row, row + R) of `load`'s view
+  // (one box of 64 columns x R rows per column block, 128-byte swizzle:
+  // the layout the descriptors read) into `buf` (+ `offset` bytes: a ring
+  // stage), completing on `bar`, which first expects their bytes. Rows past
+  // the sequence end read as zeros (the tensor map's bounds).
+  auto tmaTile = [&](tile::LoadOp load, Value buf, Value row, Value offset,
+                     Value bar, Value tensorMap) {
+    auto tt = load.getResult().getType();
+    int64_t rows = tt.getDimSize(0), dim = tt.getDimSize(1);
+    NVVM::MBarrierArriveExpectTxOp::create(
+        b, loc, Type(), bar,
+        LLVM::ConstantOp::create(b, loc, b.getI32Type(), rows * dim * 2),
+        NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
+    Value base = arith::IndexCastOp::create(
+        b, loc, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buf));
+    if (offset)
+      base = arith::AddIOp::create(b, loc, base, offset);
+    auto asI32 = [&](Value v) {
+      return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+    };
+    Value coords[] = {Value(), asI32(row), asI32(map.lookup(load.getHead())),
+                      asI32(map.lookup(load.getBatch()))};
+    auto clusterPtrT = LLVM::LLVMPointerType::get(b.getContext(), 7);
+    for (int64_t block = 0; block < dim / wgmma::kSwizzleElems; ++block) {
+      Value at = arith::AddIOp::create(
+          b, loc, base, i64(block * rows * wgmma::kSwizzleBytes));
+      Value dst = LLVM::IntToPtrOp::create(b, loc, sharedPtrT, at);
+      coords[0] = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                           block * wgmma::kSwizzleElems);
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, loc, LLVM::AddrSpaceCastOp::create(b, loc, clusterPtrT, dst),
+          tensorMap, ValueRange(coords), bar, ValueRange{}, Value(), Value(),
+          NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+          NVVM::CTAGroupKindAttr(), Value());
+    }
+  };
   // Copies of tile t (K or V) into its stage, nothing past the loop's end.
   // With mbarriers: first wait until every thread has released the tile
   // the stage held (t - S), then arrive on the stage's full barrier when
@@ -632,14 +698,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     Value live =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, ub);
     bool isK = load == kv.k;
-    if (mbarriers) {
-      Value reused =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t, idx(S));
-      gpu_emit::emitIfThen(b, loc, reused, [&] {
-        waitBarrier(barrierAt(isK ? kEmptyK : kEmptyV, stageOf(t)),
-                    parityOf(t, 1));
-      });
-    }
+    if (mbarriers)
+      emptyWait(isK, t);
     issueStage(load, ring, row, copier, copiers, stageOf(t), live);
     if (mbarriers)
       NVVM::CpAsyncMBarrierArriveOp::create(
@@ -826,26 +886,56 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       NVVM::SetMaxRegisterOp::create(b, loc, regs.producer,
                                      NVVM::SetMaxRegisterAction::decrease);
       copier = arith::SubIOp::create(b, loc, tid, idx(threads));
-      gpu_emit::emitIfThen(b, loc, any, [&] {
-        issueStage(qLoad, qBuf, qRow, copier, copiers);
-        NVVM::CpAsyncMBarrierArriveOp::create(b, loc, barrierAt(kFullQ, idx(0)),
-                                              /*noinc=*/true);
-        Value tiles = arith::CeilDivUIOp::create(
-            b, loc, arith::SubIOp::create(b, loc, ub, lb), step);
-        scf::ForOp::create(
-            b, loc, idx(0), tiles, idx(1), ValueRange{},
-            [&](OpBuilder &fb, Location fl, Value t, ValueRange) {
-              OpBuilder::InsertionGuard fg(b);
-              b.setInsertionPoint(fb.getInsertionBlock(),
-                                  fb.getInsertionPoint());
-              copyTile(kv.k, kRing, t);
-              copyTile(kv.v, vRing, t);
-              scf::YieldOp::create(b, fl);
-            });
-        // Nothing waits for the copies' groups: finish them before exit.
-        commitGroup();
-        NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-      });
+      if (tma) {
+        // One thread of the producer issues everything.
+        Value elected = arith::AndIOp::create(
+            b, loc, any,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, copier,
+                                  idx(0)));
+        gpu_emit::emitIfThen(b, loc, elected, [&] {
+          tmaTile(qLoad, qBuf, qRow, Value(), barrierAt(kFullQ, idx(0)),
+                  tensorMaps[0]);
+          Value tiles = arith::CeilDivUIOp::create(
+              b, loc, arith::SubIOp::create(b, loc, ub, lb), step);
+          scf::ForOp::create(
+              b, loc, idx(0), tiles, idx(1), ValueRange{},
+              [&](OpBuilder &fb, Location fl, Value t, ValueRange) {
+                OpBuilder::InsertionGuard fg(b);
+                b.setInsertionPoint(fb.getInsertionBlock(),
+                                    fb.getInsertionPoint());
+                for (bool isK : {true, false}) {
+                  Value stage = stageOf(t);
+                  emptyWait(isK, t);
+                  tmaTile(isK ? kv.k : kv.v, isK ? kRing : vRing, tileRow(t),
+                          stageBytes(stage, isK ? kStageBytes : vStageBytes),
+                          barrierAt(isK ? kFullK : kFullV, stage),
+                          tensorMaps[isK ? 1 : 2]);
+                }
+                scf::YieldOp::create(b, fl);
+              });
+        });
+      } else
+        gpu_emit::emitIfThen(b, loc, any, [&] {
+          issueStage(qLoad, qBuf, qRow, copier, copiers);
+          NVVM::CpAsyncMBarrierArriveOp::create(b, loc,
+                                                barrierAt(kFullQ, idx(0)),
+                                                /*noinc=*/true);
+          Value tiles = arith::CeilDivUIOp::create(
+              b, loc, arith::SubIOp::create(b, loc, ub, lb), step);
+          scf::ForOp::create(
+              b, loc, idx(0), tiles, idx(1), ValueRange{},
+              [&](OpBuilder &fb, Location fl, Value t, ValueRange) {
+                OpBuilder::InsertionGuard fg(b);
+                b.setInsertionPoint(fb.getInsertionBlock(),
+                                    fb.getInsertionPoint());
+                copyTile(kv.k, kRing, t);
+                copyTile(kv.v, vRing, t);
+                scf::YieldOp::create(b, fl);
+              });
+          // Nothing waits for the copies' groups: finish them before exit.
+          commitGroup();
+          NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+        });
     }
     b.setInsertionPoint(roleSplit.elseBlock()->getTerminator());
     NVVM::SetMaxRegisterOp::create(b, loc, regs.consumer,
@@ -940,12 +1030,13 @@ void MapTileToWGMMAPass::runOnOperation() {
   if (!sync) {
     getOperation().emitError()
         << "attnc-map-tile-to-wgmma: kv-sync must be barrier, mbarrier, "
-           "producer or pingpong, not "
+           "producer, pingpong or tma, not "
         << kvSync;
     return signalPassFailure();
   }
   const bool mbarriers = *sync != KVSync::Barrier;
-  const bool producer = *sync == KVSync::Producer || *sync == KVSync::PingPong;
+  const bool producer = *sync == KVSync::Producer ||
+                        *sync == KVSync::PingPong || *sync == KVSync::Tma;
   // Q, K and V all in shared memory (Q first), unpadded: the 128-byte
   // swizzle spreads the rows over the banks instead. The frame aligns every
   // buffer to 1024 bytes, the swizzle's period.
@@ -962,11 +1053,35 @@ void MapTileToWGMMAPass::runOnOperation() {
                 wgmma::unsupportedReason(kernel, launch, kvStages);
             if (!why.empty())
               return kernel.emitError() << "the wgmma mapping " << why;
-            if (*sync == KVSync::PingPong && launch.getBlockM() < 128)
+            if ((*sync == KVSync::PingPong || *sync == KVSync::Tma) &&
+                launch.getBlockM() < 128)
               return kernel.emitError()
-                     << "kv-sync pingpong needs two consumer warpgroups or "
-                        "more (block_m >= 128), not block_m "
+                     << "kv-sync " << kvSync
+                     << " needs two consumer warpgroups or more (block_m >= "
+                        "128), not block_m "
                      << launch.getBlockM();
+            // kv-sync=tma: the Q, K and V tensor maps follow the launch
+            // ABI's parameters (q_tmap, k_tmap, v_tmap; built by the
+            // runtime, passed by value: attnc-mark-tensor-map-params).
+            SmallVector<Value> tensorMaps;
+            if (*sync == KVSync::Tma) {
+              OpBuilder ab(gpuFunc);
+              auto ptrT = LLVM::LLVMPointerType::get(gpuFunc.getContext());
+              SmallVector<int64_t> indices;
+              for (const char *name : {"q_tmap", "k_tmap", "v_tmap"}) {
+                unsigned at = gpuFunc.getNumArguments();
+                if (failed(gpuFunc.insertArgument(
+                        at, ptrT,
+                        ab.getDictionaryAttr(ab.getNamedAttr(
+                            "tile.param", ab.getStringAttr(name))),
+                        gpuFunc.getLoc())))
+                  return failure();
+                indices.push_back(at);
+                tensorMaps.push_back(gpuFunc.getArgument(at));
+              }
+              gpuFunc->setAttr("attnc.tensor_map_args",
+                               ab.getDenseI64ArrayAttr(indices));
+            }
             // setmaxnreg moves registers only in a kernel whose count is
             // capped at entry: one block per SM, all its threads.
             if (producer)
@@ -975,7 +1090,7 @@ void MapTileToWGMMAPass::runOnOperation() {
             Value barriers = mbarriers ? buffers.back() : Value();
             return WGMMAEmitter(kernel, gpuFunc, launch,
                                 mbarriers ? buffers.drop_back() : buffers,
-                                kvStages, *sync, barriers)
+                                kvStages, *sync, barriers, tensorMaps)
                 .emit();
           },
           // K and V of the KV loop: rings of kv-stages tiles.

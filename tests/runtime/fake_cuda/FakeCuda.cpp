@@ -11,6 +11,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -43,6 +44,7 @@ struct State {
   FakeCudaStats stats{};
   FakeCudaLaunch last{};
   bool launched = false;
+  int tensorMaps = 0;
   FakeContext primary{1};
   FakeContext user{2};
 };
@@ -84,9 +86,16 @@ FakeModule *parseModule(const std::string &text) {
     while ((p = params.find(".param", p)) != std::string::npos) {
       p += 6;
       size_t typeStart = params.find('.', p);
+      // ".align N .b8 name[bytes]": a by-value aggregate.
+      if (params.compare(typeStart, 6, ".align") == 0)
+        typeStart = params.find('.', typeStart + 6);
       size_t typeEnd = params.find_first_of(" \t\n", typeStart);
-      function->paramSizes.push_back(
-          ptxTypeSize(params.substr(typeStart, typeEnd - typeStart)));
+      size_t size = ptxTypeSize(params.substr(typeStart, typeEnd - typeStart));
+      size_t next = params.find(".param", typeEnd);
+      size_t bracket = params.find('[', typeEnd);
+      if (bracket != std::string::npos && bracket < next)
+        size *= std::stoul(params.substr(bracket + 1));
+      function->paramSizes.push_back(size);
     }
     module->functions[function->name] = function;
     pos = close;
@@ -298,13 +307,67 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
   launch.stream = stream;
   launch.paramCount = fake->paramSizes.size();
   for (size_t i = 0; i < fake->paramSizes.size() && i < 64; ++i) {
-    launch.paramSizes[i] = fake->paramSizes[i];
-    std::memcpy(&launch.params[i], params[i], fake->paramSizes[i]);
+    size_t size = fake->paramSizes[i];
+    launch.paramSizes[i] = size;
+    std::memcpy(&launch.params[i], params[i], std::min<size_t>(size, 8));
+    if (size > 8 && launch.bigParamCount < 4 && size <= 128) {
+      // A by-value aggregate must come 64-byte aligned (a CUtensorMap).
+      if (reinterpret_cast<uintptr_t>(params[i]) % 64)
+        return CUDA_ERROR_INVALID_VALUE;
+      std::memcpy(launch.bigParams[launch.bigParamCount++], params[i], size);
+    }
   }
   std::lock_guard<std::mutex> lock(state().mutex);
   state().last = launch;
   state().launched = true;
   ++state().stats.launches;
+  return CUDA_SUCCESS;
+}
+
+// Checks what the real driver documents (16-byte aligned address, strides
+// multiples of 16 below 2^40, boxes of 1-256 rows, a 128-byte swizzle span
+// at most 128 bytes wide) and records the request in the map.
+CUresult cuTensorMapEncodeTiled(
+    CUtensorMap *map, CUtensorMapDataType dataType, cuuint32_t rank,
+    void *address, const cuuint64_t *dims, const cuuint64_t *strides,
+    const cuuint32_t *box, const cuuint32_t *elementStrides,
+    CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+    CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill) {
+  if (!map || rank < 1 || rank > 5 || !dims || !box || !elementStrides ||
+      reinterpret_cast<uintptr_t>(address) % 16)
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t elem = dataType == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 ||
+                        dataType == CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                    ? 2
+                    : 4;
+  for (cuuint32_t i = 0; i < rank; ++i) {
+    if (dims[i] == 0 || box[i] == 0 || box[i] > 256 || elementStrides[i] != 1)
+      return CUDA_ERROR_INVALID_VALUE;
+    if (i + 1 < rank && (strides[i] % 16 || strides[i] >= (1ull << 40)))
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (swizzle == CU_TENSOR_MAP_SWIZZLE_128B && box[0] * elem > 128)
+    return CUDA_ERROR_INVALID_VALUE;
+  FakeCudaTensorMap fake{};
+  fake.magic = FAKECUDA_TENSOR_MAP_MAGIC;
+  fake.dataType = dataType;
+  fake.rank = rank;
+  fake.swizzle = swizzle;
+  fake.interleave = interleave;
+  fake.l2Promotion = l2Promotion;
+  fake.oobFill = oobFill;
+  fake.address = reinterpret_cast<uintptr_t>(address);
+  for (cuuint32_t i = 0; i < rank && i < 4; ++i) {
+    fake.box[i] = box[i];
+    fake.dims[i] = dims[i];
+    if (i + 1 < rank && i < 3)
+      fake.strides[i] = strides[i];
+  }
+  static_assert(sizeof(FakeCudaTensorMap) <= sizeof(CUtensorMap));
+  std::memset(map, 0, sizeof(CUtensorMap));
+  std::memcpy(map, &fake, sizeof(fake));
+  std::lock_guard<std::mutex> lock(state().mutex);
+  ++state().tensorMaps;
   return CUDA_SUCCESS;
 }
 
@@ -319,6 +382,7 @@ void fakecuda_reset(void) {
   state().deviceCount = 1;
   state().stats = FakeCudaStats{};
   state().launched = false;
+  state().tensorMaps = 0;
   contextStack.clear();
 }
 
@@ -328,6 +392,11 @@ void fakecuda_set_compute_capability(int major, int minor) {
 }
 
 void fakecuda_set_device_count(int count) { state().deviceCount = count; }
+
+int fakecuda_tensor_maps_encoded(void) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().tensorMaps;
+}
 
 void fakecuda_stats(FakeCudaStats *out) {
   std::lock_guard<std::mutex> lock(state().mutex);

@@ -22,10 +22,27 @@ struct FakeCudaLaunch {
   unsigned dynamicSmem;
   void *stream;
   size_t paramCount;
-  // Each parameter's bytes, zero-extended to 8 bytes.
+  // Each parameter's bytes, zero-extended to 8 bytes (the first 8 of a
+  // larger one).
   uint64_t params[64];
   size_t paramSizes[64];
+  // The parameters larger than 8 bytes (tensor maps), in order.
+  unsigned char bigParams[4][128];
+  size_t bigParamCount;
 };
+
+// What cuTensorMapEncodeTiled was asked; the fake writes exactly this
+// struct (zero-padded) into the 128-byte map, so a launch's bigParams show
+// which encoding reached the kernel.
+struct FakeCudaTensorMap {
+  uint32_t magic; // kFakeTensorMapMagic
+  uint32_t dataType, rank, swizzle, interleave, l2Promotion, oobFill;
+  uint32_t box[4];
+  uint64_t address;
+  uint64_t dims[4];
+  uint64_t strides[3];
+};
+#define FAKECUDA_TENSOR_MAP_MAGIC 0x7e45a9u
 
 struct FakeCudaStats {
   int launches;
@@ -45,6 +62,8 @@ void fakecuda_set_device_count(int count);
 void fakecuda_stats(FakeCudaStats *out);
 // False when nothing was launched yet.
 bool fakecuda_last_launch(FakeCudaLaunch *out);
+// Tensor maps encoded since the last reset.
+int fakecuda_tensor_maps_encoded(void);
 // Makes a fake context current on the calling thread (as a framework that
 // created its own context would); returns it.
 void *fakecuda_make_user_context_current(void);

@@ -64,7 +64,8 @@ namespace attnc {
   X(cuEventRecord)                                                             \
   X(cuEventSynchronize)                                                        \
   X(cuEventElapsedTime)                                                        \
-  X(cuEventDestroy)
+  X(cuEventDestroy)                                                            \
+  X(cuTensorMapEncodeTiled)
 
 struct DriverApi {
 #define ATTNC_DECLARE_CUDA_FUNCTION(name) decltype(&::name) name = nullptr;

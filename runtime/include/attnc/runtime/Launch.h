@@ -34,6 +34,8 @@
 
 namespace attnc {
 
+struct DriverApi;
+
 inline constexpr const char *kGridRuleAttentionFwdV1 = "attention_fwd_v1";
 
 // A tensor in the logical [B, H, S, D] layout; strides in elements. For LSE
@@ -101,12 +103,17 @@ enum class ParamSource : uint8_t {
   LseStrideH,
   Scale,
   Softcap,
+  // TMA kernels (tuning.kv_sync "tma"): tensor maps of Q, K and V.
+  QTensorMap,
+  KTensorMap,
+  VTensorMap,
 };
 
 struct ParamSlot {
   ParamSource source;
   ParamKind kind;
   std::string_view name; // static storage; for error messages
+  int64_t boxRows = 0;   // TensorMap: the box's rows (KernelParam)
 };
 
 inline constexpr size_t kMaxKernelParams = 64;
@@ -117,18 +124,26 @@ inline constexpr size_t kMaxKernelParams = 64;
 Result<std::vector<ParamSlot>>
 planAttentionParams(const std::vector<KernelParam> &params);
 
+inline constexpr size_t kMaxTensorMaps = 4;
+
 // The kernelParams array for cuLaunchKernel, built on the stack.
 struct PackedParams {
   alignas(8) uint64_t storage[kMaxKernelParams];
+  // CUtensorMap values (by-value parameters of TMA kernels).
+  alignas(64) unsigned char tensorMaps[kMaxTensorMaps][128];
   void *pointers[kMaxKernelParams];
   size_t count = 0;
 };
 
-// Fills `out` (no allocation). Fails only when an i32 parameter's value does
-// not fit in 32 bits.
+// Fills `out` (no allocation). Fails when an i32 parameter's value does
+// not fit in 32 bits, and for a TMA kernel when the driver cannot encode a
+// tensor map (`driver` null or without cuTensorMapEncodeTiled, or a view
+// TMA cannot address: a base not 16-byte aligned, a stride not a multiple
+// of 16 bytes).
 Status packAttentionParams(const std::vector<ParamSlot> &plan,
                            const KernelSpec &spec, const AttentionArgs &args,
-                           PackedParams &out);
+                           PackedParams &out,
+                           const DriverApi *driver = nullptr);
 
 struct LaunchGeometry {
   std::array<uint32_t, 3> grid{};

@@ -23,7 +23,9 @@ namespace attnc {
 // Bumped on any incompatible change of the meta.json schema.
 constexpr int64_t kMetadataVersion = 1;
 
-enum class ParamKind { Ptr, I64, I32, F32 };
+// TensorMap: a CUtensorMap (128 bytes, 64-byte aligned) the runtime builds
+// for a TMA kernel and passes by value (a __grid_constant__ parameter).
+enum class ParamKind { Ptr, I64, I32, F32, TensorMap };
 
 const char *paramKindName(ParamKind kind);
 std::optional<ParamKind> parseParamKind(std::string_view name);
@@ -33,6 +35,9 @@ size_t paramKindSize(ParamKind kind);
 struct KernelParam {
   std::string name;
   ParamKind kind = ParamKind::Ptr;
+  // TensorMap: rows of the box one TMA copy moves (the kernel's tile);
+  // the box is 64 columns wide (the 128-byte swizzle).
+  int64_t boxRows = 0;
   bool operator==(const KernelParam &) const = default;
 };
 
