@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Model of the wgmma KV loop's warp-specialised schedules, kv-sync=producer
-and kv-sync=pingpong (TileToWGMMA.cpp, emitKVLoop): the producer
+"""Model of the wgmma KV loop's warp-specialised schedules, kv-sync=producer,
+pingpong and tma (TileToWGMMA.cpp, emitKVLoop): the producer
 warpgroup's and every consumer warp's sequence of mbarrier and named-barrier
 operations, run under random and adversarial interleavings (and of the
 asynchronous cp.async arrivals), checking that
@@ -28,8 +28,11 @@ model counts warps (8 = 256 threads).
 
 Actors: 2 producer threads stand for the producer warpgroup's 128 copiers
 (the full barriers count copiers), 4 warps per consumer warpgroup (the
-empty barriers count consumer warps). The programs below mirror
-emitKVLoop; keep the two in step.
+empty barriers count consumer warps). tma: one producer thread; its
+mbarrier.arrive.expect_tx arrives at once (the full barriers count that one
+arrival) and raises the phase's pending bytes, which the copy's completion,
+later and asynchronously, pays off: the phase completes when both are done.
+The programs below mirror emitKVLoop; keep the two in step.
 Usage: producer_protocol_sim.py [--mutate NAME]   (exit 0: all checks pass)
 """
 import argparse
@@ -44,15 +47,27 @@ class MBarrier:
     def __init__(self, count):
         self.count = count
         self.pending = count
+        self.tx = 0  # bytes expected and not yet landed (expect_tx)
         self.phase = 0
 
-    def arrive(self, what):
-        if self.pending <= 0:
-            raise AssertionError(f"over-arrival on {what}")
-        self.pending -= 1
-        if self.pending == 0:
+    def _complete(self):
+        if self.pending == 0 and self.tx == 0:
             self.phase += 1
             self.pending = self.count
+
+    def arrive(self, what, expect_tx=0):
+        if self.pending <= 0:
+            raise AssertionError(f"over-arrival on {what}")
+        self.tx += expect_tx
+        self.pending -= 1
+        self._complete()
+
+    def complete_tx(self, what, nbytes):
+        if self.tx < nbytes:
+            raise AssertionError(f"{what}: bytes landed on a phase that "
+                                 f"did not expect them")
+        self.tx -= nbytes
+        self._complete()
 
     def passes(self, parity):
         return (self.phase & 1) != parity
@@ -136,15 +151,19 @@ def consumer_program(n, S, groups, group, pingpong, mutate):
     return ops
 
 
-def run(n, S, groups, pingpong, rng, policy, mutate):
+def run(n, S, groups, pingpong, rng, policy, mutate, tma=False):
     consumers = groups * WARPS_PER_GROUP
-    bars = {"Qfull": [MBarrier(PRODUCERS)]}
+    producers = 1 if tma else PRODUCERS
+    full = 1 if tma else PRODUCERS
+    if mutate == "full-count+1":
+        full += 1
+    bars = {"Qfull": [MBarrier(full)]}
     for x in "KV":
-        bars[x + "full"] = [MBarrier(PRODUCERS) for _ in range(S)]
+        bars[x + "full"] = [MBarrier(full) for _ in range(S)]
         count = consumers + (1 if mutate == "empty-count+1" else 0)
         bars[x + "empty"] = [MBarrier(count) for _ in range(S)]
     named = [NamedBarrier(f"B{g}", 2 * WARPS_PER_GROUP) for g in range(groups)]
-    actors = ([("P", i) for i in range(PRODUCERS)] +
+    actors = ([("P", i) for i in range(producers)] +
               [("C", i) for i in range(consumers)])
     progs = [producer_program(n, S, mutate) if kind == "P" else
              consumer_program(n, S, groups, i // WARPS_PER_GROUP, pingpong,
@@ -203,7 +222,10 @@ def run(n, S, groups, pingpong, rng, policy, mutate):
             x, t = asyncq[a].pop(0)
             landed.setdefault((x, t), set()).add(a)
             bar = bars["Qfull"][0] if x == "Q" else bars[x + "full"][t % S]
-            bar.arrive(f"{x}full")
+            if tma:  # the box bytes pay off the expect_tx
+                bar.complete_tx(f"{x}full", 1)
+            else:  # cp.async.mbarrier.arrive.noinc
+                bar.arrive(f"{x}full")
             continue
         if a in waiting:  # a bar.sync whose phase completed
             del waiting[a]
@@ -220,7 +242,7 @@ def run(n, S, groups, pingpong, rng, policy, mutate):
         if op[0] == "wait":
             _, _, s, _, (what, x, t) = op
             if what == "data":
-                if len(landed.get((x, t), ())) != PRODUCERS:
+                if len(landed.get((x, t), ())) != producers:
                     raise AssertionError(f"warp {a} passed {x}full for tile "
                                          f"{t} before every copy landed")
                 if x != "Q" and holds.get((x, s)) != t:
@@ -240,6 +262,10 @@ def run(n, S, groups, pingpong, rng, policy, mutate):
                     raise AssertionError(f"copy of {x} tile {t} under "
                                          f"running reads of tile {t - S}")
                 holds[(x, t % S)] = t
+            if tma:  # arrive.expect_tx first, then the copy in flight
+                bar = bars["Qfull"][0] if x == "Q" else bars[x + "full"][t % S]
+                bar.arrive(f"{x}full", expect_tx=0 if mutate == "no-expect-tx"
+                           else 1)
             asyncq[a].append((x, t))
         elif op[0] == "issue":
             _, group, reads = op
@@ -286,7 +312,7 @@ def run(n, S, groups, pingpong, rng, policy, mutate):
             raise AssertionError(f"{nb.name} ends with {len(nb.arrived)} "
                                  f"warps' arrivals pending")
         for k, phase in enumerate(nb.history):
-            group_of = lambda a: (a - PRODUCERS) // WARPS_PER_GROUP
+            group_of = lambda a: (a - producers) // WARPS_PER_GROUP
             syncs = sorted(group_of(x) for x, kind in phase if kind == "sync")
             arrives = sorted(group_of(x) for x, kind in phase
                              if kind == "arrive")
@@ -302,12 +328,14 @@ def main():
     ap.add_argument("--mutate", default="",
                     choices=["", "empty-parity", "empty-count+1",
                              "skip-v-release", "no-first-turn",
-                             "last-arrive", "no-turn-end"])
+                             "last-arrive", "no-turn-end", "full-count+1",
+                             "no-expect-tx"])
     ap.add_argument("--seeds", type=int, default=6)
     args = ap.parse_args()
     rng = random.Random(4321)
     runs = failures = 0
-    for pingpong in (False, True):
+    for mode in ("producer", "pingpong", "tma"):
+        pingpong = mode != "producer"
         for groups in (2, 3):
             for S in (2, 3, 4):
                 for n in (0, 1, 2, 3, 5, 9, 33):
@@ -317,11 +345,11 @@ def main():
                             runs += 1
                             try:
                                 run(n, S, groups, pingpong, rng, policy,
-                                    args.mutate)
+                                    args.mutate, tma=mode == "tma")
                             except AssertionError as e:
                                 failures += 1
                                 if failures <= 3:
-                                    print(f"FAIL {'pingpong' if pingpong else 'producer'} "
+                                    print(f"FAIL {mode} "
                                           f"groups={groups} S={S} tiles={n} "
                                           f"{policy}: {e}")
     print(f"{runs} runs, {failures} failed"
