@@ -34,9 +34,11 @@ struct TuningConfig {
   // (every thread copies, one CTA barrier per tile), "mbarrier" (every
   // thread copies, per-stage full/empty mbarriers), "producer" (warp
   // specialisation: a producer warpgroup copies, setmaxnreg gives the
-  // consumers its registers) or "pingpong" (producer, and the consumer
-  // warpgroups take turns on the tensor cores). In the canonical string
-  // only when set, as mapping.
+  // consumers its registers), "pingpong" (producer, and the consumer
+  // warpgroups take turns on the tensor cores) or "tma" (pingpong whose
+  // producer is one thread issuing TMA copies; the kernel takes tensor
+  // maps the runtime encodes at launch). In the canonical string only when
+  // set, as mapping.
   std::string kvSync;
   // Row kernels: blocks that must fit one SM at once (ptxas caps registers
   // to fit; 0: no cap). Keyed for elementwise ops only.
