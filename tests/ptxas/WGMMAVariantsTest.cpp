@@ -30,6 +30,18 @@ KernelSpec sm90(int64_t d, const char *dtype) {
   return s;
 }
 
+/// sm90(d, dtype) with tiles, ring depth, causality and a kv_sync schedule.
+KernelSpec tunedSpec(int64_t d, const char *dtype, bool causal, int64_t blockM,
+                     int64_t blockN, int64_t stages, const char *kvSync) {
+  KernelSpec s = sm90(d, dtype);
+  s.causal = causal;
+  s.tuning.blockM = blockM;
+  s.tuning.blockN = blockN;
+  s.tuning.stages = stages;
+  s.tuning.kvSync = kvSync;
+  return s;
+}
+
 CompiledKernel compiled(const KernelSpec &spec) {
   INFO("spec " << spec.canonical());
   Result<CompiledKernel> k = SpecCompiler().compile(spec);
@@ -132,12 +144,8 @@ TEST_CASE("kv_sync mbarrier: the K/V rings on per-stage mbarriers assemble "
       {128, 64, 64, 3, true, "fp16"},    {64, 128, 128, 3, false, "fp16"},
       {64, 256, 64, 2, true, "bf16"}};
   for (const Variant &v : variants) {
-    KernelSpec s = sm90(v.d, v.dtype);
-    s.causal = v.causal;
-    s.tuning.blockM = v.blockM;
-    s.tuning.blockN = v.blockN;
-    s.tuning.stages = v.stages;
-    s.tuning.kvSync = "mbarrier";
+    KernelSpec s = tunedSpec(v.d, v.dtype, v.causal, v.blockM, v.blockN,
+                             v.stages, "mbarrier");
     INFO("spec " << s.canonical());
     CompiledKernel k = compiled(s);
     CHECK(k.meta.mapping == "wgmma");
@@ -193,12 +201,8 @@ TEST_CASE("kv_sync producer / pingpong: a producer warpgroup, setmaxnreg "
                               {64, 256, 64, 2, false, "bf16", "pingpong"},
                               {256, 128, 64, 2, true, "bf16", "pingpong"}};
   for (const Variant &v : variants) {
-    KernelSpec s = sm90(v.d, v.dtype);
-    s.causal = v.causal;
-    s.tuning.blockM = v.blockM;
-    s.tuning.blockN = v.blockN;
-    s.tuning.stages = v.stages;
-    s.tuning.kvSync = v.sync;
+    KernelSpec s =
+        tunedSpec(v.d, v.dtype, v.causal, v.blockM, v.blockN, v.stages, v.sync);
     INFO("spec " << s.canonical());
     CompiledKernel k = compiled(s);
     CHECK(k.meta.mapping == "wgmma");
@@ -260,12 +264,8 @@ TEST_CASE("kv_sync tma: one producer thread copies by TMA from tensor maps "
                               {64, 128, 128, 3, true, "bf16"},
                               {256, 128, 64, 2, false, "bf16"}};
   for (const Variant &v : variants) {
-    KernelSpec s = sm90(v.d, v.dtype);
-    s.causal = v.causal;
-    s.tuning.blockM = v.blockM;
-    s.tuning.blockN = v.blockN;
-    s.tuning.stages = v.stages;
-    s.tuning.kvSync = "tma";
+    KernelSpec s =
+        tunedSpec(v.d, v.dtype, v.causal, v.blockM, v.blockN, v.stages, "tma");
     INFO("spec " << s.canonical());
     CompiledKernel k = compiled(s);
     CHECK(k.meta.mapping == "wgmma");

@@ -886,56 +886,52 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       NVVM::SetMaxRegisterOp::create(b, loc, regs.producer,
                                      NVVM::SetMaxRegisterAction::decrease);
       copier = arith::SubIOp::create(b, loc, tid, idx(threads));
-      if (tma) {
-        // One thread of the producer issues everything.
-        Value elected = arith::AndIOp::create(
+      // Q, then every tile of the loop in order, K then V: by TMA from the
+      // one elected thread, or each producer thread's share by cp.async.
+      Value who = any;
+      if (tma)
+        who = arith::AndIOp::create(
             b, loc, any,
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, copier,
                                   idx(0)));
-        gpu_emit::emitIfThen(b, loc, elected, [&] {
+      gpu_emit::emitIfThen(b, loc, who, [&] {
+        if (tma) {
           tmaTile(qLoad, qBuf, qRow, Value(), barrierAt(kFullQ, idx(0)),
                   tensorMaps[0]);
-          Value tiles = arith::CeilDivUIOp::create(
-              b, loc, arith::SubIOp::create(b, loc, ub, lb), step);
-          scf::ForOp::create(
-              b, loc, idx(0), tiles, idx(1), ValueRange{},
-              [&](OpBuilder &fb, Location fl, Value t, ValueRange) {
-                OpBuilder::InsertionGuard fg(b);
-                b.setInsertionPoint(fb.getInsertionBlock(),
-                                    fb.getInsertionPoint());
-                for (bool isK : {true, false}) {
-                  Value stage = stageOf(t);
-                  emptyWait(isK, t);
-                  tmaTile(isK ? kv.k : kv.v, isK ? kRing : vRing, tileRow(t),
-                          stageBytes(stage, isK ? kStageBytes : vStageBytes),
-                          barrierAt(isK ? kFullK : kFullV, stage),
-                          tensorMaps[isK ? 1 : 2]);
-                }
-                scf::YieldOp::create(b, fl);
-              });
-        });
-      } else
-        gpu_emit::emitIfThen(b, loc, any, [&] {
+        } else {
           issueStage(qLoad, qBuf, qRow, copier, copiers);
-          NVVM::CpAsyncMBarrierArriveOp::create(b, loc,
-                                                barrierAt(kFullQ, idx(0)),
-                                                /*noinc=*/true);
-          Value tiles = arith::CeilDivUIOp::create(
-              b, loc, arith::SubIOp::create(b, loc, ub, lb), step);
-          scf::ForOp::create(
-              b, loc, idx(0), tiles, idx(1), ValueRange{},
-              [&](OpBuilder &fb, Location fl, Value t, ValueRange) {
-                OpBuilder::InsertionGuard fg(b);
-                b.setInsertionPoint(fb.getInsertionBlock(),
-                                    fb.getInsertionPoint());
-                copyTile(kv.k, kRing, t);
-                copyTile(kv.v, vRing, t);
-                scf::YieldOp::create(b, fl);
-              });
-          // Nothing waits for the copies' groups: finish them before exit.
-          commitGroup();
+          NVVM::CpAsyncMBarrierArriveOp::create(
+              b, loc, barrierAt(kFullQ, idx(0)), /*noinc=*/true);
+        }
+        Value tiles = arith::CeilDivUIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, ub, lb), step);
+        scf::ForOp::create(
+            b, loc, idx(0), tiles, idx(1), ValueRange{},
+            [&](OpBuilder &fb, Location fl, Value t, ValueRange) {
+              OpBuilder::InsertionGuard fg(b);
+              b.setInsertionPoint(fb.getInsertionBlock(),
+                                  fb.getInsertionPoint());
+              for (bool isK : {true, false}) {
+                tile::LoadOp load = isK ? kv.k : kv.v;
+                Value ring = isK ? kRing : vRing;
+                if (!tma) {
+                  copyTile(load, ring, t);
+                  continue;
+                }
+                Value stage = stageOf(t);
+                emptyWait(isK, t);
+                tmaTile(load, ring, tileRow(t),
+                        stageBytes(stage, isK ? kStageBytes : vStageBytes),
+                        barrierAt(isK ? kFullK : kFullV, stage),
+                        tensorMaps[isK ? 1 : 2]);
+              }
+              scf::YieldOp::create(b, fl);
+            });
+        if (!tma) {      // nothing waits for the copies' groups: finish them
+          commitGroup(); // before the thread exits
           NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-        });
+        }
+      });
     }
     b.setInsertionPoint(roleSplit.elseBlock()->getTerminator());
     NVVM::SetMaxRegisterOp::create(b, loc, regs.consumer,
