@@ -2,8 +2,9 @@
 # The build-machine half of the GPU loop (DESIGN.md, "Working with the GPU"):
 # builds everything, bundles the kernels the GPU tests and benchmarks need
 # with `attnc bundle`, and stages the runtime-side binaries, libattnc.so and
-# the bundle in .gpu/ (git-ignored). Then, with the device tool:
-#   run(command="scripts/gpu-run.sh", carry=[".gpu"])
+# the bundle in .gpu/ (git-ignored), and .gpu-pack/gpu.tgz, the same
+# compressed. Then, with the device tool:
+#   run(command="scripts/gpu-run.sh", carry=[".gpu-pack"])   (or [".gpu"])
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${ATTNC_BUILD_DIR:-build}
@@ -43,3 +44,10 @@ cp "$build/lib/libattnc.so" "$stage/lib/"
   | tee "$stage/tune-plan.txt"
 cp "$build/bin/attnc-tune-run" "$stage/bin/"
 du -sh "$stage"
+# The device tool carries at most 64 MiB with the working tree, and .gpu/
+# is close to that (61 MiB in session 7); compressed it is about a quarter.
+# gpu-run.sh unpacks it when .gpu/ did not travel:
+#   run(command="scripts/gpu-run.sh", carry=[".gpu-pack"])
+mkdir -p .gpu-pack
+tar czf .gpu-pack/gpu.tgz "$stage"
+du -sh .gpu-pack/gpu.tgz

@@ -12,6 +12,10 @@ mkdir -p "$out"
 # plots stay beside it).
 logs=$(mktemp -d)
 stage=.gpu
+# scripts/gpu-prepare.sh's compressed copy, when .gpu/ itself did not travel.
+if [ ! -d "$stage" ] && [ -f .gpu-pack/gpu.tgz ]; then
+  tar xzf .gpu-pack/gpu.tgz || exit 1
+fi
 status=0
 # ATTNC_GPU_STEPS="a b ..." runs only the named steps (default: all).
 step() { # name, command...
