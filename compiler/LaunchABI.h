@@ -16,6 +16,7 @@
 
 #include "attnc/runtime/CacheOps.h"
 #include "attnc/runtime/Decode.h"
+#include "attnc/runtime/Launch.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/MLIRContext.h"
 
@@ -34,6 +35,9 @@ inline constexpr std::array<const char *, 22> kAttentionFwdParams = {
     "v_stride_h",  "v_stride_s", "o_stride_b",
     "o_stride_h",  "o_stride_s", "lse_stride_b",
     "lse_stride_h"};
+
+/// kv_sync "tma": the tensor maps after these are the runtime's
+/// kAttentionTensorMapParams (attnc/runtime/Launch.h), one list for both.
 
 /// Pointers are rank-0 memrefs: with the bare-pointer calling convention
 /// they become plain pointers, and memref.reinterpret_cast gives them shape.

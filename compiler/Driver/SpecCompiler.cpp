@@ -317,10 +317,10 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   // kv_sync "tma": the tensor maps the mapping appended (q_tmap, k_tmap,
   // v_tmap), each for boxes of the kernel's tile rows.
   if (tile.kvSync == "tma")
-    for (auto [name, rows] : {std::pair{"q_tmap", tile.blockM},
-                              {"k_tmap", tile.blockN},
-                              {"v_tmap", tile.blockN}})
-      meta.params.push_back({name, ParamKind::TensorMap, rows});
+    for (const char *name : kAttentionTensorMapParams)
+      meta.params.push_back(
+          {name, ParamKind::TensorMap,
+           name == kAttentionTensorMapParams[0] ? tile.blockM : tile.blockN});
   return out;
 }
 

@@ -46,9 +46,12 @@ constexpr NamedSource kSources[] = {
     {"lse_stride_h", ParamSource::LseStrideH, ValueType::Integer},
     {"scale", ParamSource::Scale, ValueType::Float},
     {"softcap", ParamSource::Softcap, ValueType::Float},
-    {"q_tmap", ParamSource::QTensorMap, ValueType::TensorMap},
-    {"k_tmap", ParamSource::KTensorMap, ValueType::TensorMap},
-    {"v_tmap", ParamSource::VTensorMap, ValueType::TensorMap},
+    {kAttentionTensorMapParams[0], ParamSource::QTensorMap,
+     ValueType::TensorMap},
+    {kAttentionTensorMapParams[1], ParamSource::KTensorMap,
+     ValueType::TensorMap},
+    {kAttentionTensorMapParams[2], ParamSource::VTensorMap,
+     ValueType::TensorMap},
 };
 constexpr size_t kContractParams = 22;
 

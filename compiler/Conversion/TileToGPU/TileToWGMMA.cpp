@@ -36,6 +36,7 @@
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 #include "compiler/Conversion/TileToGPU/TileEmitter.h"
 #include "compiler/Conversion/TileToGPU/WGMMASupport.h"
+#include "compiler/LaunchABI.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "dialects/Tile/IR/TileOps.h"
@@ -85,6 +86,13 @@ enum class KVSync {
   Tma,
 };
 
+/// A producer warpgroup copies (the warp-specialised schedules).
+bool hasProducer(KVSync s) {
+  return s == KVSync::Producer || s == KVSync::PingPong || s == KVSync::Tma;
+}
+/// The consumer warpgroups take turns issuing wgmma.
+bool takesTurns(KVSync s) { return s == KVSync::PingPong || s == KVSync::Tma; }
+
 std::optional<KVSync> parseKVSync(StringRef name) {
   return llvm::StringSwitch<std::optional<KVSync>>(name)
       .Case("barrier", KVSync::Barrier)
@@ -107,9 +115,7 @@ public:
                ArrayRef<Value> tensorMaps = {})
       : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages),
         barriers(barriers), mbarriers(sync != KVSync::Barrier),
-        producer(sync == KVSync::Producer || sync == KVSync::PingPong ||
-                 sync == KVSync::Tma),
-        pingPong(sync == KVSync::PingPong || sync == KVSync::Tma),
+        producer(hasProducer(sync)), pingPong(takesTurns(sync)),
         tensorMaps(tensorMaps.begin(), tensorMaps.end()) {}
 
   // The mapping's part of the walk (see TileEmitter.h).
@@ -811,23 +817,22 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       if (&nested == kv.k || &nested == kv.v || &nested == kv.rescale)
         continue;
       if (&nested == kv.qk) {
-        if (producer) { // Q and the tiles come from the producer
-          if (first)
+        if (mbarriers) {
+          // Q: the producer's full barrier, or its own commit group of
+          // every thread's copies.
+          if (first && producer)
             waitBarrier(barrierAt(kFullQ, idx(0)),
                         LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0));
-          waitTile(/*isK=*/true, t);
-          if (!first)
-            waitTile(/*isK=*/false, arith::SubIOp::create(b, loc, t, idx(1)));
-          fenceProxy();
-        } else if (mbarriers) {
-          if (first) // Q: its own commit group, every thread's copy
+          else if (first)
             waitForCopies(0);
           waitTile(/*isK=*/true, t);
           if (!first)
             waitTile(/*isK=*/false, arith::SubIOp::create(b, loc, t, idx(1)));
           fenceProxy();
-          copyTile(kv.k, kRing, add(t, S - 1));
-          copyTile(kv.v, vRing, add(t, S - 2));
+          if (!producer) { // the tiles S - 1 ahead, by every thread
+            copyTile(kv.k, kRing, add(t, S - 1));
+            copyTile(kv.v, vRing, add(t, S - 2));
+          }
         } else { // kv-sync=barrier: as before the mbarriers
           waitForCopies(S - 2);
           copyTile(kv.k, kRing, add(t, S - 1));
@@ -1031,8 +1036,7 @@ void MapTileToWGMMAPass::runOnOperation() {
     return signalPassFailure();
   }
   const bool mbarriers = *sync != KVSync::Barrier;
-  const bool producer = *sync == KVSync::Producer ||
-                        *sync == KVSync::PingPong || *sync == KVSync::Tma;
+  const bool producer = hasProducer(*sync);
   // Q, K and V all in shared memory (Q first), unpadded: the 128-byte
   // swizzle spreads the rows over the banks instead. The frame aligns every
   // buffer to 1024 bytes, the swizzle's period.
@@ -1049,8 +1053,7 @@ void MapTileToWGMMAPass::runOnOperation() {
                 wgmma::unsupportedReason(kernel, launch, kvStages);
             if (!why.empty())
               return kernel.emitError() << "the wgmma mapping " << why;
-            if ((*sync == KVSync::PingPong || *sync == KVSync::Tma) &&
-                launch.getBlockM() < 128)
+            if (takesTurns(*sync) && launch.getBlockM() < 128)
               return kernel.emitError()
                      << "kv-sync " << kvSync
                      << " needs two consumer warpgroups or more (block_m >= "
@@ -1064,7 +1067,7 @@ void MapTileToWGMMAPass::runOnOperation() {
               OpBuilder ab(gpuFunc);
               auto ptrT = LLVM::LLVMPointerType::get(gpuFunc.getContext());
               SmallVector<int64_t> indices;
-              for (const char *name : {"q_tmap", "k_tmap", "v_tmap"}) {
+              for (const char *name : kAttentionTensorMapParams) {
                 unsigned at = gpuFunc.getNumArguments();
                 if (failed(gpuFunc.insertArgument(
                         at, ptrT,

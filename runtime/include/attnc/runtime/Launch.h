@@ -38,6 +38,11 @@ struct DriverApi;
 
 inline constexpr const char *kGridRuleAttentionFwdV1 = "attention_fwd_v1";
 
+// A TMA kernel's tensor maps of Q, K and V (tuning.kv_sync "tma"), after
+// the attention_fwd_v1 parameters, in this order; each names its box rows.
+inline constexpr std::array<const char *, 3> kAttentionTensorMapParams = {
+    "q_tmap", "k_tmap", "v_tmap"};
+
 // A tensor in the logical [B, H, S, D] layout; strides in elements. For LSE
 // only dims 0..2 ([B, Hq, Sq]) are used and shape[3], stride[3] must be 1.
 struct TensorArg {
