@@ -11,6 +11,14 @@ mkdir -p "$out"
 # device tool brings back only a few files per run (RESULTS.md and the
 # plots stay beside it).
 logs=$(mktemp -d)
+# Pack the logs however the run ends: a call cut off at the device tool's
+# limit (timeout -s TERM around this script) still brings back the steps done.
+pack_logs() {
+  rm -f "$logs/hgmma.cubin"
+  tar czf "$out/logs.tgz" -C "$logs" .
+}
+trap pack_logs EXIT
+trap 'echo "=== terminated"; exit 143' TERM INT
 stage=.gpu
 # scripts/gpu-prepare.sh's compressed copy, when .gpu/ itself did not travel.
 if [ ! -d "$stage" ] && [ -f .gpu-pack/gpu.tgz ]; then
@@ -77,6 +85,7 @@ step attention-gpu-producer timeout 90 "$stage/bin/attnc-gpu-attention" --bundle
 step attention-gpu-pingpong timeout 90 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only pingpong
 step attention-gpu-tma timeout 90 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only tma
 step attention-bench-specialised timeout 300 bash -c "for s in default producer pingpong tma; do $stage/bin/attnc-gpu-attention --bundle $stage/bundle --bench --only \$s || exit 1; done"
+step attention-bench-tma timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only tma
 step attention-bench timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
 step attention-bench-causal timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only causal
 step decode-gpu "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle"
@@ -112,6 +121,16 @@ step ncu-prefill-causal timeout 300 bash -c "$ncu_bin --clock-control none --set
   --block-n 64 --warps 4 --reps 2 --causal; $ncu_bin --clock-control none \
   --set full --metrics '$ncu_stalls' -k regex:flash --launch-skip 3 \
   --launch-count 1 python3 bench/ncu_fa2.py --causal"
+# Issue #6: the sm_90a default (TMA, warp-specialised, ping-pong) beside
+# cuDNN at D=128 S=4k (B=4, H=16), non-causal and causal: full sections and
+# stall reasons.
+step ncu-prefill-tma timeout 300 bash -c "for c in '' --causal; do $ncu_bin --clock-control none --set full \
+  --metrics '$ncu_stalls' -k regex:attention --launch-skip 3 --launch-count 1 \
+  $stage/bin/attnc-bench --bundle $stage/bundle --heads 16 --kv-heads 16 \
+  --head-dim 128 --batch 4 --seq-len 4096 --arch sm_90a --reps 2 \$c; done"
+step ncu-prefill-cudnn timeout 300 bash -c "for c in '' --causal; do $ncu_bin --clock-control none --set full \
+  --metrics '$ncu_stalls' -k regex:sdpa --launch-skip 3 --launch-count 1 \
+  python3 bench/ncu_fa2.py --cudnn \$c; done"
 # Issue #7: where cuDNN's decode reads faster than the split kernel. The
 # same row (B=16 L=32k) through both, memory sections and DRAM bytes.
 ncu_mem='--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --metrics dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sector_hit_rate.pct'
@@ -177,7 +196,7 @@ step python-gpu-rows python3 tests/python/test_gpu_rows.py
 step decode-overhead timeout 120 python3 bench/decode_host_overhead.py
 # Each decode kernel's time and the gaps between calls, attnc beside cuDNN.
 step decode-timeline timeout 180 python3 bench/decode_timeline.py
+# The same for prefill at D=128, with compare.py's event timer beside it.
+step prefill-timeline timeout 180 python3 bench/prefill_timeline.py
 step compare timeout 420 python3 bench/compare.py --out "$out/RESULTS.md" ${ATTNC_BENCH_ARGS:-}
-rm -f "$logs/hgmma.cubin"
-tar czf "$out/logs.tgz" -C "$logs" .
 exit $status

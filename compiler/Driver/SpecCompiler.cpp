@@ -310,13 +310,15 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   meta.block = {info->threads, 1, 1};
   meta.mapping = choice.name;
   meta.mappingWhy = choice.why;
+  if (choice.mapping == GPUMapping::WGMMA)
+    meta.mappingWhy += "; kv_sync " + tile.kvSync;
   meta.gridRule = kAttentionFwdRule;
   meta.blockM = tile.blockM;
   meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers
   meta.params = attentionFwdV1Params();
   // kv_sync "tma": the tensor maps the mapping appended (q_tmap, k_tmap,
   // v_tmap), each for boxes of the kernel's tile rows.
-  if (tile.kvSync == "tma")
+  if (choice.mapping == GPUMapping::WGMMA && tile.kvSync == "tma")
     for (const char *name : kAttentionTensorMapParams)
       meta.params.push_back(
           {name, ParamKind::TensorMap,

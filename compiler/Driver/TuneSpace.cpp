@@ -69,11 +69,12 @@ tuneKnobs(const KernelSpec &spec,
     // The K/V ring depth, when a mapping reads it (0: the mapping's own).
     knob("stages", numbers({0, 3}),
          [](TuneCandidate &c, int64_t v) { c.tuning.stages = v; });
-    // The wgmma KV loop's schedule ("": the default, mbarrier; pingpong:
-    // a producer warpgroup and consumer warpgroups taking turns).
+    // The wgmma KV loop's schedule ("": the default, tma where the tiles
+    // have two consumer warpgroups and mbarrier below; mbarrier: no
+    // producer, every warpgroup copies and computes).
     if (spec.arch == "sm_90a")
       knobs.push_back({"kv_sync",
-                       {"", "pingpong"},
+                       {"", "mbarrier"},
                        [](TuneCandidate &c, const std::string &v) {
                          c.tuning.kvSync = v;
                        }});
@@ -120,9 +121,9 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
   if (t.mapping == "wgmma") {
     if (t.warps != 0)
       return "wgmma takes one warpgroup per 64 rows; warps is not a knob";
-    if (t.kvSync == "pingpong" && t.blockM < 128)
-      return "kv_sync pingpong needs two consumer warpgroups (block_m >= "
-             "128)";
+    if ((t.kvSync == "pingpong" || t.kvSync == "tma") && t.blockM < 128)
+      return "kv_sync " + t.kvSync +
+             " needs two consumer warpgroups (block_m >= 128)";
     std::string why = wgmma::unsupportedReason(
         spec.headDim, t.blockM, t.blockN, 16, t.stages > 0 ? t.stages : 2,
         /*leftWindow=*/spec.windowLeft >= 0);

@@ -53,6 +53,10 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
       warps = h.warps;
     if (!stages && h.stages)
       stages = h.stages;
+    // The heuristic's wgmma schedule where the tiles allow it (tma and
+    // pingpong need two consumer warpgroups); the mbarrier rings otherwise.
+    if (!h.kvSync.empty() && (blockM > 0 ? blockM : h.blockM) >= 128)
+      t.kvSync = h.kvSync;
   }
   if (blockM > 0)
     t.blockM = blockM;

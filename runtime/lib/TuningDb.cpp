@@ -143,26 +143,21 @@ Status TuningDb::save(const std::string &path) const {
 
 TuningConfig heuristicTuning(const KernelSpec &spec) {
   TuningConfig t;
-  if (spec.arch == "sm_90a" && spec.headDim == 128) {
-    // The wgmma mapping (one warpgroup per 64 rows, K/V rings of 2 tiles).
-    // H200 at S = 4k with whole-program ptxas cubins (bench/NOTES.md,
-    // session 4): 192x64 (3 warpgroups) 402 TFLOP/s non-causal and 326
-    // causal, 128x128 356 / 312; 64x64 only 284 / 262 (its 80 KiB leave 2
-    // blocks = 2 warpgroups per SM). Session 3's sweep had 192x64 ahead for
-    // causal S = 16k too.
-    t.blockM = 192;
-    t.blockN = 64;
-    t.stages = 2;
-    return t;
-  } else if (spec.arch == "sm_90a" &&
-             (spec.headDim == 192 || spec.headDim == 256)) {
-    // The wgmma mapping (D 192/256 since session 4): 128x64, K/V rings of
-    // 2 tiles (Q + rings 144 / 192 KiB; 206 / 240 registers, no spills).
-    // mma.sync's best at D256 was 128x64 with 8 warps, 283 TFLOP/s at S16k
-    // on the H200 (bench/RESULTS.md).
+  if (spec.arch == "sm_90a" && spec.headDim % 64 == 0 && spec.headDim <= 256) {
+    // The wgmma mapping with warp specialisation by TMA (kv_sync "tma": one
+    // producer thread, two consumer warpgroups taking turns). H200, D128
+    // S4k, session 8 (bench/NOTES-hopper.md): 128x128 s2 650 TFLOP/s
+    // non-causal and 558 causal against 434 / 357 for session 4's 192x64
+    // on per-stage mbarriers; 128x176 654 / 546, 192x64 647 / 514. D64
+    // 128x128 453 / 395 (was 331 / 298). D256 128x64 698 / 569 (128x80:
+    // 733 / 595, but it spills); D192 takes D256's tiles.
     t.blockM = 128;
-    t.blockN = 64;
+    t.blockN = spec.headDim <= 128 ? 128 : 64;
     t.stages = 2;
+    // wgmma takes no left window bound at D256 (WGMMASupport.h): mma.sync
+    // with these tiles then, which has no kv_sync.
+    if (spec.windowLeft < 0 || spec.headDim <= 192)
+      t.kvSync = "tma";
     return t;
   } else if (spec.headDim <= 128) {
     t.blockM = 128;

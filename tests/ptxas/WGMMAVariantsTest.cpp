@@ -54,7 +54,13 @@ void assemblesWithWGMMA(const KernelSpec &spec, const char *what) {
   INFO("spec " << spec.canonical());
   CompiledKernel k = compiled(spec);
   CHECK(k.meta.mapping == "wgmma");
-  CHECK(k.meta.block[0] == 2 * k.meta.blockM);
+  // The default schedule: TMA with a producer warpgroup at two consumer
+  // warpgroups or more, the mbarrier rings below; the metadata names it.
+  const bool tma = k.meta.mappingWhy.ends_with("; kv_sync tma");
+  CHECK(tma == (spec.tuning.kvSync.empty() ? k.meta.blockM >= 128
+                                           : spec.tuning.kvSync == "tma"));
+  CHECK(k.meta.block[0] == 2 * k.meta.blockM + (tma ? 128 : 0));
+  CHECK((k.ptx.find("cp.async.bulk.tensor.4d") != std::string::npos) == tma);
   CHECK(k.ptx.find("wgmma.mma_async.sync.aligned.m64n") != std::string::npos);
   CHECK(k.ptx.find("wgmma.fence.sync.aligned") != std::string::npos);
   CHECK(k.ptx.find("fence.proxy.async.shared::cta") != std::string::npos);
@@ -63,14 +69,18 @@ void assemblesWithWGMMA(const KernelSpec &spec, const char *what) {
   REQUIRE(r.ok);
   REQUIRE(r.kernels.size() == 1);
   const KernelResources &res = r.kernels[0];
-  std::printf("wgmma  %-4s D=%-3lld %3lldx%-3lld %-24s %3lld registers %6lld B "
-              "dynamic smem, spills %lld/%lld B\n",
-              spec.dtype.c_str(), (long long)spec.headDim,
-              (long long)k.meta.blockM,
-              (long long)(spec.tuning.blockN ? spec.tuning.blockN : 64), what,
+  std::printf("wgmma  %-4s D=%-3lld %-24s %3lld registers %6lld B "
+              "dynamic smem, spills %lld/%lld B (%s)\n",
+              spec.dtype.c_str(), (long long)spec.headDim, what,
               (long long)res.registers, (long long)k.meta.dynamicSmem,
-              (long long)res.spillStoreBytes, (long long)res.spillLoadBytes);
+              (long long)res.spillStoreBytes, (long long)res.spillLoadBytes,
+              k.meta.mappingWhy.c_str());
   CHECK(res.registers > 0);
+  // With a producer, the block holds exactly the registers setmaxnreg
+  // hands around (fewer at entry and setmaxnreg.inc would wait forever).
+  if (tma)
+    CHECK(res.registers ==
+          wgmma::registerSplit(2 * k.meta.blockM, /*tma=*/true).entry);
   CHECK_FALSE(res.spills());
 }
 } // namespace
@@ -114,6 +124,14 @@ TEST_CASE("sm_90a variants take the wgmma mapping and assemble without spills",
   wide.tuning.blockM = 128;
   wide.tuning.blockN = 128;
   assemblesWithWGMMA(wide, "2 warpgroups, n128");
+  // The mbarrier rings (no producer) at the default tiles, on request.
+  for (int64_t d : {128, 256}) {
+    KernelSpec rings = sm90(d, "bf16");
+    rings.causal = true;
+    rings.softcap = 30.0;
+    rings.tuning.kvSync = "mbarrier";
+    assemblesWithWGMMA(rings, "causal+softcap, mbarrier");
+  }
 }
 
 TEST_CASE("sm_90a variants the wgmma mapping cannot take fall back to "
@@ -211,7 +229,8 @@ TEST_CASE("kv_sync producer / pingpong: a producer warpgroup, setmaxnreg "
     CHECK(k.meta.block[0] == 2 * v.blockM + 128);
     CHECK(k.meta.dynamicSmem == (v.blockM + 2 * v.stages * v.blockN) * v.d * 2 +
                                     (8 * (4 * v.stages + 1) + 15) / 16 * 16);
-    wgmma::RegisterSplit regs = wgmma::registerSplit(2 * v.blockM);
+    wgmma::RegisterSplit regs =
+        wgmma::registerSplit(2 * v.blockM, /*tma=*/false);
     CHECK(k.ptx.find("setmaxnreg.dec.sync.aligned.u32 \t" +
                      std::to_string(regs.producer)) != std::string::npos);
     CHECK(k.ptx.find("setmaxnreg.inc.sync.aligned.u32 \t" +
@@ -295,7 +314,14 @@ TEST_CASE("kv_sync tma: one producer thread copies by TMA from tensor maps "
     REQUIRE(r.ok);
     REQUIRE(r.kernels.size() == 1);
     const KernelResources &res = r.kernels[0];
-    wgmma::RegisterSplit regs = wgmma::registerSplit(2 * v.blockM);
+    wgmma::RegisterSplit regs =
+        wgmma::registerSplit(2 * v.blockM, /*tma=*/true);
+    // One thread's TMA coordinates: the least setmaxnreg takes.
+    CHECK(regs.producer == 24);
+    CHECK(k.ptx.find("setmaxnreg.dec.sync.aligned.u32 \t24") !=
+          std::string::npos);
+    CHECK(k.ptx.find("setmaxnreg.inc.sync.aligned.u32 \t" +
+                     std::to_string(regs.consumer)) != std::string::npos);
     std::printf("wgmma tma %-4s D=%-3lld %3lldx%-3lld s%lld %-7s %3lld "
                 "registers at entry, %6lld B dynamic smem, spills %lld/%lld "
                 "B\n",

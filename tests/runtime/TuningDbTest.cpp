@@ -147,10 +147,12 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
 
   TuningChoice other = chooseTuning(&db, "NVIDIA H200", s, {1, 16384, 16384});
   CHECK_FALSE(other.fromDatabase);
-  // sm_90a, D128: the wgmma tiles (3 warpgroups of 64 rows, 2-tile rings).
-  CHECK(other.tuning.blockM == 192);
-  CHECK(other.tuning.blockN == 64);
+  // sm_90a, D128: the wgmma tiles (2 consumer warpgroups of 64 rows, 2-tile
+  // rings filled by TMA).
+  CHECK(other.tuning.blockM == 128);
+  CHECK(other.tuning.blockN == 128);
   CHECK(other.tuning.stages == 2);
+  CHECK(other.tuning.kvSync == "tma");
   KernelSpec ampere = s;
   ampere.arch = "sm_80";
   TuningConfig mma =
@@ -158,6 +160,7 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   CHECK(mma.blockM == 128);
   CHECK(mma.blockN == 64); // causal or not
   CHECK(mma.warps == 4);
+  CHECK(mma.kvSync.empty());
   KernelSpec ampereCausal = ampere;
   ampereCausal.causal = !ampere.causal;
   CHECK(chooseTuning(&db, "NVIDIA H200", ampereCausal, {1, 16384, 16384})
@@ -184,13 +187,19 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   CHECK(h256.blockN == 64);
   CHECK(h256.warps == 0);
   CHECK(h256.stages == 2);
+  CHECK(h256.kvSync == "tma");
+  // wgmma takes no left window at D256: mma.sync, which has no kv_sync.
+  KernelSpec d256Window = d256;
+  d256Window.windowLeft = 128;
+  CHECK(chooseTuning(nullptr, "NVIDIA H200", d256Window, {1, 4096, 4096})
+            .tuning.kvSync.empty());
   d256.arch = "sm_80";
   CHECK(chooseTuning(nullptr, "NVIDIA A100", d256, {1, 4096, 4096})
             .tuning.blockN == 32);
   KernelSpec d64 = s;
   d64.headDim = 64;
   CHECK(chooseTuning(nullptr, "NVIDIA H200", d64, {1, 4096, 4096})
-            .tuning.blockN == 64);
+            .tuning.blockN == 128);
 
   KernelSpec pinned = s;
   pinned.tuning.blockN = 16;

@@ -880,7 +880,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     // consumers released it; the consumers run the loop below and the rest
     // of the kernel (the walk goes on inside their branch). setmaxnreg
     // moves registers from the producer to the consumers.
-    RegisterSplit regs = registerSplit(threads);
+    RegisterSplit regs = registerSplit(threads, tma);
     Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
                                              tid, idx(threads));
     roleSplit = scf::IfOp::create(b, loc, TypeRange{}, isProducer,

@@ -30,18 +30,21 @@ inline constexpr int64_t kProducerThreads = 128;
 /// setmaxnreg counts. A block of T threads starts with E registers per
 /// thread, E = 65536 / T in multiples of 8 (at most 240; ptxas gives a
 /// kernel with setmaxnreg exactly that, tests/ptxas checks it). The
-/// producer drops to `producer` (its copies' index arithmetic), and the
+/// producer drops to `producer` (its copies' index arithmetic: 40 for 128
+/// threads' cp.async addresses, 24, the least setmaxnreg takes, for one
+/// thread's TMA coordinates or beside three consumer warpgroups), and the
 /// consumer warpgroups take what it frees, so the block never asks for more
 /// than it holds: setmaxnreg.inc waits until the registers are free, and
-/// would wait forever otherwise.
+/// would wait forever otherwise. (At 128 rows: 40 / 232, by TMA 24 / 240;
+/// D256 with a softcap spills at 232.)
 struct RegisterSplit {
   int32_t entry, producer, consumer;
 };
-inline RegisterSplit registerSplit(int64_t consumerThreads) {
+inline RegisterSplit registerSplit(int64_t consumerThreads, bool tma) {
   auto down8 = [](int64_t r) { return int32_t(r / 8 * 8); };
   int32_t entry = std::min<int32_t>(
       240, down8(65536 / (consumerThreads + kProducerThreads)));
-  int32_t producer = consumerThreads >= 384 ? 24 : 40;
+  int32_t producer = tma || consumerThreads >= 384 ? 24 : 40;
   int32_t consumer =
       std::min<int32_t>(240, entry + down8((entry - producer) *
                                            kProducerThreads / consumerThreads));

@@ -19,7 +19,7 @@
 // CHECK: nvvm.mbarrier.init %{{.*}}, %[[ONE]]
 // CHECK-NEXT: nvvm.fence.mbarrier.init
 // CHECK: gpu.barrier
-// CHECK: nvvm.setmaxregister  decrease 40
+// CHECK: nvvm.setmaxregister  decrease 24
 // Q: 128 x 128 bf16 = 32768 bytes, two boxes of 64 columns at column 0 and
 // 64, into the Q buffer's column blocks (16 KiB apart).
 // CHECK: %[[QBYTES:.*]] = llvm.mlir.constant(32768 : i32) : i32
@@ -41,7 +41,7 @@
 // CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[VMAP]]
 // No cp.async anywhere: the consumers copy nothing either.
 // CHECK-NOT: nvgpu.device_async_copy
-// CHECK: nvvm.setmaxregister  increase 232
+// CHECK: nvvm.setmaxregister  increase 240
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK: gpu.return
 func.func @attention_fwd(%q: tensor<?x4x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>)
