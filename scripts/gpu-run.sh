@@ -85,6 +85,8 @@ step attention-gpu-producer timeout 90 "$stage/bin/attnc-gpu-attention" --bundle
 step attention-gpu-pingpong timeout 90 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only pingpong
 step attention-gpu-tma timeout 90 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only tma
 step attention-bench-specialised timeout 300 bash -c "for s in default producer pingpong tma; do $stage/bin/attnc-gpu-attention --bundle $stage/bundle --bench --only \$s || exit 1; done"
+# The default tiles (and rescale=exact beside the default threshold).
+step attention-bench-default timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only default
 step attention-bench-tma timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only tma
 step attention-bench timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
 step attention-bench-causal timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only causal
@@ -198,5 +200,9 @@ step decode-overhead timeout 120 python3 bench/decode_host_overhead.py
 step decode-timeline timeout 180 python3 bench/decode_timeline.py
 # The same for prefill at D=128, with compare.py's event timer beside it.
 step prefill-timeline timeout 180 python3 bench/prefill_timeline.py
+# Issue #5: the portable sm_80 kernels beside the same peers (their table in
+# the logs; $OUT keeps the default grid's).
+step compare-sm80 timeout 300 env -u OUT ATTNC_BENCH_ARCH=sm_80 python3 bench/compare.py \
+  --grids prefill --no-plots --out "$logs/RESULTS-sm80.md"
 step compare timeout 420 python3 bench/compare.py --out "$out/RESULTS.md" ${ATTNC_BENCH_ARGS:-}
 exit $status

@@ -294,6 +294,12 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
                 " was chosen: " + choice.why);
   if (!spec.tuning.kvSync.empty())
     tile.kvSync = spec.tuning.kvSync;
+  if (!spec.tuning.rescale.empty() && choice.mapping != GPUMapping::WGMMA)
+    return fail("tuning.rescale \"" + spec.tuning.rescale +
+                "\" needs the wgmma mapping, but " + std::string(choice.name) +
+                " was chosen: " + choice.why);
+  if (!spec.tuning.rescale.empty())
+    tile.rescale = spec.tuning.rescale;
   CompiledKernel out;
   ATTNC_ASSIGN_OR_RETURN(out.ptx,
                          session.lowerToPTX(*module, [&](OpPassManager &pm) {
@@ -311,7 +317,7 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   meta.mapping = choice.name;
   meta.mappingWhy = choice.why;
   if (choice.mapping == GPUMapping::WGMMA)
-    meta.mappingWhy += "; kv_sync " + tile.kvSync;
+    meta.mappingWhy += "; kv_sync " + tile.kvSync + ", rescale " + tile.rescale;
   meta.gridRule = kAttentionFwdRule;
   meta.blockM = tile.blockM;
   meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers

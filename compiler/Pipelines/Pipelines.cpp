@@ -162,6 +162,7 @@ void attnc::buildWGMMAPipeline(OpPassManager &pm, const TileOptions &options) {
   MapTileToWGMMAOptions wgmma;
   wgmma.kvStages = options.kvStages;
   wgmma.kvSync = options.kvSync;
+  wgmma.rescale = options.rescale;
   pm.addPass(createMapTileToWGMMA(wgmma));
   addGPUToNVVM(pm);
   // kv-sync=tma: the tensor-map parameters by value (grid constants); the

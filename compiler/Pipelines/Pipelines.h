@@ -23,6 +23,9 @@ struct TileOptions {
   // "barrier": one CTA barrier per tile).
   int64_t kvStages = 2;
   std::string kvSync = "mbarrier";
+  // wgmma mapping: when O is rescaled as a row's running max grows
+  // ("threshold": past 2^8, FlashAttention-4's; "exact": at every growth).
+  std::string rescale = "threshold";
 };
 
 /// The GPU mapping a kernel is lowered with.

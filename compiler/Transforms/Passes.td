@@ -168,6 +168,12 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
            "warpgroups take turns issuing wgmma on named barriers) or tma "
            "(pingpong whose producer is one thread issuing TMA copies of the "
            "q_tmap/k_tmap/v_tmap tensor-map parameters)">,
+    Option<"rescale", "rescale", "std::string", /*default=*/"\"threshold\"",
+           "When O and the row sums are rescaled as a row's running max "
+           "grows: threshold (keep the old max until the new one exceeds it "
+           "by more than 8 in log2 units, FlashAttention-4's; exact, the "
+           "probabilities stay at most 2^8; the default) or exact (a new "
+           "max whenever it grows)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

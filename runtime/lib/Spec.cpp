@@ -102,6 +102,8 @@ std::string KernelSpec::canonical() const {
     field("mapping", tuning.mapping);
   if (!tuning.kvSync.empty())
     field("kv_sync", tuning.kvSync);
+  if (!tuning.rescale.empty())
+    field("rescale", tuning.rescale);
   if (isElementwiseOp(op)) {
     intField("hidden", hidden);
     field("eps", formatDouble(op == "add_rmsnorm" ? eps : 0.0));
@@ -188,6 +190,15 @@ Status validateSpec(const KernelSpec &spec) {
     if (spec.tuning.kvSync != "barrier" && spec.arch != "sm_90a")
       return invalid("tuning.kv_sync \"" + spec.tuning.kvSync +
                      "\" needs arch \"sm_90a\" (got \"" + spec.arch + "\")");
+  }
+  if (!spec.tuning.rescale.empty()) {
+    if (!oneOf(spec.tuning.rescale, {"exact", "threshold"}))
+      return invalid("tuning.rescale \"" + spec.tuning.rescale +
+                     "\" is not supported (expected \"exact\", "
+                     "\"threshold\" or empty for the default)");
+    if (spec.op != "attention_fwd" || spec.arch != "sm_90a")
+      return invalid("tuning.rescale applies to op \"attention_fwd\" on "
+                     "arch \"sm_90a\" only (the wgmma mapping)");
   }
   if (isElementwiseOp(spec.op))
     return validateElementwiseSpec(spec);
@@ -295,6 +306,8 @@ Json tuningToJson(const TuningConfig &tuning) {
     out.set("mapping", tuning.mapping);
   if (!tuning.kvSync.empty())
     out.set("kv_sync", tuning.kvSync);
+  if (!tuning.rescale.empty())
+    out.set("rescale", tuning.rescale);
   if (tuning.minBlocksPerSm != 0)
     out.set("min_blocks_per_sm", tuning.minBlocksPerSm);
   return out;
@@ -310,6 +323,7 @@ Result<TuningConfig> tuningFromJson(const Json &value,
   reader.getInt("warps", tuning.warps, false);
   reader.getString("mapping", tuning.mapping, false);
   reader.getString("kv_sync", tuning.kvSync, false);
+  reader.getString("rescale", tuning.rescale, false);
   reader.getInt("min_blocks_per_sm", tuning.minBlocksPerSm, false);
   ATTNC_RETURN_IF_ERROR(reader.finish());
   return tuning;
@@ -461,6 +475,7 @@ size_t KernelSpecHash::operator()(const KernelSpec &spec) const {
   mix(hashInt(spec.tuning.warps));
   mix(hashString(spec.tuning.mapping));
   mix(hashString(spec.tuning.kvSync));
+  mix(hashString(spec.tuning.rescale));
   mix(hashInt(spec.tuning.minBlocksPerSm));
   mix(hashInt(spec.rotaryDim));
   mix(hashInt(spec.isNeox ? 1 : 0));

@@ -49,6 +49,9 @@ struct Case {
   bool bshd;
   float qScale = 1.f;
   std::string tiles;
+  // K row s scaled by 1 + kRamp * s / seqKV: row maxima that keep growing
+  // along the keys (rescale=threshold must rescale mid-loop, many times).
+  float kRamp = 0.f;
 };
 
 KernelSpec spec(int hq, int hkv, int d, const char *dtype) {
@@ -95,6 +98,27 @@ std::vector<Case> correctnessCases() {
   c = {
       "large logits (Q x 40), D96", spec(2, 1, 96, "bf16"), 1, 257, 513, false};
   c.qScale = 40.f;
+  cs.push_back(c);
+  // Row maxima growing along the keys (K x 1 to 7): sm_90a's default
+  // rescale=threshold keeps a stale max for a while and then rescales,
+  // again and again; beside it the exact rescale.
+  c = {"K ramp x7, Q x 2, D128 causal, Sq=Skv=3000 (max grows mid-loop)",
+       spec(4, 2, 128, "bf16"),
+       1,
+       3000,
+       3000,
+       true};
+  c.spec.causal = true;
+  c.qScale = 2.f;
+  c.kRamp = 6.f;
+  cs.push_back(c);
+  c.name = "K ramp x7, Q x 2, D128, Sq=Skv=3000, BHSD, rescale exact";
+  c.spec.causal = false;
+  c.bshd = false;
+  c.spec.tuning.rescale = "exact";
+  cs.push_back(c);
+  c.name = "K ramp x7, Q x 2, D64 fp16, Sq=Skv=3000, BHSD";
+  c.spec = spec(4, 4, 64, "fp16");
   cs.push_back(c);
   cs.push_back(
       {"D192 fp16, S=129", spec(2, 2, 192, "fp16"), 1, 129, 129, true});
@@ -460,6 +484,20 @@ std::vector<Case> benchCases() {
       {128, 192, 64, 2, "192x64 s2"},   {64, 128, 128, 2, "128x128 s2"},
       {64, 128, 176, 3, "128x176 s3"},  {256, 128, 64, 2, "128x64 s2"},
       {256, 128, 80, 2, "128x80 s2"}};
+  // rescale=exact beside the default threshold (issue #6: FlashAttention-4's
+  // trick measured), at the default tiles.
+  for (int64_t d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      std::string name =
+          "D" + std::to_string(d) + " S4k" + (causal ? " causal" : "");
+      int64_t heads = 2048 / d;
+      Case c{name, spec(heads, heads, d, "bf16"), 4, 4096, 4096, true};
+      c.spec.causal = causal;
+      c.spec.hasLse = false;
+      c.spec.tuning.rescale = "exact";
+      c.tiles = "default exact";
+      cs.push_back(c);
+    }
   for (const Specialised &t : ws)
     for (const char *sync : {"producer", "pingpong", "tma"})
       for (bool causal : {false, true}) {
@@ -496,8 +534,10 @@ test::AttentionComparison runCase(Context &ctx, const Case &c,
   std::normal_distribution<float> normal(0.f, 1.f);
   for (auto &x : q)
     x = toBits(normal(rng) * c.qScale);
-  for (auto &x : k)
-    x = toBits(normal(rng));
+  for (size_t i = 0; i < nkv; ++i) {
+    size_t pos = c.bshd ? i / (size_t(d) * hkv) % c.seqKV : i / d % c.seqKV;
+    k[i] = toBits(normal(rng) * (1.f + c.kRamp * float(pos) / c.seqKV));
+  }
   for (auto &x : v)
     x = toBits(normal(rng));
   std::vector<float> lse(size_t(c.batch) * hq * c.seqQ);

@@ -50,7 +50,8 @@ void assembles(const KernelSpec &spec, bool mustNotSpill,
   // The heuristic's warps (the variants name no tuning; wgmma: a warpgroup
   // per 64 rows and, kv_sync tma, the producer's), and shared memory that an
   // sm_80 block can have (163 KiB; sm_90: 227 KiB).
-  const bool producer = k->meta.mappingWhy.ends_with("; kv_sync tma");
+  const bool producer =
+      k->meta.mappingWhy.find("; kv_sync tma,") != std::string::npos;
   CHECK(k->meta.block[0] == (k->meta.mapping == "wgmma"
                                  ? 2 * k->meta.blockM + (producer ? 128 : 0)
                                  : 32 * heuristicTuning(spec).warps));

@@ -56,7 +56,8 @@ void assemblesWithWGMMA(const KernelSpec &spec, const char *what) {
   CHECK(k.meta.mapping == "wgmma");
   // The default schedule: TMA with a producer warpgroup at two consumer
   // warpgroups or more, the mbarrier rings below; the metadata names it.
-  const bool tma = k.meta.mappingWhy.ends_with("; kv_sync tma");
+  const bool tma =
+      k.meta.mappingWhy.find("; kv_sync tma,") != std::string::npos;
   CHECK(tma == (spec.tuning.kvSync.empty() ? k.meta.blockM >= 128
                                            : spec.tuning.kvSync == "tma"));
   CHECK(k.meta.block[0] == 2 * k.meta.blockM + (tma ? 128 : 0));

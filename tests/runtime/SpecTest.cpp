@@ -278,3 +278,31 @@ TEST_CASE("tuning.kv_sync is part of the key only when set", "[spec]") {
   barrier.tuning.kvSync = "barrier";
   CHECK(validateSpec(barrier).isOk());
 }
+
+TEST_CASE("tuning.rescale is part of the key only when set", "[spec]") {
+  KernelSpec spec = sampleSpec();
+  spec.op = "attention_fwd";
+  spec.arch = "sm_90a";
+  REQUIRE(validateSpec(spec).isOk());
+  std::string plain = spec.canonical();
+  CHECK(plain.find("rescale") == std::string::npos);
+  KernelSpec exact = spec;
+  exact.tuning.rescale = "exact";
+  REQUIRE(validateSpec(exact).isOk());
+  CHECK(exact.canonical().find(";rescale=exact") != std::string::npos);
+  CHECK(cacheKey("b", exact.canonical()) != cacheKey("b", plain));
+  CHECK(KernelSpecHash{}(exact) != KernelSpecHash{}(spec));
+  Result<TuningConfig> t = tuningFromJson(tuningToJson(exact.tuning), "tuning");
+  REQUIRE(t.isOk());
+  CHECK(t->rescale == "exact");
+  KernelSpec bad = exact;
+  bad.tuning.rescale = "lazy";
+  CHECK(validateSpec(bad).message().find("tuning.rescale \"lazy\"") !=
+        std::string::npos);
+  bad = exact;
+  bad.arch = "sm_80";
+  CHECK(validateSpec(bad).message().find("wgmma") != std::string::npos);
+  KernelSpec threshold = spec;
+  threshold.tuning.rescale = "threshold";
+  CHECK(validateSpec(threshold).isOk());
+}

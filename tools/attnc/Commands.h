@@ -30,9 +30,10 @@ struct EmitOptions {
   int64_t seqLen = 8192;
   int64_t batch = 1;
   std::string mapping = "auto"; // auto | wgmma | mma | simt
-  std::string
-      kvSync; // wgmma K/V rings: barrier | mbarrier ("": the default, mbarrier)
-  int64_t blockM = 0; // 0: the mapping's default for the head dim
+  std::string kvSync;  // wgmma K/V loop: barrier | mbarrier | producer |
+                       // pingpong | tma ("": the default)
+  std::string rescale; // wgmma: threshold | exact ("": the default, threshold)
+  int64_t blockM = 0;  // 0: the mapping's default for the head dim
   int64_t blockN = 0;
   int64_t warps = 0;     // 0: one warp per 16 query rows (mma)
   int64_t stages = 0;    // K/V tiles in flight (0: the op's default)

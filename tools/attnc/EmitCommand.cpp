@@ -105,6 +105,11 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "the runtime passes the tensor maps)")
       ->check(CLI::IsMember(
           {"barrier", "mbarrier", "producer", "pingpong", "tma"}));
+  emit->add_option("--rescale", o.rescale,
+                   "wgmma mapping: when O is rescaled as a row's running max "
+                   "grows: threshold (past 2^8, FlashAttention-4's; the "
+                   "default) or exact (at every growth)")
+      ->check(CLI::IsMember({"threshold", "exact"}));
   emit->add_option("--block-m", o.blockM,
                    "Query rows per program (row kernels: rows per program)")
       ->check(CLI::PositiveNumber);
@@ -375,11 +380,21 @@ int runEmit(EmitOptions &o) {
       }
       if (!o.kvSync.empty())
         tile.kvSync = o.kvSync;
+      if (!o.rescale.empty() && choice.mapping != GPUMapping::WGMMA) {
+        fmt::print(stderr,
+                   "attnc emit: error: --rescale {} needs the wgmma mapping: "
+                   "{}\n",
+                   o.rescale, choice.why);
+        return 1;
+      }
+      if (!o.rescale.empty())
+        tile.rescale = o.rescale;
       if (choice.mapping == GPUMapping::WGMMA)
         fmt::print(stderr,
                    "attnc: {} path: wgmma m64nNk16 (one warpgroup per 64 "
-                   "query rows; {}){}\n",
-                   o.arch, choice.why, kvSyncSummary(tile.kvSync));
+                   "query rows; {}){}, rescale {}\n",
+                   o.arch, choice.why, kvSyncSummary(tile.kvSync),
+                   tile.rescale);
       else
         fmt::print(stderr,
                    "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "

@@ -144,6 +144,17 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
       if (logScale)
         rowMax = arith::MulFOp::create(b, loc, rowMax, logScale);
       Value mx = arith::MaximumFOp::create(b, loc, mOld, rowMax);
+      // Threshold: keep mOld while mx - mOld <= threshold. Ordered, so a
+      // row that has seen only -inf (NaN difference) or moves off -inf
+      // (+inf) takes mx; a kept mOld is finite, and alpha below is exactly
+      // 2^0 = 1.
+      if (rescaleThreshold > 0.f) {
+        Value growth = arith::SubFOp::create(b, loc, mx, mOld);
+        Value keep =
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, growth,
+                                  f32Const(b, loc, rescaleThreshold));
+        mx = arith::SelectOp::create(b, loc, keep, mOld, mx);
+      }
       // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
       Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                              mx, f32Const(b, loc, negInf));

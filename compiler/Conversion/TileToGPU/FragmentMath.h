@@ -47,11 +47,16 @@ public:
   /// lane of the warp has alpha = 1 (no row's max grew: exact, see
   /// rescale), for head dims of 128 and more; the warp must be converged
   /// there.
+  /// `rescaleThreshold` > 0: softmax_update keeps a row's old max (alpha
+  /// = 1, O left as it is) unless the new one exceeds it by more than that
+  /// many log2 units (FlashAttention-4's; the result is the same, the
+  /// probabilities are then at most 2^threshold, and the unit-rescale skip
+  /// above fires on most tiles instead of a few).
   FragmentMath(mlir::OpBuilder &b, const mlir::Location &loc, int64_t mTiles,
                llvm::DenseMap<mlir::Value, Frags> &frags,
-               bool skipUnitRescale = false)
+               bool skipUnitRescale = false, float rescaleThreshold = 0.f)
       : b(b), loc(loc), mTiles(mTiles), frags(frags),
-        skipUnitRescale(skipUnitRescale) {}
+        skipUnitRescale(skipUnitRescale), rescaleThreshold(rescaleThreshold) {}
 
   /// tile.score on S's C fragments: register row r of m16 tile mt is query
   /// row row(mt, r) (absolute; called where the scores are built), register
@@ -100,6 +105,7 @@ private:
   const int64_t mTiles;
   llvm::DenseMap<mlir::Value, Frags> &frags;
   const bool skipUnitRescale;
+  const float rescaleThreshold;
 };
 
 } // namespace attnc::gpu_emit

@@ -112,11 +112,12 @@ public:
   WGMMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
                tile::LaunchAttr launch, ArrayRef<Value> buffers,
                int64_t kvStages, KVSync sync, Value barriers,
-               ArrayRef<Value> tensorMaps = {})
+               ArrayRef<Value> tensorMaps, float rescaleThreshold)
       : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages),
         barriers(barriers), mbarriers(sync != KVSync::Barrier),
         producer(hasProducer(sync)), pingPong(takesTurns(sync)),
-        tensorMaps(tensorMaps.begin(), tensorMaps.end()) {}
+        tensorMaps(tensorMaps.begin(), tensorMaps.end()),
+        rescaleThreshold(rescaleThreshold) {}
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -150,7 +151,7 @@ public:
 private:
   gpu_emit::FragmentMath math() {
     return gpu_emit::FragmentMath(b, loc, /*mTiles=*/1, frags,
-                                  /*skipUnitRescale=*/true);
+                                  /*skipUnitRescale=*/true, rescaleThreshold);
   }
   Value idx(int64_t v) { return gpu_emit::indexConst(b, loc, v); }
   Value i64(int64_t v) {
@@ -218,6 +219,9 @@ private:
   tile::LoadOp qLoad;
   Value qRow;
   scf::IfOp roleSplit;
+  // rescale=threshold: the log2 growth of a row's max tolerated before O
+  // is rescaled (0: exact).
+  float rescaleThreshold;
 };
 
 void WGMMAEmitter::setUp() {
@@ -1035,6 +1039,14 @@ void MapTileToWGMMAPass::runOnOperation() {
         << kvSync;
     return signalPassFailure();
   }
+  if (rescale != "threshold" && rescale != "exact") {
+    getOperation().emitError()
+        << "attnc-map-tile-to-wgmma: rescale must be threshold or exact, not "
+        << rescale;
+    return signalPassFailure();
+  }
+  // FlashAttention-4's threshold: 8 in log2 units, probabilities <= 256.
+  const float rescaleThreshold = rescale == "threshold" ? 8.f : 0.f;
   const bool mbarriers = *sync != KVSync::Barrier;
   const bool producer = hasProducer(*sync);
   // Q, K and V all in shared memory (Q first), unpadded: the 128-byte
@@ -1089,7 +1101,8 @@ void MapTileToWGMMAPass::runOnOperation() {
             Value barriers = mbarriers ? buffers.back() : Value();
             return WGMMAEmitter(kernel, gpuFunc, launch,
                                 mbarriers ? buffers.drop_back() : buffers,
-                                kvStages, *sync, barriers, tensorMaps)
+                                kvStages, *sync, barriers, tensorMaps,
+                                rescaleThreshold)
                 .emit();
           },
           // K and V of the KV loop: rings of kv-stages tiles.
