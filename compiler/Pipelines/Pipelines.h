@@ -24,7 +24,8 @@ struct TileOptions {
   int64_t kvStages = 2;
   std::string kvSync = "mbarrier";
   // wgmma mapping: when O is rescaled as a row's running max grows
-  // ("threshold": past 2^8, FlashAttention-4's; "exact": at every growth).
+  // ("threshold": past 2^8, FlashAttention-4's; "exact": at every growth;
+  // defaultTileOptions: threshold from head dim 128).
   std::string rescale = "threshold";
 };
 

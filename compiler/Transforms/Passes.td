@@ -172,7 +172,8 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
            "When O and the row sums are rescaled as a row's running max "
            "grows: threshold (keep the old max until the new one exceeds it "
            "by more than 8 in log2 units, FlashAttention-4's; exact, the "
-           "probabilities stay at most 2^8; the default) or exact (a new "
+           "probabilities stay at most 2^8; the default; the drivers choose it from "
+           "head dim 128) or exact (a new "
            "max whenever it grows)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",

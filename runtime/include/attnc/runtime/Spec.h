@@ -41,11 +41,11 @@ struct TuningConfig {
   // set, as mapping.
   std::string kvSync;
   // The wgmma mapping's rescale of O when a row's running max grows: ""
-  // (the default, "threshold"), "threshold" (FlashAttention-4's: keep the
-  // old max, and O unscaled, until a row's max grows by more than 2^8;
-  // exact, the probabilities are then at most 256) or "exact" (a new max
-  // whenever it grows; the multiplies skipped only when no row's max grew
-  // in the warp). In the canonical string only when set.
+  // (the default: "threshold" from head dim 128, "exact" below), "threshold"
+  // (FlashAttention-4's: keep the old max, and O unscaled, until a row's max
+  // grows by more than 2^8; exact, the probabilities are then at most 256) or
+  // "exact" (a new max whenever it grows; the multiplies skipped only when no
+  // row's max grew in the warp). In the canonical string only when set.
   std::string rescale;
   // Row kernels: blocks that must fit one SM at once (ptxas caps registers
   // to fit; 0: no cap). Keyed for elementwise ops only.
