@@ -161,7 +161,8 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
     Option<"kvSync", "kv-sync", "std::string", /*default=*/"\"mbarrier\"",
            "How the rings are filled and synchronised: mbarrier (every "
            "thread copies; per-stage full/empty mbarriers, warpgroups drift "
-           "apart; the default), barrier (one CTA barrier per tile), "
+           "apart; the pass's default: the drivers choose tma at block_m "
+           ">= 128), barrier (one CTA barrier per tile), "
            "producer (warp specialisation: a producer warpgroup after the "
            "consumers copies Q and the tiles, setmaxnreg moves its registers "
            "to the consumers), pingpong (producer, and the consumer "
@@ -170,11 +171,11 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
            "q_tmap/k_tmap/v_tmap tensor-map parameters)">,
     Option<"rescale", "rescale", "std::string", /*default=*/"\"threshold\"",
            "When O and the row sums are rescaled as a row's running max "
-           "grows: threshold (keep the old max until the new one exceeds it "
-           "by more than 8 in log2 units, FlashAttention-4's; exact, the "
-           "probabilities stay at most 2^8; the default; the drivers choose it from "
-           "head dim 128) or exact (a new "
-           "max whenever it grows)">,
+           "grows: threshold (FlashAttention-4's: keep the old max until "
+           "the new one exceeds it by more than 8 in log2 units; exact, the "
+           "probabilities stay at most 2^8; the pass's default, the drivers "
+           "choose it from head dim 128) or exact (a new max whenever it "
+           "grows)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
