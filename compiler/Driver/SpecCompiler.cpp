@@ -285,21 +285,27 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
              choice.mapping != GPUMapping::WGMMA) {
     return fail("tuning.mapping \"wgmma\" cannot be honoured: " + choice.why);
   }
-  // The wgmma KV loop's synchronisation (its own knob: only that mapping
-  // has it, so a spec asking for mbarriers must get that mapping).
-  if (!spec.tuning.kvSync.empty() && spec.tuning.kvSync != "barrier" &&
-      choice.mapping != GPUMapping::WGMMA)
-    return fail("tuning.kv_sync \"" + spec.tuning.kvSync +
-                "\" needs the wgmma mapping, but " + std::string(choice.name) +
-                " was chosen: " + choice.why);
-  if (!spec.tuning.kvSync.empty())
-    tile.kvSync = spec.tuning.kvSync;
-  if (!spec.tuning.rescale.empty() && choice.mapping != GPUMapping::WGMMA)
-    return fail("tuning.rescale \"" + spec.tuning.rescale +
-                "\" needs the wgmma mapping, but " + std::string(choice.name) +
-                " was chosen: " + choice.why);
-  if (!spec.tuning.rescale.empty())
-    tile.rescale = spec.tuning.rescale;
+  // The wgmma mapping's own knobs, the KV loop's synchronisation and the
+  // rescale (only that mapping has them, so a spec naming one must get that
+  // mapping; kv_sync "barrier" aside, which mma.sync does anyway).
+  struct WGMMAKnob {
+    const char *name;
+    const std::string &value;
+    std::string &into;
+    bool anyMapping;
+  };
+  for (WGMMAKnob k :
+       {WGMMAKnob{"kv_sync", spec.tuning.kvSync, tile.kvSync,
+                  spec.tuning.kvSync == "barrier"},
+        WGMMAKnob{"rescale", spec.tuning.rescale, tile.rescale, false}}) {
+    if (k.value.empty())
+      continue;
+    if (!k.anyMapping && choice.mapping != GPUMapping::WGMMA)
+      return fail("tuning." + std::string(k.name) + " \"" + k.value +
+                  "\" needs the wgmma mapping, but " +
+                  std::string(choice.name) + " was chosen: " + choice.why);
+    k.into = k.value;
+  }
   CompiledKernel out;
   ATTNC_ASSIGN_OR_RETURN(out.ptx,
                          session.lowerToPTX(*module, [&](OpPassManager &pm) {

@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <tuple>
 
 using namespace attnc;
 
@@ -144,6 +145,24 @@ TEST_CASE("sm_90a variants the wgmma mapping cannot take fall back to "
     CHECK(k.meta.mappingWhy.find("fallback") != std::string::npos);
     CHECK(k.ptx.find("wgmma") == std::string::npos);
   }
+  // The wgmma mapping's own knobs on a variant it cannot take: an error
+  // that names the knob (kv_sync barrier aside: mma.sync syncs so anyway).
+  for (auto [kvSync, rescale, knob] :
+       {std::tuple{"tma", "", "tuning.kv_sync \"tma\""},
+        std::tuple{"", "exact", "tuning.rescale \"exact\""}}) {
+    KernelSpec s = sm90(96, "bf16");
+    s.tuning.kvSync = kvSync;
+    s.tuning.rescale = rescale;
+    Result<CompiledKernel> bad = SpecCompiler().compile(s);
+    REQUIRE_FALSE(bad.isOk());
+    CHECK_THAT(bad.status().message(),
+               Catch::Contains(std::string(knob) +
+                               " needs the wgmma mapping, but mma.sync was "
+                               "chosen: fallback"));
+  }
+  KernelSpec barrier = sm90(96, "bf16");
+  barrier.tuning.kvSync = "barrier";
+  CHECK(compiled(barrier).meta.mapping == "mma.sync");
   KernelSpec ampere = sm90(128, "bf16");
   ampere.arch = "sm_80";
   CHECK(compiled(ampere).meta.mapping == "mma.sync");

@@ -370,25 +370,25 @@ int runEmit(EmitOptions &o) {
         choice.mapping = GPUMapping::MMA;
         choice.why = "--mapping mma";
       }
-      if (!o.kvSync.empty() && o.kvSync != "barrier" &&
-          choice.mapping != GPUMapping::WGMMA) {
-        fmt::print(stderr,
-                   "attnc emit: error: --kv-sync {} needs the wgmma "
-                   "mapping: {}\n",
-                   o.kvSync, choice.why);
+      // The wgmma mapping's own options (--kv-sync barrier aside): an error
+      // when another mapping was chosen.
+      auto wgmmaOption = [&](const char *flag, const std::string &value,
+                             bool anyMapping, std::string &into) {
+        if (value.empty())
+          return true;
+        if (!anyMapping && choice.mapping != GPUMapping::WGMMA) {
+          fmt::print(stderr,
+                     "attnc emit: error: {} {} needs the wgmma mapping: {}\n",
+                     flag, value, choice.why);
+          return false;
+        }
+        into = value;
+        return true;
+      };
+      if (!wgmmaOption("--kv-sync", o.kvSync, o.kvSync == "barrier",
+                       tile.kvSync) ||
+          !wgmmaOption("--rescale", o.rescale, false, tile.rescale))
         return 1;
-      }
-      if (!o.kvSync.empty())
-        tile.kvSync = o.kvSync;
-      if (!o.rescale.empty() && choice.mapping != GPUMapping::WGMMA) {
-        fmt::print(stderr,
-                   "attnc emit: error: --rescale {} needs the wgmma mapping: "
-                   "{}\n",
-                   o.rescale, choice.why);
-        return 1;
-      }
-      if (!o.rescale.empty())
-        tile.rescale = o.rescale;
       if (choice.mapping == GPUMapping::WGMMA)
         fmt::print(stderr,
                    "attnc: {} path: wgmma m64nNk16 (one warpgroup per 64 "
