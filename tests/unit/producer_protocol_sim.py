@@ -33,6 +33,13 @@ mbarrier.arrive.expect_tx arrives at once (the full barriers count that one
 arrival) and raises the phase's pending bytes, which the copy's completion,
 later and asynchronously, pays off: the phase completes when both are done.
 The programs below mirror emitKVLoop; keep the two in step.
+
+Persistent CTAs (not built yet; the design in bench/NOTES-hopper.md
+"Persistent CTAs"): a CTA takes several work items in turn, with ring slots
+counted across items, Q behind a full/empty barrier pair (phase = item),
+each item's last V released for the next item's tiles, and the turns run
+on across items (warpgroup 0 syncs once more at the end). The model found
+that last point of the release: without it the second item deadlocks.
 Usage: producer_protocol_sim.py [--mutate NAME]   (exit 0: all checks pass)
 """
 import argparse
@@ -90,37 +97,55 @@ class NamedBarrier:
             self.phase += 1
 
 
-def producer_program(n, S, mutate):
+def producer_program(items, S, mutate, persistent=False):
+    """items: the KV tile count of each work item the CTA takes in turn (one
+    item unless persistent). Ring slot of tile t of an item: base + t, base
+    the tiles of the items before (carried across items)."""
     ops = [("cta_barrier", "init")]
-    if n == 0:
-        return ops
-    ops.append(("copy", "Q", 0))
-    for t in range(n):
-        for x in "KV":
-            if t >= S:
-                parity = (t // S + 1) & 1
-                if mutate == "empty-parity":
-                    parity ^= 1
-                ops.append(("wait", x + "empty", t % S, parity,
-                            ("refill", x, t)))
-            ops.append(("copy", x, t))
+    base = 0
+    for i, n in enumerate(items):
+        if n == 0 and not persistent:
+            return ops
+        # Persistent: Q of item i only once every consumer warp is done
+        # with item i - 1's (Q empty, phase i - 1).
+        if i >= 1 and mutate != "q-empty-skip":
+            ops.append(("wait", "Qempty", 0, (i - 1) & 1, ("qrefill", "Q", i)))
+        ops.append(("copy", "Q", i))
+        for g in range(base, base + n):
+            for x in "KV":
+                if g >= S:
+                    parity = (g // S + 1) & 1
+                    if mutate == "empty-parity":
+                        parity ^= 1
+                    ops.append(("wait", x + "empty", g % S, parity,
+                                ("refill", x, g)))
+                ops.append(("copy", x, g))
+        base += n
     return ops
 
 
-def consumer_program(n, S, groups, group, pingpong, mutate):
+def consumer_program(items, S, groups, group, pingpong, mutate,
+                     persistent=False):
+    """One item: the last warpgroup does not pass its last turn, so every
+    named barrier ends balanced. Persistent (several items, the design of
+    bench/NOTES-hopper.md "Persistent CTAs"): the turns run on across items
+    (warpgroup 0's first arrival once, before the first item), every turn
+    is passed on, and after the last item warpgroup 0 takes one more
+    bar.sync, which the last warpgroup's final hand-off completes; each
+    warp arrives on Q empty once its item's last wgmma completed."""
     ops = [("cta_barrier", "init")]
-    if n == 0:
+    if not persistent and items[0] == 0:
         return ops
     nxt = (group + 1) % groups
 
     def turn(reads, last=False):
         # bar.sync (wait for my turn), the wgmmas, bar.arrive (the next
-        # warpgroup's turn); the last warpgroup does not pass its last turn.
+        # warpgroup's turn).
         c = []
         if pingpong:
             c.append(("bar_sync", group))
         c += [("issue", group, reads), ("issued", group)]
-        passes = not (last and group == groups - 1)
+        passes = persistent or not (last and group == groups - 1)
         if mutate == "last-arrive":
             passes = True
         if mutate == "no-turn-end" and t_of[0] == 1:
@@ -132,32 +157,53 @@ def consumer_program(n, S, groups, group, pingpong, mutate):
     if pingpong and group == 0 and mutate != "no-first-turn":
         ops.append(("bar_arrive", 0))
     t_of = [0]
-    for t in range(n):
-        t_of[0] = t
-        if t == 0:
-            ops.append(("wait", "Qfull", 0, 0, ("data", "Q", 0)))
-        ops.append(("wait", "Kfull", t % S, (t // S) & 1, ("data", "K", t)))
-        if t > 0:
-            ops.append(("wait", "Vfull", (t - 1) % S, ((t - 1) // S) & 1,
-                        ("data", "V", t - 1)))
-        reads = [("K", t)] + ([("V", t - 1)] if t > 0 else [])
-        ops += turn(reads)
-        ops.append(("release", "K", t))  # after wgmma.wait_group 1
-        if t > 0 and mutate != "skip-v-release":
-            ops.append(("release", "V", t - 1))  # after wait_group 0
-    ops.append(("wait", "Vfull", (n - 1) % S, ((n - 1) // S) & 1,
-                ("data", "V", n - 1)))
-    ops += turn([("V", n - 1)], last=True)
+    base = 0
+    for i, n in enumerate(items):
+        if mutate == "restart-turns" and i >= 1 and pingpong and group == 0:
+            ops.append(("bar_arrive", 0))
+        # Q of item i: full phase i.
+        ops.append(("wait", "Qfull", 0, i & 1, ("data", "Q", i)))
+        for t in range(n):
+            t_of[0] = t
+            g = base + t
+            ops.append(("wait", "Kfull", g % S, (g // S) & 1,
+                        ("data", "K", g)))
+            if t > 0:
+                ops.append(("wait", "Vfull", (g - 1) % S,
+                            ((g - 1) // S) & 1, ("data", "V", g - 1)))
+            reads = [("Q", i), ("K", g)] + ([("V", g - 1)] if t > 0 else [])
+            ops += turn(reads)
+            ops.append(("release", "K", g))  # after wgmma.wait_group 1
+            if t > 0 and mutate != "skip-v-release":
+                ops.append(("release", "V", g - 1))  # after wait_group 0
+        if n > 0:
+            g = base + n - 1
+            ops.append(("wait", "Vfull", g % S, (g // S) & 1,
+                        ("data", "V", g)))
+            ops += turn([("V", g)], last=True)
+            # Persistent: the next item's tiles refill this stage, so the
+            # item's last V is released too (one item: nobody refills it).
+            if persistent and mutate != "keep-last-v":
+                ops.append(("release", "V", g))  # after wait_group 0
+        if persistent:
+            ops.append(("release", "Q", i))  # Q empty: after wait_group 0
+        base += n
+    if persistent and pingpong and group == 0 and \
+            mutate != "no-final-sync":
+        ops.append(("bar_sync", 0))  # the last warpgroup's final hand-off
     return ops
 
 
-def run(n, S, groups, pingpong, rng, policy, mutate, tma=False):
+def run(items, S, groups, pingpong, rng, policy, mutate, tma=False,
+        persistent=False):
+    """items: a CTA's work items (their KV tile counts); one unless
+    persistent."""
     consumers = groups * WARPS_PER_GROUP
     producers = 1 if tma else PRODUCERS
     full = 1 if tma else PRODUCERS
     if mutate == "full-count+1":
         full += 1
-    bars = {"Qfull": [MBarrier(full)]}
+    bars = {"Qfull": [MBarrier(full)], "Qempty": [MBarrier(consumers)]}
     for x in "KV":
         bars[x + "full"] = [MBarrier(full) for _ in range(S)]
         count = consumers + (1 if mutate == "empty-count+1" else 0)
@@ -165,9 +211,9 @@ def run(n, S, groups, pingpong, rng, policy, mutate, tma=False):
     named = [NamedBarrier(f"B{g}", 2 * WARPS_PER_GROUP) for g in range(groups)]
     actors = ([("P", i) for i in range(producers)] +
               [("C", i) for i in range(consumers)])
-    progs = [producer_program(n, S, mutate) if kind == "P" else
-             consumer_program(n, S, groups, i // WARPS_PER_GROUP, pingpong,
-                              mutate)
+    progs = [producer_program(items, S, mutate, persistent) if kind == "P"
+             else consumer_program(items, S, groups, i // WARPS_PER_GROUP,
+                                   pingpong, mutate, persistent)
              for kind, i in actors]
     pc = [0] * len(actors)
     asyncq = [[] for _ in actors]  # a producer's pending copies, FIFO
@@ -245,16 +291,27 @@ def run(n, S, groups, pingpong, rng, policy, mutate, tma=False):
                 if len(landed.get((x, t), ())) != producers:
                     raise AssertionError(f"warp {a} passed {x}full for tile "
                                          f"{t} before every copy landed")
-                if x != "Q" and holds.get((x, s)) != t:
+                if holds.get((x, s)) != t:
                     raise AssertionError(f"{x} stage {s} holds "
                                          f"{holds.get((x, s))}, not {t}")
+            elif what == "qrefill":
+                if len(released.get(("Q", t - 1), ())) != consumers:
+                    raise AssertionError(f"producer loads Q of item {t} "
+                                         f"before every consumer warp was "
+                                         f"done with item {t - 1}'s")
             elif len(released.get((x, t - S), ())) != consumers:
                 raise AssertionError(f"producer refills {x} stage {s} with "
                                      f"tile {t} before every consumer warp "
                                      f"released tile {t - S}")
         elif op[0] == "copy":
             _, x, t = op
-            if x != "Q":
+            if x == "Q":  # one buffer: item t over item t - 1's
+                if t >= 1 and len(released.get(("Q", t - 1), ())) != \
+                        consumers:
+                    raise AssertionError(f"copy of Q for item {t} over item "
+                                         f"{t - 1}'s still in use")
+                holds[("Q", 0)] = t
+            else:
                 if t >= S and len(released.get((x, t - S), ())) != consumers:
                     raise AssertionError(f"copy of {x} tile {t} over tile "
                                          f"{t - S} still in use")
@@ -282,10 +339,10 @@ def run(n, S, groups, pingpong, rng, policy, mutate, tma=False):
                                      f"before the earlier ones ended")
             turn_open[group] = turn_open.get(group, 0) + 1
             for x, t in reads:
-                if holds.get((x, t % S)) != t:
+                if holds.get((x, 0 if x == "Q" else t % S)) != t:
                     raise AssertionError(f"warp {a} reads {x} tile {t} from "
                                          f"a stage that holds "
-                                         f"{holds.get((x, t % S))}")
+                                         f"{holds.get((x, 0 if x == 'Q' else t % S))}")
                 in_flight.setdefault((x, t), set()).add(a)
         elif op[0] == "issued":
             turn_open[op[1]] -= 1
@@ -296,7 +353,8 @@ def run(n, S, groups, pingpong, rng, policy, mutate, tma=False):
             _, x, t = op
             in_flight.get((x, t), set()).discard(a)
             released.setdefault((x, t), set()).add(a)
-            bars[x + "empty"][t % S].arrive(f"{x}empty[{t % S}]")
+            stage = 0 if x == "Q" else t % S
+            bars[x + "empty"][stage].arrive(f"{x}empty[{stage}]")
         elif op[0] == "bar_arrive":
             named[op[1]].add(a, "arrive")
         elif op[0] == "bar_sync":
@@ -329,7 +387,8 @@ def main():
                     choices=["", "empty-parity", "empty-count+1",
                              "skip-v-release", "no-first-turn",
                              "last-arrive", "no-turn-end", "full-count+1",
-                             "no-expect-tx"])
+                             "no-expect-tx", "q-empty-skip", "restart-turns",
+                             "no-final-sync", "keep-last-v"])
     ap.add_argument("--seeds", type=int, default=6)
     args = ap.parse_args()
     rng = random.Random(4321)
@@ -344,7 +403,7 @@ def main():
                         for _ in range(args.seeds if n < 33 else 1):
                             runs += 1
                             try:
-                                run(n, S, groups, pingpong, rng, policy,
+                                run([n], S, groups, pingpong, rng, policy,
                                     args.mutate, tma=mode == "tma")
                             except AssertionError as e:
                                 failures += 1
@@ -352,6 +411,24 @@ def main():
                                     print(f"FAIL {mode} "
                                           f"groups={groups} S={S} tiles={n} "
                                           f"{policy}: {e}")
+    # Persistent CTAs (tma, several work items per CTA; not built yet: the
+    # design this checks is bench/NOTES-hopper.md "Persistent CTAs").
+    for groups in (2, 3):
+        for S in (2, 3):
+            for items in ([1, 1], [3, 0, 5], [0, 2], [4, 1, 1, 6], [9, 2],
+                          [2, 2, 2, 0]):
+                for policy in ("uniform", "producer-first", "consumers-first",
+                               "late-async"):
+                    for _ in range(args.seeds):
+                        runs += 1
+                        try:
+                            run(items, S, groups, True, rng, policy,
+                                args.mutate, tma=True, persistent=True)
+                        except AssertionError as e:
+                            failures += 1
+                            if failures <= 3:
+                                print(f"FAIL persistent groups={groups} S={S} "
+                                      f"items={items} {policy}: {e}")
     print(f"{runs} runs, {failures} failed"
           + (f" (mutation {args.mutate})" if args.mutate else ""))
     return 1 if failures else 0
