@@ -71,7 +71,9 @@ step runtime-gpu "$stage/bin/attnc_runtime_gpu_tests"
 step templates-gpu "$stage/bin/templates_gpu_test"
 # timeout: a kernel that never finishes (an mbarrier protocol bug) must not
 # eat the GPU session; the tests log each case as it finishes ("run NAME"
-# before it, PASS/FAIL after). attention-gpu runs no mbarrier case.
+# before it, PASS/FAIL after). attention-gpu runs the defaults (on sm_90a
+# the tma schedule since session 8) and none of the cases named for a
+# kv_sync schedule: those have steps of their own below.
 step attention-gpu timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle"
 # The wgmma K/V rings on per-stage mbarriers (tuning.kv_sync "mbarrier",
 # issue #6): correctness first, then the bench rows beside the CTA barrier.
