@@ -176,6 +176,14 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
            "probabilities stay at most 2^8; the pass's default, the drivers "
            "choose it from head dim 128) or exact (a new max whenever it "
            "grows)">,
+    Option<"persistent", "persistent", "bool", /*default=*/"false",
+           "kv-sync=tma only: persistent CTAs (grid rule "
+           "attention_fwd_persistent_v1: min(work items, SMs) blocks, each "
+           "looping over the (query tile, head, batch) items w = blockIdx.x, "
+           "blockIdx.x + gridDim.x, ...; the barriers, the role split and "
+           "setmaxnreg once per block, so the producer loads the next item's "
+           "Q and K/V tiles under the current item's last tiles and "
+           "epilogue)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
