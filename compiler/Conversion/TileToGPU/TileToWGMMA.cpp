@@ -112,12 +112,20 @@ public:
   WGMMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
                tile::LaunchAttr launch, ArrayRef<Value> buffers,
                int64_t kvStages, KVSync sync, Value barriers,
-               ArrayRef<Value> tensorMaps, float rescaleThreshold)
+               ArrayRef<Value> tensorMaps, float rescaleThreshold,
+               bool persistent)
       : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages),
         barriers(barriers), mbarriers(sync != KVSync::Barrier),
         producer(hasProducer(sync)), pingPong(takesTurns(sync)),
+        persistent(persistent),
         tensorMaps(tensorMaps.begin(), tensorMaps.end()),
         rescaleThreshold(rescaleThreshold) {}
+
+  /// One block per tile (the walk of TileEmitter), or with `persistent` a
+  /// loop over work items in each role.
+  LogicalResult emit() {
+    return persistent ? emitPersistent() : TileEmitter::emit();
+  }
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -198,6 +206,25 @@ private:
   /// The n8 tiles of an accumulator struct of `n` f32 (after its wait).
   SmallVector<Value> unpack(Value acc, int64_t n);
   LogicalResult emitKVLoop(scf::ForOp op);
+  /// persistent: the barriers, the role split and setmaxnreg once, then in
+  /// each role a loop over the block's work items that walks the kernel
+  /// from its program ids to the epilogue (the producer's walk keeps only
+  /// the loads).
+  LogicalResult emitPersistent();
+  /// The kernel argument whose tile.param is `name` (null without one).
+  Value paramArg(StringRef name);
+
+  // The mbarrier objects: slot `kind` x kv-stages + `stage` (kinds kFull*
+  // / kEmpty*, after them Q's full and, persistent, Q's empty barrier).
+  enum BarrierKind { kFullK = 0, kEmptyK = 1, kFullV = 2, kEmptyV = 3 };
+  Value barrierAt(int64_t kind, Value stage);
+  Value qFullBarrier() { return barrierAt(4, idx(0)); }
+  Value qEmptyBarrier() { return barrierAt(4, idx(1)); }
+  /// Thread 0 initialises every barrier (full: `fullArrivals` each; empty:
+  /// one arrival per consumer warp), then a CTA barrier.
+  void initBarriers(int64_t fullArrivals);
+  /// The named barrier of this consumer warpgroup's turn (1 + warpgroup).
+  Value turnBarrierOf();
 
   DenseMap<Value, Frags> frags;
   DenseMap<Value, Value> baseDesc; // buffer -> its descriptor at offset 0
@@ -207,11 +234,18 @@ private:
   // Per-stage full/empty mbarriers instead of one CTA barrier per tile
   // (kv-sync=mbarrier and the producer schedules): their bytes, at the end
   // of the dynamic shared memory (null with kv-sync=barrier).
-  Value barriers;
+  Value barriers, barBase; // barBase: their address (i64)
   bool mbarriers;
   // kv-sync=producer/pingpong/tma: a producer warpgroup after the
   // consumers.
   bool producer, pingPong;
+  // Persistent blocks (kv-sync=tma): which role's walk is being emitted
+  // (Whole: the one walk of a block per tile), and per work item the ring
+  // slots and the Q loads of the block's items before it; the KV loop
+  // leaves the item's tile count (0 without a tile) in itemTiles.
+  bool persistent;
+  enum class Walk { Whole, Producer, Consumer } walk = Walk::Whole;
+  Value ringBase, qItems, itemTiles;
   // kv-sync=tma: the Q, K and V tensor maps (kernel parameters).
   SmallVector<Value> tensorMaps;
   // The Q load the producer issues (deferred from emitRowLoad) and the
@@ -244,6 +278,61 @@ void WGMMAEmitter::setUp() {
         b, loc, arith::ShRUIOp::create(b, loc, addr, i64(4)), i64(0x3FFF));
     baseDesc[buf] = arith::OrIOp::create(b, loc, field, i64(int64_t(1) << 62));
   }
+  if (persistent) // the KV loops of both roles use it
+    barBase = arith::IndexCastOp::create(
+        b, loc, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, barriers));
+}
+
+Value WGMMAEmitter::barrierAt(int64_t kind, Value stage) {
+  Value slot = add(stage, kind * kvStages);
+  Value addr = arith::AddIOp::create(
+      b, loc, barBase,
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), mul(slot, 8)));
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), addr);
+}
+
+void WGMMAEmitter::initBarriers(int64_t fullArrivals) {
+  const int64_t S = kvStages;
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(0));
+  gpu_emit::emitIfThen(b, loc, first, [&] {
+    Value perCopier =
+        LLVM::ConstantOp::create(b, loc, b.getI32Type(), fullArrivals);
+    Value perWarp = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                             consumerThreads() / 32);
+    // The rings' 4 x S, then Q's full barrier (with a producer) and its
+    // empty one (persistent: the consumer warps arrive after their item's
+    // last Q·Kᵀ, before the producer loads the next item's Q).
+    int64_t count = 4 * S + (producer ? 1 : 0) + (persistent ? 1 : 0);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t kind = i / S;
+      bool empty = i < 4 * S ? kind == kEmptyK || kind == kEmptyV : i > 4 * S;
+      NVVM::MBarrierInitOp::create(b, loc, barrierAt(0, idx(i)),
+                                   empty ? perWarp : perCopier, Value());
+    }
+    // TMA completes the full barriers through the async proxy: make the
+    // initialisation visible to it (fence.mbarrier_init).
+    if (!tensorMaps.empty())
+      NVVM::FenceMbarrierInitOp::create(b, loc);
+  });
+  // Initialised before anyone arrives or waits (every user is in this
+  // block, so the CTA barrier orders them; no cluster).
+  gpu::BarrierOp::create(b, loc);
+}
+
+Value WGMMAEmitter::turnBarrierOf() {
+  Value wg = arith::DivUIOp::create(b, loc, tid, idx(128));
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), add(wg, 1));
+}
+
+Value WGMMAEmitter::paramArg(StringRef name) {
+  for (unsigned i = 0; i < kernel.getNumArguments(); ++i)
+    if (auto p = kernel.getArgAttrOfType<StringAttr>(i, "tile.param");
+        p && p.getValue() == name)
+      return map.lookup(kernel.getArgument(i));
+  return {};
 }
 
 Value WGMMAEmitter::descriptor(Value buf, int64_t offset, int64_t lbo,
@@ -570,8 +659,12 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   auto tileRow = [&](Value t) { // lb + t · step
     return add(lb, arith::MulIOp::create(b, loc, t, step));
   };
+  // Tile t of the loop is ring slot t (persistent: slot ringBase + t, the
+  // block's earlier items having used ringBase slots).
+  const bool itemWalk = walk != Walk::Whole;
+  auto slotOf = [&](Value t) { return itemWalk ? add(ringBase, t) : t; };
   auto stageOf = [&](Value t) {
-    return arith::RemUIOp::create(b, loc, t, idx(S));
+    return arith::RemUIOp::create(b, loc, slotOf(t), idx(S));
   };
   auto stageBytes = [&](Value stage, int64_t bytes) {
     return arith::IndexCastOp::create(b, loc, b.getI64Type(),
@@ -601,22 +694,18 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   const bool tma = !tensorMaps.empty();
   const int64_t fullArrivals = tma ? 1 : copiers;
   Value copier = tid; // this thread's index among the copiers
-  Value barBase;
-  if (mbarriers)
+  if (mbarriers && !persistent)
     barBase = arith::IndexCastOp::create(
         b, loc, b.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, barriers));
   auto sharedPtrT = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  auto barrierAt = [&](int64_t kind, Value stage) -> Value {
-    Value slot = add(stage, kind * S);
-    Value addr = arith::AddIOp::create(
-        b, loc, barBase,
-        arith::IndexCastOp::create(b, loc, b.getI64Type(), mul(slot, 8)));
-    return LLVM::IntToPtrOp::create(b, loc, sharedPtrT, addr);
+  auto asParity = [&](Value phase) -> Value { // phase & 1 as i32
+    return arith::IndexCastOp::create(
+        b, loc, b.getI32Type(), arith::AndIOp::create(b, loc, phase, idx(1)));
   };
-  enum { kFullK = 0, kEmptyK = 1, kFullV = 2, kEmptyV = 3, kFullQ = 4 };
   auto parityOf = [&](Value t, int64_t phaseOffset) -> Value {
-    Value phase = add(arith::DivUIOp::create(b, loc, t, idx(S)), phaseOffset);
+    Value phase =
+        add(arith::DivUIOp::create(b, loc, slotOf(t), idx(S)), phaseOffset);
     return arith::IndexCastOp::create(
         b, loc, b.getI32Type(), arith::AndIOp::create(b, loc, phase, idx(1)));
   };
@@ -627,36 +716,15 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         b, loc, addr, parity,
         LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0x989680));
   };
-  if (mbarriers) {
-    Value first =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(0));
-    gpu_emit::emitIfThen(b, loc, first, [&] {
-      // full: one arrival per copying thread (its own copies); empty: one
-      // per consumer warp.
-      Value perCopier =
-          LLVM::ConstantOp::create(b, loc, b.getI32Type(), fullArrivals);
-      Value perWarp =
-          LLVM::ConstantOp::create(b, loc, b.getI32Type(), threads / 32);
-      for (int64_t i = 0; i < 4 * S + (producer ? 1 : 0); ++i) {
-        int64_t kind = i / S;
-        bool empty = kind == kEmptyK || kind == kEmptyV;
-        NVVM::MBarrierInitOp::create(b, loc, barrierAt(0, idx(i)),
-                                     empty ? perWarp : perCopier, Value());
-      }
-      // TMA completes the full barriers through the async proxy: make the
-      // initialisation visible to it (fence.mbarrier_init).
-      if (tma)
-        NVVM::FenceMbarrierInitOp::create(b, loc);
-    });
-    // Initialised before anyone arrives or waits (every user is in this
-    // block, so the CTA barrier orders them; no cluster, no TMA).
-    gpu::BarrierOp::create(b, loc);
-  }
+  // full: one arrival per copying thread (its own copies); empty: one per
+  // consumer warp. (Persistent: once per block, before the role split.)
+  if (mbarriers && !persistent)
+    initBarriers(fullArrivals);
   // Before tile t (K or V) goes into its stage: every consumer warp
-  // released the tile the stage held (t - S; nothing to wait for before).
+  // released the tile the stage held (slot - S; nothing to wait for before).
   auto emptyWait = [&](bool isK, Value t) {
-    Value reused =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t, idx(S));
+    Value reused = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                         slotOf(t), idx(S));
     gpu_emit::emitIfThen(b, loc, reused, [&] {
       waitBarrier(barrierAt(isK ? kEmptyK : kEmptyV, stageOf(t)),
                   parityOf(t, 1));
@@ -824,9 +892,12 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         if (mbarriers) {
           // Q: the producer's full barrier, or its own commit group of
           // every thread's copies.
+          // (Persistent: the block's qItems-th Q, parity qItems & 1.)
           if (first && producer)
-            waitBarrier(barrierAt(kFullQ, idx(0)),
-                        LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0));
+            waitBarrier(qFullBarrier(),
+                        itemWalk ? asParity(qItems)
+                                 : LLVM::ConstantOp::create(
+                                       b, loc, b.getI32Type(), 0));
           else if (first)
             waitForCopies(0);
           waitTile(/*isK=*/true, t);
@@ -878,7 +949,77 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   };
 
   Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub);
-  if (producer) {
+  // The loop's tiles, 0 without one (persistent: the ring slots it uses).
+  auto tileCount = [&] {
+    return arith::SelectOp::create(
+        b, loc, any,
+        arith::CeilDivUIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, ub, lb), step),
+        idx(0));
+  };
+  // The producer's copies: Q, then every tile of the loop in order, K then
+  // V: by TMA from the one elected thread, or each producer thread's share
+  // by cp.async. Persistent: this is the elected thread's walk, and the
+  // block's previous Q must have been read (Q's empty barrier) first.
+  auto emitProducerCopies = [&] {
+    Value who = any;
+    if (tma && !itemWalk)
+      who = arith::AndIOp::create(
+          b, loc, any,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, copier,
+                                idx(0)));
+    gpu_emit::emitIfThen(b, loc, who, [&] {
+      if (tma) {
+        if (itemWalk) {
+          Value reused = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ne, qItems, idx(0));
+          gpu_emit::emitIfThen(b, loc, reused, [&] {
+            waitBarrier(qEmptyBarrier(),
+                        asParity(arith::SubIOp::create(b, loc, qItems,
+                                                       idx(1))));
+          });
+        }
+        tmaTile(qLoad, qBuf, qRow, Value(), qFullBarrier(), tensorMaps[0]);
+      } else {
+        issueStage(qLoad, qBuf, qRow, copier, copiers);
+        NVVM::CpAsyncMBarrierArriveOp::create(b, loc, qFullBarrier(),
+                                              /*noinc=*/true);
+      }
+      Value tiles = arith::CeilDivUIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, ub, lb), step);
+      scf::ForOp::create(
+          b, loc, idx(0), tiles, idx(1), ValueRange{},
+          [&](OpBuilder &fb, Location fl, Value t, ValueRange) {
+            OpBuilder::InsertionGuard fg(b);
+            b.setInsertionPoint(fb.getInsertionBlock(), fb.getInsertionPoint());
+            for (bool isK : {true, false}) {
+              tile::LoadOp load = isK ? kv.k : kv.v;
+              Value ring = isK ? kRing : vRing;
+              if (!tma) {
+                copyTile(load, ring, t);
+                continue;
+              }
+              Value stage = stageOf(t);
+              emptyWait(isK, t);
+              tmaTile(load, ring, tileRow(t),
+                      stageBytes(stage, isK ? kStageBytes : vStageBytes),
+                      barrierAt(isK ? kFullK : kFullV, stage),
+                      tensorMaps[isK ? 1 : 2]);
+            }
+            scf::YieldOp::create(b, fl);
+          });
+      if (!tma) {      // nothing waits for the copies' groups: finish them
+        commitGroup(); // before the thread exits
+        NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+      }
+    });
+  };
+  if (walk == Walk::Producer) { // persistent: the loads are all it has
+    emitProducerCopies();
+    itemTiles = tileCount();
+    return success();
+  }
+  if (producer && !itemWalk) {
     // The block splits by warpgroup: the producer (the last one) copies Q
     // and every K/V tile of the loop in order, each into its stage once the
     // consumers released it; the consumers run the loop below and the rest
@@ -895,52 +1036,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
       NVVM::SetMaxRegisterOp::create(b, loc, regs.producer,
                                      NVVM::SetMaxRegisterAction::decrease);
       copier = arith::SubIOp::create(b, loc, tid, idx(threads));
-      // Q, then every tile of the loop in order, K then V: by TMA from the
-      // one elected thread, or each producer thread's share by cp.async.
-      Value who = any;
-      if (tma)
-        who = arith::AndIOp::create(
-            b, loc, any,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, copier,
-                                  idx(0)));
-      gpu_emit::emitIfThen(b, loc, who, [&] {
-        if (tma) {
-          tmaTile(qLoad, qBuf, qRow, Value(), barrierAt(kFullQ, idx(0)),
-                  tensorMaps[0]);
-        } else {
-          issueStage(qLoad, qBuf, qRow, copier, copiers);
-          NVVM::CpAsyncMBarrierArriveOp::create(
-              b, loc, barrierAt(kFullQ, idx(0)), /*noinc=*/true);
-        }
-        Value tiles = arith::CeilDivUIOp::create(
-            b, loc, arith::SubIOp::create(b, loc, ub, lb), step);
-        scf::ForOp::create(
-            b, loc, idx(0), tiles, idx(1), ValueRange{},
-            [&](OpBuilder &fb, Location fl, Value t, ValueRange) {
-              OpBuilder::InsertionGuard fg(b);
-              b.setInsertionPoint(fb.getInsertionBlock(),
-                                  fb.getInsertionPoint());
-              for (bool isK : {true, false}) {
-                tile::LoadOp load = isK ? kv.k : kv.v;
-                Value ring = isK ? kRing : vRing;
-                if (!tma) {
-                  copyTile(load, ring, t);
-                  continue;
-                }
-                Value stage = stageOf(t);
-                emptyWait(isK, t);
-                tmaTile(load, ring, tileRow(t),
-                        stageBytes(stage, isK ? kStageBytes : vStageBytes),
-                        barrierAt(isK ? kFullK : kFullV, stage),
-                        tensorMaps[isK ? 1 : 2]);
-              }
-              scf::YieldOp::create(b, fl);
-            });
-        if (!tma) {      // nothing waits for the copies' groups: finish them
-          commitGroup(); // before the thread exits
-          NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-        }
-      });
+      emitProducerCopies();
     }
     b.setInsertionPoint(roleSplit.elseBlock()->getTerminator());
     NVVM::SetMaxRegisterOp::create(b, loc, regs.consumer,
@@ -956,7 +1052,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     scf::YieldOp::create(b, loc, inits);
 
     b.setInsertionPointToStart(guard.thenBlock());
-    if (pingPong) { // warpgroup 0 takes the first turn
+    // Warpgroup 0 takes the first turn (persistent: once per block).
+    if (pingPong && !itemWalk) {
       Value first = arith::CmpIOp::create(
           b, loc, arith::CmpIPredicate::eq,
           arith::DivUIOp::create(b, loc, tid, idx(128)), idx(0));
@@ -998,6 +1095,16 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, ub, lb),
                               idx(1)),
         step);
+    // Persistent: every Q·Kᵀ of the item has been waited for, so Q may be
+    // overwritten by the next item's (released here rather than at the
+    // last tile's wait: a compare in the loop and its bound cost the
+    // consumers registers, and the epilogue still covers the next Q's
+    // load).
+    if (itemWalk)
+      gpu_emit::emitIfThen(b, loc, laneZero, [&] {
+        NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(), qEmptyBarrier(),
+                                       Value());
+      });
     if (mbarriers) {
       waitTile(/*isK=*/false, tLast);
       fenceProxy();
@@ -1007,8 +1114,12 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     takeTurn();
     Value o = issuePV(pLast, vRing, stageBytes(stageOf(tLast), vStageBytes),
                       keys, frags[op.getResult(kv.accArg)].regs, d);
-    passTurn(/*last=*/true);
+    // Persistent: turns run on across items, and the next item's producer
+    // refills this V stage.
+    passTurn(/*last=*/!itemWalk);
     waitWGMMA(0);
+    if (itemWalk)
+      release(/*isK=*/false, tLast);
     frags[op.getResult(kv.accArg)] = {Frags::C, unpack(o, d / 2)};
     if (mbarriers && !producer) { // the copies past the end (zero bytes)
       commitGroup(); // are not waited for by anyone: finish them before the
@@ -1020,6 +1131,159 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     scf::YieldOp::create(b, loc, results);
   }
   unflatten(guard.getResults(), op.getResults());
+  if (itemWalk)
+    itemTiles = tileCount();
+  return success();
+}
+
+// Persistent blocks: work item w = (query tile, head, batch) with the
+// query tile fastest (the order a grid of one block per tile launches in,
+// so the blocks at work together read few heads' K/V: L2 keeps them);
+// block c takes items c, c + gridDim.x, ... The walk from the first
+// program id to the return is emitted once per role inside a loop over
+// the items, each role carrying the ring slots and Q loads so far (both
+// compute the same tile counts, so their slots and parities agree).
+// tests/unit/producer_protocol_sim.py models the protocol (persistent
+// mode).
+LogicalResult WGMMAEmitter::emitPersistent() {
+  Block *entry = &gpuFunc.getBody().front();
+  b.setInsertionPointToEnd(entry); // after the shared-memory buffers
+  map.map(kernel.getArguments(),
+          entry->getArguments().take_front(kernel.getNumArguments()));
+  setUp();
+  Block &ops = kernel.getBody().front();
+  auto itemStart = llvm::find_if(
+      ops, [](Operation &op) { return isa<tile::ProgramIdOp>(op); });
+  if (itemStart == ops.end())
+    return kernel.emitError("persistent blocks need a program id");
+  // Views and tile constants: once per block.
+  for (Operation &op : llvm::make_range(ops.begin(), itemStart))
+    if (failed(emitOp(op)))
+      return failure();
+  int64_t heads = ShapedType::kDynamic;
+  kernel.walk([&](tile::LoadOp load) {
+    if (gpu_emit::isRowOwnedLoad(load))
+      heads = cast<MemRefType>(load.getSource().getType()).getDimSize(1);
+  });
+  Value seqQ = paramArg("seq_q"), batch = paramArg("batch");
+  if (!seqQ || !batch || ShapedType::isDynamic(heads))
+    return kernel.emitError("persistent blocks need the seq_q and batch "
+                            "parameters and a static head count");
+  // The item loop counts in 32 bits (the runtime bounds the items below
+  // 2^31): its values stay live across every KV loop, beside the
+  // accumulators.
+  Type i32 = b.getI32Type();
+  auto c32 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v);
+  };
+  auto to32 = [&](Value v) {
+    return arith::IndexCastUIOp::create(b, loc, i32, v);
+  };
+  auto toIdx = [&](Value v) {
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), v);
+  };
+  auto trunc32 = [&](Value v) { return arith::TruncIOp::create(b, loc, i32, v); };
+  Value qTiles = arith::CeilDivUIOp::create(b, loc, trunc32(seqQ),
+                                            c32(launch.getBlockM()));
+  Value items = arith::MulIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, qTiles, c32(heads)),
+      trunc32(batch));
+  initBarriers(/*fullArrivals=*/1); // TMA: one expect_tx per phase
+
+  // One role's loop over the block's items.
+  auto itemLoop = [&](Walk role) -> LogicalResult {
+    walk = role;
+    auto loop = scf::ForOp::create(
+        b, loc, to32(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)),
+        items, to32(gpu::GridDimOp::create(b, loc, gpu::Dimension::x)),
+        ValueRange{c32(0), c32(0)});
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value w = loop.getInductionVar();
+    ringBase = toIdx(loop.getRegionIterArgs()[0]);
+    qItems = toIdx(loop.getRegionIterArgs()[1]);
+    Value rest = arith::DivUIOp::create(b, loc, w, qTiles);
+    Value pid[3] = {toIdx(arith::RemUIOp::create(b, loc, w, qTiles)),
+                    toIdx(arith::RemUIOp::create(b, loc, rest, c32(heads))),
+                    toIdx(arith::DivUIOp::create(b, loc, rest, c32(heads)))};
+    nextStage = 0;
+    itemTiles = {};
+    for (Operation &op : llvm::make_range(itemStart, ops.end())) {
+      loc = op.getLoc();
+      if (auto p = dyn_cast<tile::ProgramIdOp>(op)) {
+        map.map(p.getResult(), pid[p.getDim()]);
+        continue;
+      }
+      if (isa<func::ReturnOp>(op))
+        continue;
+      // The producer keeps the scalar ops, Q's load and the KV loop.
+      bool tileOp = isa<tile::StoreOp>(op) ||
+                    llvm::any_of(op.getResultTypes(),
+                                 llvm::IsaPred<RankedTensorType>);
+      if (role == Walk::Producer && tileOp &&
+          !isa<scf::ForOp, tile::LoadOp>(op))
+        continue;
+      if (failed(emitOp(op)))
+        return failure();
+    }
+    if (!itemTiles)
+      return kernel.emitError("persistent blocks need the attention KV loop");
+    Value hadTiles = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                           itemTiles, idx(0));
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{to32(add(ringBase, itemTiles)),
+                   to32(add(qItems, arith::SelectOp::create(
+                                        b, loc, hadTiles, idx(1), idx(0))))});
+    return success();
+  };
+
+  const int64_t threads = consumerThreads();
+  RegisterSplit regs = registerSplit(threads, /*tma=*/true);
+  Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                           tid, idx(threads));
+  roleSplit = scf::IfOp::create(b, loc, TypeRange{}, isProducer,
+                                /*withElseRegion=*/true);
+  LogicalResult result = success();
+  {
+    // The producer: its one elected thread issues every item's copies.
+    OpBuilder::InsertionGuard pg(b);
+    b.setInsertionPoint(roleSplit.thenBlock()->getTerminator());
+    NVVM::SetMaxRegisterOp::create(b, loc, regs.producer,
+                                   NVVM::SetMaxRegisterAction::decrease);
+    Value elected = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          tid, idx(threads));
+    gpu_emit::emitIfThen(b, loc, elected,
+                         [&] { result = itemLoop(Walk::Producer); });
+  }
+  if (failed(result))
+    return failure();
+  {
+    // The consumers: warpgroup 0 takes the first turn once, turns run on
+    // across the items, and warpgroup 0 takes the last warpgroup's final
+    // hand-off after its last item, so every named barrier ends balanced.
+    OpBuilder::InsertionGuard cg(b);
+    b.setInsertionPoint(roleSplit.elseBlock()->getTerminator());
+    NVVM::SetMaxRegisterOp::create(b, loc, regs.consumer,
+                                   NVVM::SetMaxRegisterAction::increase);
+    Value turnThreads =
+        LLVM::ConstantOp::create(b, loc, b.getI32Type(), 2 * 128);
+    Value group0 = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::DivUIOp::create(b, loc, tid, idx(128)), idx(0));
+    gpu_emit::emitIfThen(b, loc, group0, [&] {
+      NVVM::BarrierArriveOp::create(b, loc, turnBarrierOf(), turnThreads);
+    });
+    if (failed(itemLoop(Walk::Consumer)))
+      return failure();
+    gpu_emit::emitIfThen(b, loc, group0, [&] {
+      NVVM::BarrierOp::create(b, loc, TypeRange{}, turnBarrierOf(),
+                              turnThreads, NVVM::BarrierReductionAttr(),
+                              Value());
+    });
+  }
+  b.setInsertionPointAfter(roleSplit);
+  gpu::ReturnOp::create(b, loc);
   return success();
 }
 
@@ -1065,6 +1329,9 @@ void MapTileToWGMMAPass::runOnOperation() {
                 wgmma::unsupportedReason(kernel, launch, kvStages);
             if (!why.empty())
               return kernel.emitError() << "the wgmma mapping " << why;
+            if (persistent && *sync != KVSync::Tma)
+              return kernel.emitError()
+                     << "persistent blocks need kv-sync tma, not " << kvSync;
             if (takesTurns(*sync) && launch.getBlockM() < 128)
               return kernel.emitError()
                      << "kv-sync " << kvSync
@@ -1102,7 +1369,7 @@ void MapTileToWGMMAPass::runOnOperation() {
             return WGMMAEmitter(kernel, gpuFunc, launch,
                                 mbarriers ? buffers.drop_back() : buffers,
                                 kvStages, *sync, barriers, tensorMaps,
-                                rescaleThreshold)
+                                rescaleThreshold, persistent)
                 .emit();
           },
           // K and V of the KV loop: rings of kv-stages tiles.
@@ -1114,9 +1381,13 @@ void MapTileToWGMMAPass::runOnOperation() {
                        : 1;
           },
           // The mbarrier schedules: 4 x kv-stages objects of 8 bytes (+ Q's
-          // full barrier with a producer).
+          // full barrier with a producer, and its empty one when
+          // persistent).
           [&](tile::LaunchAttr) -> int64_t {
-            return mbarriers ? (4 * kvStages + (producer ? 1 : 0)) * 8 : 0;
+            return mbarriers ? (4 * kvStages + (producer ? 1 : 0) +
+                                (persistent ? 1 : 0)) *
+                                   8
+                             : 0;
           })))
     signalPassFailure();
 }
