@@ -894,10 +894,10 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
           // every thread's copies.
           // (Persistent: the block's qItems-th Q, parity qItems & 1.)
           if (first && producer)
-            waitBarrier(qFullBarrier(),
-                        itemWalk ? asParity(qItems)
-                                 : LLVM::ConstantOp::create(
-                                       b, loc, b.getI32Type(), 0));
+            waitBarrier(
+                qFullBarrier(),
+                itemWalk ? asParity(qItems)
+                         : LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0));
           else if (first)
             waitForCopies(0);
           waitTile(/*isK=*/true, t);
@@ -953,8 +953,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   auto tileCount = [&] {
     return arith::SelectOp::create(
         b, loc, any,
-        arith::CeilDivUIOp::create(
-            b, loc, arith::SubIOp::create(b, loc, ub, lb), step),
+        arith::CeilDivUIOp::create(b, loc,
+                                   arith::SubIOp::create(b, loc, ub, lb), step),
         idx(0));
   };
   // The producer's copies: Q, then every tile of the loop in order, K then
@@ -971,12 +971,11 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     gpu_emit::emitIfThen(b, loc, who, [&] {
       if (tma) {
         if (itemWalk) {
-          Value reused = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::ne, qItems, idx(0));
+          Value reused = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                               qItems, idx(0));
           gpu_emit::emitIfThen(b, loc, reused, [&] {
-            waitBarrier(qEmptyBarrier(),
-                        asParity(arith::SubIOp::create(b, loc, qItems,
-                                                       idx(1))));
+            waitBarrier(qEmptyBarrier(), asParity(arith::SubIOp::create(
+                                             b, loc, qItems, idx(1))));
           });
         }
         tmaTile(qLoad, qBuf, qRow, Value(), qFullBarrier(), tensorMaps[0]);
@@ -1182,7 +1181,9 @@ LogicalResult WGMMAEmitter::emitPersistent() {
   auto toIdx = [&](Value v) {
     return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), v);
   };
-  auto trunc32 = [&](Value v) { return arith::TruncIOp::create(b, loc, i32, v); };
+  auto trunc32 = [&](Value v) {
+    return arith::TruncIOp::create(b, loc, i32, v);
+  };
   Value qTiles = arith::CeilDivUIOp::create(b, loc, trunc32(seqQ),
                                             c32(launch.getBlockM()));
   Value items = arith::MulIOp::create(
@@ -1194,8 +1195,8 @@ LogicalResult WGMMAEmitter::emitPersistent() {
   auto itemLoop = [&](Walk role) -> LogicalResult {
     walk = role;
     auto loop = scf::ForOp::create(
-        b, loc, to32(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)),
-        items, to32(gpu::GridDimOp::create(b, loc, gpu::Dimension::x)),
+        b, loc, to32(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)), items,
+        to32(gpu::GridDimOp::create(b, loc, gpu::Dimension::x)),
         ValueRange{c32(0), c32(0)});
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -1217,9 +1218,9 @@ LogicalResult WGMMAEmitter::emitPersistent() {
       if (isa<func::ReturnOp>(op))
         continue;
       // The producer keeps the scalar ops, Q's load and the KV loop.
-      bool tileOp = isa<tile::StoreOp>(op) ||
-                    llvm::any_of(op.getResultTypes(),
-                                 llvm::IsaPred<RankedTensorType>);
+      bool tileOp =
+          isa<tile::StoreOp>(op) ||
+          llvm::any_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>);
       if (role == Walk::Producer && tileOp &&
           !isa<scf::ForOp, tile::LoadOp>(op))
         continue;
@@ -1233,8 +1234,8 @@ LogicalResult WGMMAEmitter::emitPersistent() {
     scf::YieldOp::create(
         b, loc,
         ValueRange{to32(add(ringBase, itemTiles)),
-                   to32(add(qItems, arith::SelectOp::create(
-                                        b, loc, hadTiles, idx(1), idx(0))))});
+                   to32(add(qItems, arith::SelectOp::create(b, loc, hadTiles,
+                                                            idx(1), idx(0))))});
     return success();
   };
 
@@ -1251,8 +1252,8 @@ LogicalResult WGMMAEmitter::emitPersistent() {
     b.setInsertionPoint(roleSplit.thenBlock()->getTerminator());
     NVVM::SetMaxRegisterOp::create(b, loc, regs.producer,
                                    NVVM::SetMaxRegisterAction::decrease);
-    Value elected = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          tid, idx(threads));
+    Value elected = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                          idx(threads));
     gpu_emit::emitIfThen(b, loc, elected,
                          [&] { result = itemLoop(Walk::Producer); });
   }
@@ -1277,9 +1278,8 @@ LogicalResult WGMMAEmitter::emitPersistent() {
     if (failed(itemLoop(Walk::Consumer)))
       return failure();
     gpu_emit::emitIfThen(b, loc, group0, [&] {
-      NVVM::BarrierOp::create(b, loc, TypeRange{}, turnBarrierOf(),
-                              turnThreads, NVVM::BarrierReductionAttr(),
-                              Value());
+      NVVM::BarrierOp::create(b, loc, TypeRange{}, turnBarrierOf(), turnThreads,
+                              NVVM::BarrierReductionAttr(), Value());
     });
   }
   b.setInsertionPointAfter(roleSplit);
