@@ -103,14 +103,18 @@ def producer_program(items, S, mutate, persistent=False):
     the tiles of the items before (carried across items)."""
     ops = [("cta_barrier", "init")]
     base = 0
+    q = 0  # the Qs loaded so far: an item without tiles loads none
     for i, n in enumerate(items):
-        if n == 0 and not persistent:
-            return ops
-        # Persistent: Q of item i only once every consumer warp is done
-        # with item i - 1's (Q empty, phase i - 1).
-        if i >= 1 and mutate != "q-empty-skip":
-            ops.append(("wait", "Qempty", 0, (i - 1) & 1, ("qrefill", "Q", i)))
-        ops.append(("copy", "Q", i))
+        if n == 0:
+            if not persistent:
+                return ops
+            continue
+        # Persistent: the CTA's q-th Q only once every consumer warp is done
+        # with the one before (Q empty, phase q - 1).
+        if q >= 1 and mutate != "q-empty-skip":
+            ops.append(("wait", "Qempty", 0, (q - 1) & 1, ("qrefill", "Q", q)))
+        ops.append(("copy", "Q", q))
+        q += 1
         for g in range(base, base + n):
             for x in "KV":
                 if g >= S:
@@ -158,11 +162,14 @@ def consumer_program(items, S, groups, group, pingpong, mutate,
         ops.append(("bar_arrive", 0))
     t_of = [0]
     base = 0
+    q = 0
     for i, n in enumerate(items):
         if mutate == "restart-turns" and i >= 1 and pingpong and group == 0:
             ops.append(("bar_arrive", 0))
-        # Q of item i: full phase i.
-        ops.append(("wait", "Qfull", 0, i & 1, ("data", "Q", i)))
+        if n == 0:  # O = 0, LSE = -inf: no Q, no tile, no turn
+            continue
+        # The CTA's q-th Q: full phase q.
+        ops.append(("wait", "Qfull", 0, q & 1, ("data", "Q", q)))
         for t in range(n):
             t_of[0] = t
             g = base + t
@@ -171,22 +178,23 @@ def consumer_program(items, S, groups, group, pingpong, mutate,
             if t > 0:
                 ops.append(("wait", "Vfull", (g - 1) % S,
                             ((g - 1) // S) & 1, ("data", "V", g - 1)))
-            reads = [("Q", i), ("K", g)] + ([("V", g - 1)] if t > 0 else [])
+            reads = [("Q", q), ("K", g)] + ([("V", g - 1)] if t > 0 else [])
             ops += turn(reads)
             ops.append(("release", "K", g))  # after wgmma.wait_group 1
             if t > 0 and mutate != "skip-v-release":
                 ops.append(("release", "V", g - 1))  # after wait_group 0
-        if n > 0:
-            g = base + n - 1
-            ops.append(("wait", "Vfull", g % S, (g // S) & 1,
-                        ("data", "V", g)))
-            ops += turn([("V", g)], last=True)
-            # Persistent: the next item's tiles refill this stage, so the
-            # item's last V is released too (one item: nobody refills it).
-            if persistent and mutate != "keep-last-v":
-                ops.append(("release", "V", g))  # after wait_group 0
+        # Persistent: every Q·Kᵀ of the item was waited for in its loop, so
+        # Q is released before the epilogue's P·V (TileToWGMMA.cpp).
         if persistent:
-            ops.append(("release", "Q", i))  # Q empty: after wait_group 0
+            ops.append(("release", "Q", q))
+        q += 1
+        g = base + n - 1
+        ops.append(("wait", "Vfull", g % S, (g // S) & 1, ("data", "V", g)))
+        ops += turn([("V", g)], last=True)
+        # Persistent: the next item's tiles refill this stage, so the item's
+        # last V is released too (one item: nobody refills it).
+        if persistent and mutate != "keep-last-v":
+            ops.append(("release", "V", g))  # after wait_group 0
         base += n
     if persistent and pingpong and group == 0 and \
             mutate != "no-final-sync":
@@ -411,12 +419,13 @@ def main():
                                     print(f"FAIL {mode} "
                                           f"groups={groups} S={S} tiles={n} "
                                           f"{policy}: {e}")
-    # Persistent CTAs (tma, several work items per CTA; not built yet: the
-    # design this checks is bench/NOTES-hopper.md "Persistent CTAs").
+    # Persistent CTAs (tma, several work items per CTA, as the wgmma
+    # mapping's persistent option emits them: TileToWGMMA.cpp
+    # emitPersistent; items without tiles load no Q).
     for groups in (2, 3):
         for S in (2, 3):
             for items in ([1, 1], [3, 0, 5], [0, 2], [4, 1, 1, 6], [9, 2],
-                          [2, 2, 2, 0]):
+                          [2, 2, 2, 0], [0, 0, 3, 0, 1]):
                 for policy in ("uniform", "producer-first", "consumers-first",
                                "late-async"):
                     for _ in range(args.seeds):
