@@ -1136,10 +1136,10 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
 }
 
 // Persistent blocks: work item w = (query tile, head, batch) with the
-// query tile fastest (the order a grid of one block per tile launches in,
-// so the blocks at work together read few heads' K/V: L2 keeps them);
-// block c takes items c, c + gridDim.x, ... The walk from the first
-// program id to the return is emitted once per role inside a loop over
+// query tile fastest (as a grid of one block per tile launches them, so the
+// blocks at work together read few heads' K/V: L2 keeps them); block c
+// takes the pairs of items below (long and short together). The walk from the
+// first program id to the return is emitted once per role inside a loop over
 // the items, each role carrying the ring slots and Q loads so far (both
 // compute the same tile counts, so their slots and parities agree).
 // tests/unit/producer_protocol_sim.py models the protocol (persistent
@@ -1191,20 +1191,62 @@ LogicalResult WGMMAEmitter::emitPersistent() {
       trunc32(batch));
   initBarriers(/*fullArrivals=*/1); // TMA: one expect_tx per phase
 
+  // Block c takes the item pairs (2p, 2p + 1) for p = c, c + G, ... (G =
+  // gridDim.x), and inside a head item 2j is program 0 id j, item 2j + 1
+  // id Q - 1 - j (Q query tiles): causal, a pair is one long and one short
+  // tile (about Q + 1 KV tiles together), so equal pair counts balance the
+  // blocks (a plain stride by G puts like lengths together: 1.5x the mean
+  // at S16k, bench/NOTES-hopper.md). Its item count: 2 per pair, less the
+  // last pair's second item when it is past the end.
+  auto add32 = [&](Value x, Value y) {
+    return arith::AddIOp::create(b, loc, x, y);
+  };
+  auto sub32 = [&](Value x, Value y) {
+    return arith::SubIOp::create(b, loc, x, y);
+  };
+  auto mul32 = [&](Value x, Value y) {
+    return arith::MulIOp::create(b, loc, x, y);
+  };
+  auto cmp32 = [&](arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  };
+  Value block = to32(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+  Value grid = to32(gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
+  Value pairs = arith::CeilDivUIOp::create(b, loc, items, c32(2));
+  Value mine = arith::SelectOp::create(
+      b, loc, cmp32(arith::CmpIPredicate::ult, block, pairs),
+      arith::CeilDivUIOp::create(b, loc, sub32(pairs, block), grid), c32(0));
+  Value lastSecond = add32(
+      mul32(add32(block, mul32(grid, sub32(mine, c32(1)))), c32(2)), c32(1));
+  Value myItems = arith::SelectOp::create(
+      b, loc, cmp32(arith::CmpIPredicate::eq, mine, c32(0)), c32(0),
+      sub32(mul32(mine, c32(2)),
+            arith::ExtUIOp::create(
+                b, loc, i32,
+                cmp32(arith::CmpIPredicate::uge, lastSecond, items))));
+
   // One role's loop over the block's items.
   auto itemLoop = [&](Walk role) -> LogicalResult {
     walk = role;
-    auto loop = scf::ForOp::create(
-        b, loc, to32(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)), items,
-        to32(gpu::GridDimOp::create(b, loc, gpu::Dimension::x)),
-        ValueRange{c32(0), c32(0)});
+    auto loop = scf::ForOp::create(b, loc, c32(0), myItems, c32(1),
+                                   ValueRange{c32(0), c32(0)});
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value w = loop.getInductionVar();
+    Value k = loop.getInductionVar();
     ringBase = toIdx(loop.getRegionIterArgs()[0]);
     qItems = toIdx(loop.getRegionIterArgs()[1]);
+    Value pair =
+        add32(block, mul32(grid, arith::ShRUIOp::create(b, loc, k, c32(1))));
+    Value w =
+        add32(mul32(pair, c32(2)), arith::AndIOp::create(b, loc, k, c32(1)));
+    Value r = arith::RemUIOp::create(b, loc, w, qTiles);
     Value rest = arith::DivUIOp::create(b, loc, w, qTiles);
-    Value pid[3] = {toIdx(arith::RemUIOp::create(b, loc, w, qTiles)),
+    Value j = arith::ShRUIOp::create(b, loc, r, c32(1));
+    Value odd = cmp32(arith::CmpIPredicate::ne,
+                      arith::AndIOp::create(b, loc, r, c32(1)), c32(0));
+    Value tileId = arith::SelectOp::create(b, loc, odd,
+                                           sub32(sub32(qTiles, c32(1)), j), j);
+    Value pid[3] = {toIdx(tileId),
                     toIdx(arith::RemUIOp::create(b, loc, rest, c32(heads))),
                     toIdx(arith::DivUIOp::create(b, loc, rest, c32(heads)))};
     nextStage = 0;

@@ -2,9 +2,9 @@
 // RUN: not attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-map-tile-to-wgmma="kv-sync=pingpong persistent=true" 2>&1 | FileCheck %s --check-prefix=NOTMA
 
 // Persistent blocks (issue #6): the barriers, the role split and setmaxnreg
-// once per block; then each role loops over the work items blockIdx.x,
-// blockIdx.x + gridDim.x, ... below ceil(seq_q / 128) x 4 heads x batch,
-// carrying the ring slots and the Q loads of its items so far.
+// once per block; then each role loops over the block's work items (pairs
+// of the ceil(seq_q / 128) x 4 heads x batch, strided by gridDim.x; the same
+// count in both roles), carrying the ring slots and the Q loads so far.
 // CHECK-LABEL: gpu.func @attention_fwd
 // The rings' 4 x 2 barriers, then Q's full (one expect_tx) and Q's empty
 // barrier (the 8 consumer warps).
@@ -18,9 +18,8 @@
 // The producer: one elected thread's loop over the items.
 // CHECK: nvvm.setmaxregister  decrease 24
 // CHECK: scf.if
-// CHECK: %[[GRID:.*]] = gpu.grid_dim  x
-// CHECK: %[[FIRST:.*]] = gpu.block_id  x
-// CHECK: scf.for %{{.*}} = %[[FIRST]] to %[[ITEMS:.*]] step %[[GRID]] iter_args(%{{.*}} = %{{.*}}, %[[QN:.*]] = %{{.*}}) -> (index, index)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[ITEMS:.*]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[QN32:.*]] = %{{.*}}) -> (i32, i32)
+// CHECK: %[[QN:.*]] = arith.index_castui %[[QN32]] : i32 to index
 // From its second Q on, it waits for the consumers' release of the last.
 // CHECK: arith.cmpi ne, %[[QN]]
 // CHECK: scf.if
@@ -29,19 +28,19 @@
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.arrive.expect_tx
-// CHECK: scf.yield %{{.*}}, %{{.*}} : index, index
+// CHECK: scf.yield %{{.*}}, %{{.*}} : i32, i32
 // The consumers: warpgroup 0's first turn once, the same item loop, and
 // one last bar.sync after it (the last warpgroup's final hand-off).
 // CHECK: nvvm.setmaxregister  increase 240
 // CHECK: nvvm.barrier.arrive id = %[[TURN:.*]] number_of_threads
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[ITEMS]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (index, index)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[ITEMS]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32)
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.barrier id
 // CHECK: nvvm.barrier.arrive id
 // Q's release after the item's last Q·Kᵀ (one arrive per warp).
 // CHECK: nvvm.mbarrier.arrive
 // CHECK: nvvm.mbarrier.arrive
-// CHECK: scf.yield %{{.*}}, %{{.*}} : index, index
+// CHECK: scf.yield %{{.*}}, %{{.*}} : i32, i32
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads
 // CHECK: gpu.return
 
