@@ -5,7 +5,11 @@
 // Pointers first (Q, K, V, O, LSE), then batch, seq_q, seq_kv, then element
 // strides of the logical [B, H, S, D] tensors (the D stride is 1) and of the
 // [B, H, S] LSE (the S stride is 1). Grid: (ceil(seq_q / block_m), heads,
-// batch). The runtime packs arguments by these names. The decode, KV append
+// batch). A persistent kernel (`attention_fwd_persistent_v1`, TileOptions::
+// persistent) takes the same list on grid (min(items, SMs), 1, 1), items =
+// ceil(seq_q / block_m) x heads x batch, each block looping over items
+// blockIdx.x, blockIdx.x + gridDim.x, ... (correct for any grid.x >= 1).
+// The runtime packs arguments by these names. The decode, KV append
 // and LSE merge lists and rule names are the runtime's own
 // (attnc/runtime/Decode.h, CacheOps.h), aliased here: one list per
 // contract.
@@ -25,6 +29,9 @@
 namespace attnc {
 
 inline constexpr const char *kAttentionFwdRule = "attention_fwd_v1";
+/// Persistent CTAs (kv_sync "tma"): the runtime's rule, one name for both.
+inline constexpr const char *kAttentionFwdPersistentRule =
+    kGridRuleAttentionFwdPersistentV1;
 
 inline constexpr std::array<const char *, 22> kAttentionFwdParams = {
     "q",           "k",          "v",

@@ -306,6 +306,29 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
                   std::string(choice.name) + " was chosen: " + choice.why);
     k.into = k.value;
   }
+  // The grid: "persistent" needs the wgmma mapping on the tma schedule (the
+  // only one with persistent CTAs, so kv_sync unset must resolve to tma:
+  // block_m >= 128); "tiles" one block per item; unset, defaultTileOptions'
+  // choice (heuristicTuning's), kept only where the schedule is tma.
+  if (spec.tuning.grid == "persistent") {
+    if (choice.mapping != GPUMapping::WGMMA)
+      return fail("tuning.grid \"persistent\" needs the wgmma mapping, but " +
+                  std::string(choice.name) + " was chosen: " + choice.why);
+    if (tile.kvSync != "tma")
+      return fail("tuning.grid \"persistent\" needs kv_sync \"tma\" (only "
+                  "the TMA schedule has persistent CTAs), but kv_sync is \"" +
+                  tile.kvSync + "\"" +
+                  (spec.tuning.kvSync.empty()
+                       ? " (the default at block_m " +
+                             std::to_string(tile.blockM) +
+                             "; tma needs block_m >= 128)"
+                       : std::string()));
+    tile.persistent = true;
+  } else if (spec.tuning.grid == "tiles") {
+    tile.persistent = false;
+  }
+  tile.persistent = tile.persistent && choice.mapping == GPUMapping::WGMMA &&
+                    tile.kvSync == "tma";
   CompiledKernel out;
   ATTNC_ASSIGN_OR_RETURN(out.ptx,
                          session.lowerToPTX(*module, [&](OpPassManager &pm) {
@@ -323,8 +346,12 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   meta.mapping = choice.name;
   meta.mappingWhy = choice.why;
   if (choice.mapping == GPUMapping::WGMMA)
-    meta.mappingWhy += "; kv_sync " + tile.kvSync + ", rescale " + tile.rescale;
-  meta.gridRule = kAttentionFwdRule;
+    meta.mappingWhy += "; kv_sync " + tile.kvSync + ", rescale " +
+                       tile.rescale + ", grid " +
+                       (tile.persistent ? "persistent" : "tiles");
+  // Persistent: the same parameters, another grid (LaunchABI.h).
+  meta.gridRule =
+      tile.persistent ? kAttentionFwdPersistentRule : kAttentionFwdRule;
   meta.blockM = tile.blockM;
   meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers
   meta.params = attentionFwdV1Params();

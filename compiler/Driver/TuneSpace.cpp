@@ -72,12 +72,22 @@ tuneKnobs(const KernelSpec &spec,
     // The wgmma KV loop's schedule ("": the default, tma where the tiles
     // have two consumer warpgroups and mbarrier below; mbarrier: no
     // producer, every warpgroup copies and computes).
-    if (spec.arch == "sm_90a")
+    if (spec.arch == "sm_90a") {
       knobs.push_back({"kv_sync",
                        {"", "mbarrier"},
                        [](TuneCandidate &c, const std::string &v) {
                          c.tuning.kvSync = v;
                        }});
+      // The grid of the tma schedule ("": the default, tiles; persistent:
+      // min(work items, SMs) CTAs looping over the items; staticRejection
+      // drops it where the schedule is not tma). Swept on request only
+      // (--knob grid=,persistent) until the persistent emitter is in and
+      // the GPU A/B has run: then {"", "persistent"} here.
+      knobs.push_back(
+          {"grid", {""}, [](TuneCandidate &c, const std::string &v) {
+             c.tuning.grid = v;
+           }});
+    }
   } else {
     return Status(ErrorCode::InvalidArgument,
                   "attnc tune sweeps ops attention_fwd and decode, not '" +
@@ -99,7 +109,7 @@ tuneKnobs(const KernelSpec &spec,
       auto r = std::from_chars(v.data(), v.data() + v.size(), parsed);
       bool number =
           r.ec == std::errc() && r.ptr == v.data() + v.size() && parsed >= 0;
-      if (name != "mapping" && name != "kv_sync" && !number)
+      if (name != "mapping" && name != "kv_sync" && name != "grid" && !number)
         return Status(ErrorCode::InvalidArgument,
                       "knob " + name + ": '" + v +
                           "' is not a non-negative integer");
@@ -118,12 +128,19 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
   }
   if (!t.kvSync.empty() && t.mapping != "wgmma")
     return "kv_sync is a knob of the wgmma mapping only";
+  if (!t.grid.empty() && t.mapping != "wgmma")
+    return "grid is a knob of the wgmma mapping only";
   if (t.mapping == "wgmma") {
     if (t.warps != 0)
       return "wgmma takes one warpgroup per 64 rows; warps is not a knob";
     if ((t.kvSync == "pingpong" || t.kvSync == "tma") && t.blockM < 128)
       return "kv_sync " + t.kvSync +
              " needs two consumer warpgroups (block_m >= 128)";
+    // kv_sync unset is tma from block_m 128 (the variants wgmma takes).
+    if (t.grid == "persistent" && t.kvSync != "tma" &&
+        !(t.kvSync.empty() && t.blockM >= 128))
+      return "grid persistent needs kv_sync tma (the default at block_m >= "
+             "128)";
     std::string why = wgmma::unsupportedReason(
         spec.headDim, t.blockM, t.blockN, 16, t.stages > 0 ? t.stages : 2,
         /*leftWindow=*/spec.windowLeft >= 0);

@@ -57,6 +57,9 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
     // pingpong need two consumer warpgroups); the mbarrier rings otherwise.
     if (!h.kvSync.empty() && (blockM > 0 ? blockM : h.blockM) >= 128)
       t.kvSync = h.kvSync;
+    // The heuristic's grid (the one place its default is chosen): persistent
+    // CTAs exist on the tma schedule only.
+    t.persistent = h.grid == "persistent" && t.kvSync == "tma";
   }
   // The rescale threshold pays where the unit-rescale skip applies (head
   // dim 128 and more): H200 D256 S4k +4.4% / +7.9% (causal), D128 0 / +1%;
@@ -168,6 +171,7 @@ void attnc::buildWGMMAPipeline(OpPassManager &pm, const TileOptions &options) {
   wgmma.kvStages = options.kvStages;
   wgmma.kvSync = options.kvSync;
   wgmma.rescale = options.rescale;
+  wgmma.persistent = options.persistent;
   pm.addPass(createMapTileToWGMMA(wgmma));
   addGPUToNVVM(pm);
   // kv-sync=tma: the tensor-map parameters by value (grid constants); the

@@ -27,6 +27,12 @@ struct TileOptions {
   // ("threshold": past 2^8, FlashAttention-4's; "exact": at every growth;
   // defaultTileOptions: threshold from head dim 128).
   std::string rescale = "threshold";
+  // wgmma mapping, kv-sync "tma" only: persistent CTAs (grid rule
+  // attention_fwd_persistent_v1: min(work items, SMs) blocks, each looping
+  // over the (query tile, head, batch) items) instead of one block per item
+  // (attention_fwd_v1). defaultTileOptions takes heuristicTuning's grid
+  // (tiles, i.e. false, until the GPU A/B).
+  bool persistent = false;
 };
 
 /// The GPU mapping a kernel is lowered with.

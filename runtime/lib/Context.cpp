@@ -177,8 +177,8 @@ Result<std::unique_ptr<Context>> Context::create(ContextOptions options) {
   const char *logEnv = std::getenv("ATTNC_LOG_TUNING");
   c.logTuning_ =
       c.options_.logTuning || (logEnv && *logEnv && std::string(logEnv) != "0");
-  // Only decode's split heuristic reads it; a driver that does not say
-  // leaves a default there.
+  // Decode's split heuristic and the persistent attention grid read it; a
+  // driver that does not say leaves their fallbacks (0: unknown).
   if (driver->cuDeviceGetAttribute(&c.smCount_,
                                    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                    device) != CUDA_SUCCESS)
@@ -298,10 +298,12 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
           "op decode needs grid rule " + std::string(kGridRuleDecodeSplit) +
               " and its parameter list; metadata has '" + meta.gridRule + "'"));
   } else {
-    if (meta.gridRule != kGridRuleAttentionFwdV1 || meta.blockM < 1)
+    // One program per item or persistent programs: the same parameters.
+    if (!isAttentionFwdGridRule(meta.gridRule) || meta.blockM < 1)
       return context(Status(
           ErrorCode::Unsupported,
           "op " + spec.op + " needs grid rule " + kGridRuleAttentionFwdV1 +
+              " or " + kGridRuleAttentionFwdPersistentV1 +
               " with block_m >= 1; metadata has '" + meta.gridRule +
               "', block_m " + std::to_string(meta.blockM)));
     Result<std::vector<ParamSlot>> plan = planAttentionParams(meta.params);
@@ -471,7 +473,7 @@ Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
                                                       : "launchMerge"));
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
   ATTNC_ASSIGN_OR_RETURN(LaunchGeometry geometry,
-                         attentionGeometry(kernel.meta_, args));
+                         attentionGeometry(kernel.meta_, args, smCount_));
   PackedParams packed;
   ATTNC_RETURN_IF_ERROR(
       packAttentionParams(kernel.plan_, kernel.spec_, args, packed, driver_));

@@ -4,6 +4,7 @@
 
 #include "attnc/runtime/Driver.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -293,34 +294,60 @@ Status packAttentionParams(const std::vector<ParamSlot> &plan,
 }
 
 Result<LaunchGeometry> attentionGeometry(const KernelMetadata &meta,
-                                         const AttentionArgs &args) {
-  if (meta.gridRule != kGridRuleAttentionFwdV1)
+                                         const AttentionArgs &args,
+                                         int smCount) {
+  const bool persistent = meta.gridRule == kGridRuleAttentionFwdPersistentV1;
+  if (!persistent && meta.gridRule != kGridRuleAttentionFwdV1)
     return Status(ErrorCode::Unsupported,
                   "unknown grid rule '" + meta.gridRule + "'");
   if (meta.blockM < 1)
     return Status(ErrorCode::Unsupported,
-                  "grid rule attention_fwd_v1 needs block_m >= 1");
+                  "grid rule " + meta.gridRule + " needs block_m >= 1");
   const int64_t seqQ = args.q.shape[2];
   const int64_t heads = args.q.shape[1];
   const int64_t batch = args.q.shape[0];
   const int64_t programs = seqQ / meta.blockM + (seqQ % meta.blockM != 0);
-  // CUDA's grid limits: x < 2^31, y and z <= 65535.
-  if (programs > INT32_MAX)
-    return Status(ErrorCode::InvalidArgument,
-                  "seq_q " + std::to_string(seqQ) + " needs " +
-                      std::to_string(programs) +
-                      " programs along grid x; CUDA allows 2^31-1");
-  if (heads > 65535)
-    return Status(ErrorCode::InvalidArgument,
-                  "heads " + std::to_string(heads) +
-                      " exceeds CUDA's grid y limit of 65535");
-  if (batch > 65535)
-    return Status(ErrorCode::InvalidArgument,
-                  "batch " + std::to_string(batch) +
-                      " exceeds CUDA's grid z limit of 65535");
   LaunchGeometry geometry;
-  geometry.grid = {static_cast<uint32_t>(programs),
-                   static_cast<uint32_t>(heads), static_cast<uint32_t>(batch)};
+  if (persistent) {
+    // Work items (query tile, head, batch), dealt round-robin over
+    // min(items, SMs) blocks; their count is checked against 31 bits one
+    // factor at a time, so that the product cannot overflow.
+    int64_t items = programs;
+    bool fits = items <= INT32_MAX;
+    for (int64_t factor : {heads, batch}) {
+      fits =
+          fits && factor >= 0 && (factor == 0 || items <= INT32_MAX / factor);
+      if (fits)
+        items *= factor;
+    }
+    if (!fits)
+      return Status(
+          ErrorCode::InvalidArgument,
+          "grid rule " + meta.gridRule + ": " + std::to_string(programs) +
+              " query tiles x " + std::to_string(heads) + " heads x " +
+              std::to_string(batch) + " batch = more work items than 2^31-1");
+    const int64_t blocks =
+        smCount > 0 ? std::min<int64_t>(items, smCount) : items;
+    geometry.grid = {static_cast<uint32_t>(blocks), 1, 1};
+  } else {
+    // CUDA's grid limits: x < 2^31, y and z <= 65535.
+    if (programs > INT32_MAX)
+      return Status(ErrorCode::InvalidArgument,
+                    "seq_q " + std::to_string(seqQ) + " needs " +
+                        std::to_string(programs) +
+                        " programs along grid x; CUDA allows 2^31-1");
+    if (heads > 65535)
+      return Status(ErrorCode::InvalidArgument,
+                    "heads " + std::to_string(heads) +
+                        " exceeds CUDA's grid y limit of 65535");
+    if (batch > 65535)
+      return Status(ErrorCode::InvalidArgument,
+                    "batch " + std::to_string(batch) +
+                        " exceeds CUDA's grid z limit of 65535");
+    geometry.grid = {static_cast<uint32_t>(programs),
+                     static_cast<uint32_t>(heads),
+                     static_cast<uint32_t>(batch)};
+  }
   for (int i = 0; i < 3; ++i)
     geometry.block[i] = static_cast<uint32_t>(meta.block[i]);
   geometry.dynamicSmem = static_cast<uint32_t>(meta.dynamicSmem);

@@ -104,6 +104,8 @@ std::string KernelSpec::canonical() const {
     field("kv_sync", tuning.kvSync);
   if (!tuning.rescale.empty())
     field("rescale", tuning.rescale);
+  if (!tuning.grid.empty())
+    field("grid", tuning.grid);
   if (isElementwiseOp(op)) {
     intField("hidden", hidden);
     field("eps", formatDouble(op == "add_rmsnorm" ? eps : 0.0));
@@ -199,6 +201,25 @@ Status validateSpec(const KernelSpec &spec) {
     if (spec.op != "attention_fwd" || spec.arch != "sm_90a")
       return invalid("tuning.rescale applies to op \"attention_fwd\" on "
                      "arch \"sm_90a\" only (the wgmma mapping)");
+  }
+  if (!spec.tuning.grid.empty()) {
+    if (!oneOf(spec.tuning.grid, {"tiles", "persistent"}))
+      return invalid("tuning.grid \"" + spec.tuning.grid +
+                     "\" is not supported (expected \"tiles\", "
+                     "\"persistent\" or empty for the default)");
+    if (spec.op != "attention_fwd" || spec.arch != "sm_90a")
+      return invalid("tuning.grid applies to op \"attention_fwd\" on "
+                     "arch \"sm_90a\" only (the wgmma mapping)");
+    // Persistent CTAs exist on the TMA schedule only; whether the variant
+    // gets wgmma and, with kv_sync unset, tma is the compiler's to say.
+    if (spec.tuning.grid == "persistent" && !spec.tuning.kvSync.empty() &&
+        spec.tuning.kvSync != "tma")
+      return invalid("tuning.grid \"persistent\" needs tuning.kv_sync "
+                     "\"tma\" (got \"" +
+                     spec.tuning.kvSync + "\")");
+    if (spec.tuning.grid == "persistent" && spec.tuning.mapping == "mma")
+      return invalid("tuning.grid \"persistent\" needs the wgmma mapping "
+                     "(tuning.mapping is \"mma\")");
   }
   if (isElementwiseOp(spec.op))
     return validateElementwiseSpec(spec);
@@ -308,6 +329,8 @@ Json tuningToJson(const TuningConfig &tuning) {
     out.set("kv_sync", tuning.kvSync);
   if (!tuning.rescale.empty())
     out.set("rescale", tuning.rescale);
+  if (!tuning.grid.empty())
+    out.set("grid", tuning.grid);
   if (tuning.minBlocksPerSm != 0)
     out.set("min_blocks_per_sm", tuning.minBlocksPerSm);
   return out;
@@ -324,6 +347,7 @@ Result<TuningConfig> tuningFromJson(const Json &value,
   reader.getString("mapping", tuning.mapping, false);
   reader.getString("kv_sync", tuning.kvSync, false);
   reader.getString("rescale", tuning.rescale, false);
+  reader.getString("grid", tuning.grid, false);
   reader.getInt("min_blocks_per_sm", tuning.minBlocksPerSm, false);
   ATTNC_RETURN_IF_ERROR(reader.finish());
   return tuning;
@@ -476,6 +500,7 @@ size_t KernelSpecHash::operator()(const KernelSpec &spec) const {
   mix(hashString(spec.tuning.mapping));
   mix(hashString(spec.tuning.kvSync));
   mix(hashString(spec.tuning.rescale));
+  mix(hashString(spec.tuning.grid));
   mix(hashInt(spec.tuning.minBlocksPerSm));
   mix(hashInt(spec.rotaryDim));
   mix(hashInt(spec.isNeox ? 1 : 0));

@@ -34,6 +34,8 @@ std::string TuneCandidate::label() const {
     out += " st" + std::to_string(tuning.stages);
   if (!tuning.kvSync.empty())
     out += " " + tuning.kvSync;
+  if (!tuning.grid.empty())
+    out += " " + tuning.grid;
   if (splits > 0)
     out += " s" + std::to_string(splits);
   return out;

@@ -156,8 +156,16 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
     t.stages = 2;
     // wgmma takes no left window bound at D256 (WGMMASupport.h): mma.sync
     // with these tiles then, which has no kv_sync.
-    if (spec.windowLeft < 0 || spec.headDim <= 192)
+    if (spec.windowLeft < 0 || spec.headDim <= 192) {
       t.kvSync = "tma";
+      // The grid of the tma kernels: "tiles" (one CTA per query tile, head
+      // and batch) until the GPU A/B of persistent CTAs ("persistent":
+      // min(work items, SMs) CTAs looping over the items; NOTES-hopper
+      // session 8 put a fixed ~5.8 us on each CTA) says otherwise. The one
+      // place the default is switched: defaultTileOptions (Pipelines.cpp)
+      // reads it.
+      t.grid = "tiles";
+    }
     return t;
   } else if (spec.headDim <= 128) {
     t.blockM = 128;

@@ -168,6 +168,61 @@ TEST_CASE("sm_90a variants the wgmma mapping cannot take fall back to "
   CHECK(compiled(ampere).meta.mapping == "mma.sync");
 }
 
+TEST_CASE("tuning.grid: the metadata's grid rule, and persistent refused off "
+          "the tma schedule",
+          "[ptxas][wgmma][grid]") {
+  // The default (tiles) and tiles by name: attention_fwd_v1, named last in
+  // mapping_why.
+  for (const char *grid : {"", "tiles"}) {
+    KernelSpec s = sm90(128, "bf16");
+    s.tuning.grid = grid;
+    CompiledKernel k = compiled(s);
+    CHECK(k.meta.gridRule == "attention_fwd_v1");
+    CHECK_THAT(k.meta.mappingWhy,
+               Catch::EndsWith("; kv_sync tma, rescale threshold, grid tiles"));
+  }
+  // Persistent on the tma schedule (the default at block_m 128, or named):
+  // the same parameters and block under the persistent grid rule. (The
+  // metadata only: the emitter is another change.)
+  for (const char *kvSync : {"", "tma"}) {
+    KernelSpec s = sm90(128, "bf16");
+    s.tuning.kvSync = kvSync;
+    s.tuning.grid = "persistent";
+    CompiledKernel k = compiled(s);
+    CHECK(k.meta.gridRule == "attention_fwd_persistent_v1");
+    CHECK_THAT(k.meta.mappingWhy, Catch::EndsWith(", grid persistent"));
+    KernelSpec tiles = s;
+    tiles.tuning.grid = "tiles";
+    CompiledKernel t = compiled(tiles);
+    CHECK(k.meta.params == t.meta.params);
+    CHECK(k.meta.block == t.meta.block);
+    CHECK(k.meta.blockM == t.meta.blockM);
+  }
+  // Persistent where the schedule is not tma: block_m 64 takes mbarrier by
+  // default; a variant wgmma does not take falls back to mma.sync.
+  KernelSpec narrow = sm90(128, "bf16");
+  narrow.tuning.blockM = 64;
+  narrow.tuning.grid = "persistent";
+  Result<CompiledKernel> bad = SpecCompiler().compile(narrow);
+  REQUIRE_FALSE(bad.isOk());
+  CHECK_THAT(bad.status().message(),
+             Catch::StartsWith("tuning.grid \"persistent\" needs kv_sync "
+                               "\"tma\" (only the TMA schedule has persistent "
+                               "CTAs), but kv_sync is \"mbarrier\" (the "
+                               "default at block_m 64; tma needs block_m >= "
+                               "128)"));
+  KernelSpec d96 = sm90(96, "bf16");
+  d96.tuning.grid = "persistent";
+  bad = SpecCompiler().compile(d96);
+  REQUIRE_FALSE(bad.isOk());
+  CHECK_THAT(bad.status().message(),
+             Catch::StartsWith("tuning.grid \"persistent\" needs the wgmma "
+                               "mapping, but mma.sync was chosen: fallback"));
+  // tiles on a fallback variant: mma.sync's grid anyway.
+  d96.tuning.grid = "tiles";
+  CHECK(compiled(d96).meta.gridRule == "attention_fwd_v1");
+}
+
 TEST_CASE("kv_sync mbarrier: the K/V rings on per-stage mbarriers assemble "
           "without spills, their objects inside the dynamic shared memory",
           "[ptxas][wgmma][mbarrier]") {

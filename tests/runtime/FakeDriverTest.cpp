@@ -56,6 +56,7 @@ struct Fake {
   decltype(&fakecuda_reset) reset;
   decltype(&fakecuda_set_compute_capability) setComputeCapability;
   decltype(&fakecuda_set_device_count) setDeviceCount;
+  decltype(&fakecuda_set_sm_count) setSmCount;
   decltype(&fakecuda_stats) statsFn;
   decltype(&fakecuda_last_launch) lastLaunchFn;
   decltype(&fakecuda_make_user_context_current) makeUserContextCurrent;
@@ -84,6 +85,8 @@ const Fake &fake() {
         ::dlsym(handle, "fakecuda_set_compute_capability"));
     f.setDeviceCount = reinterpret_cast<decltype(f.setDeviceCount)>(
         ::dlsym(handle, "fakecuda_set_device_count"));
+    f.setSmCount = reinterpret_cast<decltype(f.setSmCount)>(
+        ::dlsym(handle, "fakecuda_set_sm_count"));
     f.statsFn = reinterpret_cast<decltype(f.statsFn)>(
         ::dlsym(handle, "fakecuda_stats"));
     f.lastLaunchFn = reinterpret_cast<decltype(f.lastLaunchFn)>(
@@ -249,6 +252,59 @@ TEST_CASE("a TMA kernel's tensor maps reach the launch by value",
   countAllocations = false;
   CHECK(again.isOk());
   CHECK(allocations == 0);
+}
+
+TEST_CASE("a persistent kernel launches min(work items, SMs) blocks",
+          "[fake-driver][persistent]") {
+  Fixture f;
+  // Grid rule attention_fwd_persistent_v1: the v1 parameters, one block per
+  // SM at most, each looping over (query tile, head, batch) items.
+  f.compiler->gridRule = kGridRuleAttentionFwdPersistentV1;
+  f.compiler->blockM = 128;
+  f.compiler->block = {384, 1, 1};
+  f.compiler->dynamicSmem = 64 * 1024;
+  KernelSpec spec = sampleSpec(); // 8 heads
+  spec.tuning.grid = "persistent";
+  // 132 SMs, and a driver that does not say (one block per item then).
+  for (int sms : {132, 0}) {
+    INFO("SMs " << sms);
+    fake().setSmCount(sms);
+    auto context = f.context();
+    CHECK(context->smCount() == sms);
+    Result<const Kernel *> kernel = context->getKernel(spec);
+    REQUIRE(kernel.isOk());
+    CHECK((*kernel)->metadata().gridRule == "attention_fwd_persistent_v1");
+    // 3 query tiles x 8 heads x 2 = 48 items: fewer than the SMs.
+    REQUIRE(
+        context->launch(**kernel, contiguousArgs(spec, 2, 300, 500), kStream)
+            .isOk());
+    FakeCudaLaunch launch = fake().lastLaunch();
+    CHECK(launch.grid[0] == 48);
+    CHECK(launch.grid[1] == 1);
+    CHECK(launch.grid[2] == 1);
+    CHECK(launch.block[0] == 384);
+    CHECK(launch.dynamicSmem == 64 * 1024);
+    CHECK(launch.paramCount == 22); // the attention_fwd_v1 list
+    // 32 x 8 x 4 = 1024 items.
+    REQUIRE(
+        context->launch(**kernel, contiguousArgs(spec, 4, 4096, 64), kStream)
+            .isOk());
+    launch = fake().lastLaunch();
+    CHECK(launch.grid[0] == (sms > 0 ? 132u : 1024u));
+    CHECK(launch.grid[1] == 1);
+    CHECK(launch.grid[2] == 1);
+  }
+  fake().setSmCount(0);
+  // Any other rule is refused when the kernel is loaded.
+  f.compiler->gridRule = "attention_fwd_v9";
+  KernelSpec other = sampleSpec();
+  other.tuning.grid = "tiles";
+  Result<const Kernel *> refused = f.context()->getKernel(other);
+  REQUIRE_FALSE(refused.isOk());
+  CHECK_THAT(refused.status().message(),
+             Catch::Contains("needs grid rule attention_fwd_v1 or "
+                             "attention_fwd_persistent_v1 with block_m >= 1; "
+                             "metadata has 'attention_fwd_v9'"));
 }
 
 TEST_CASE("a second context loads from disk without compiling",

@@ -228,24 +228,93 @@ TEST_CASE("grid rule attention_fwd_v1", "[launch]") {
   meta.dynamicSmem = 99000;
 
   Result<LaunchGeometry> g =
-      attentionGeometry(meta, contiguousArgs(spec, 3, 129, 10));
+      attentionGeometry(meta, contiguousArgs(spec, 3, 129, 10), 132);
   REQUIRE(g.isOk());
   CHECK(g->grid == std::array<uint32_t, 3>{3, 8, 3}); // ceil(129/64)
   CHECK(g->block == std::array<uint32_t, 3>{128, 1, 1});
   CHECK(g->dynamicSmem == 99000);
-  CHECK(attentionGeometry(meta, contiguousArgs(spec, 1, 128, 1))->grid[0] == 2);
-  CHECK(attentionGeometry(meta, contiguousArgs(spec, 1, 1, 1))->grid[0] == 1);
+  CHECK(
+      attentionGeometry(meta, contiguousArgs(spec, 1, 128, 1), 132)->grid[0] ==
+      2);
+  CHECK(attentionGeometry(meta, contiguousArgs(spec, 1, 1, 1), 132)->grid[0] ==
+        1);
+  // The SM count is the persistent rule's only.
+  for (int sms : {0, 1, 2})
+    CHECK(
+        attentionGeometry(meta, contiguousArgs(spec, 3, 129, 10), sms)->grid ==
+        std::array<uint32_t, 3>{3, 8, 3});
 
   Result<LaunchGeometry> tooManyBatches =
-      attentionGeometry(meta, contiguousArgs(spec, 70000, 1, 1));
+      attentionGeometry(meta, contiguousArgs(spec, 70000, 1, 1), 132);
   REQUIRE_FALSE(tooManyBatches.isOk());
   CHECK(tooManyBatches.status().message() ==
         "batch 70000 exceeds CUDA's grid z limit of 65535");
 
   meta.gridRule = "decode_v9";
-  CHECK(attentionGeometry(meta, contiguousArgs(spec, 1, 1, 1))
+  CHECK(attentionGeometry(meta, contiguousArgs(spec, 1, 1, 1), 132)
             .status()
             .message() == "unknown grid rule 'decode_v9'");
+}
+
+TEST_CASE("grid rule attention_fwd_persistent_v1", "[launch]") {
+  KernelSpec spec = sampleSpec(); // 8 heads
+  KernelMetadata meta;
+  meta.gridRule = kGridRuleAttentionFwdPersistentV1;
+  meta.blockM = 128;
+  meta.block = {384, 1, 1};
+  meta.dynamicSmem = 197000;
+  using Grid = std::array<uint32_t, 3>;
+  auto grid = [&](int64_t batch, int64_t seqQ, int smCount) {
+    Result<LaunchGeometry> g =
+        attentionGeometry(meta, contiguousArgs(spec, batch, seqQ, 64), smCount);
+    REQUIRE(g.isOk());
+    CHECK(g->block == Grid{384, 1, 1}); // block and shared memory as tiles'
+    CHECK(g->dynamicSmem == 197000);
+    return g->grid;
+  };
+  // Fewer items than SMs: one block per item, (2 tiles x 8 heads x 1).
+  CHECK(grid(1, 256, 132) == Grid{16, 1, 1});
+  CHECK(grid(1, 129, 132) == Grid{16, 1, 1}); // ceil(129 / 128) tiles
+  CHECK(grid(1, 1, 132) == Grid{8, 1, 1});
+  // As many: one each; more: one block per SM, each looping.
+  CHECK(grid(1, 256, 16) == Grid{16, 1, 1});
+  CHECK(grid(4, 4096, 132) == Grid{132, 1, 1}); // 32 x 8 x 4 = 1024 items
+  CHECK(grid(1, 256, 15) == Grid{15, 1, 1});
+  CHECK(grid(1, 256, 1) == Grid{1, 1, 1});
+  // An unknown SM count: one block per item (correct, tiles' block count).
+  CHECK(grid(4, 4096, 0) == Grid{1024, 1, 1});
+  CHECK(grid(4, 4096, -1) == Grid{1024, 1, 1});
+
+  // CUDA's grid y/z limits do not apply: heads and batch are in the items.
+  CHECK(grid(70000, 1, 132) == Grid{132, 1, 1});
+  AttentionArgs manyHeads = contiguousArgs(spec, 1, 1, 1);
+  manyHeads.q.shape[1] = 100000;
+  CHECK(attentionGeometry(meta, manyHeads, 132)->grid == Grid{132, 1, 1});
+  // The items must fit 31 bits (blockIdx.x's range), counted without
+  // overflow.
+  meta.blockM = 1;
+  AttentionArgs edge = contiguousArgs(spec, 1, 1, 1);
+  edge.q.shape = {1, 1, INT32_MAX, 64};
+  CHECK(attentionGeometry(meta, edge, 0)->grid == Grid{INT32_MAX, 1, 1});
+  CHECK(attentionGeometry(meta, edge, 132)->grid == Grid{132, 1, 1});
+  edge.q.shape = {2, 1, INT32_MAX, 64};
+  Result<LaunchGeometry> tooMany = attentionGeometry(meta, edge, 132);
+  REQUIRE_FALSE(tooMany.isOk());
+  CHECK(tooMany.status().code() == ErrorCode::InvalidArgument);
+  CHECK(tooMany.status().message() ==
+        "grid rule attention_fwd_persistent_v1: 2147483647 query tiles x 1 "
+        "heads x 2 batch = more work items than 2^31-1");
+  edge.q.shape = {INT64_C(1) << 40, INT64_C(1) << 40, INT64_C(1) << 40, 64};
+  CHECK_FALSE(attentionGeometry(meta, edge, 132).isOk());
+
+  meta.blockM = 0;
+  CHECK(attentionGeometry(meta, contiguousArgs(spec, 1, 1, 1), 132)
+            .status()
+            .message() ==
+        "grid rule attention_fwd_persistent_v1 needs block_m >= 1");
+  CHECK(isAttentionFwdGridRule(kGridRuleAttentionFwdPersistentV1));
+  CHECK(isAttentionFwdGridRule("attention_fwd_v1"));
+  CHECK_FALSE(isAttentionFwdGridRule("decode_split_v3"));
 }
 
 namespace {

@@ -103,6 +103,16 @@ TEST_CASE("metadata round-trips", "[metadata]") {
             .find("a tensormap needs box_rows 1 to 256") != std::string::npos);
   meta.params.back() = {"k", ParamKind::Ptr, 64};
   CHECK_FALSE(parseMetadata(writeMetadata(meta)).isOk());
+
+  // A persistent kernel: the same contract under its own grid rule.
+  meta = sampleMeta();
+  meta.params = attentionFwdV1Params();
+  meta.gridRule = kGridRuleAttentionFwdPersistentV1;
+  CHECK(validateMetadata(meta).isOk());
+  back = parseMetadata(writeMetadata(meta));
+  REQUIRE(back.isOk());
+  CHECK(back->gridRule == "attention_fwd_persistent_v1");
+  CHECK(*back == meta);
 }
 
 TEST_CASE("the attention_fwd_v1 parameter list is the contract", "[metadata]") {

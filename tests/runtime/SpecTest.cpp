@@ -306,3 +306,83 @@ TEST_CASE("tuning.rescale is part of the key only when set", "[spec]") {
   threshold.tuning.rescale = "threshold";
   CHECK(validateSpec(threshold).isOk());
 }
+
+TEST_CASE("tuning.grid is part of the key only when set", "[spec]") {
+  KernelSpec spec = sampleSpec();
+  spec.op = "attention_fwd";
+  spec.arch = "sm_90a";
+  REQUIRE(validateSpec(spec).isOk());
+  std::string plain = spec.canonical();
+  CHECK(plain.find("grid") == std::string::npos);
+  CHECK(tuningToJson(spec.tuning).find("grid") == nullptr);
+  KernelSpec persistent = spec;
+  persistent.tuning.grid = "persistent";
+  REQUIRE(validateSpec(persistent).isOk());
+  CHECK(persistent.canonical().find(";grid=persistent") != std::string::npos);
+  CHECK(cacheKey("b", persistent.canonical()) != cacheKey("b", plain));
+  CHECK(KernelSpecHash{}(persistent) != KernelSpecHash{}(spec));
+  KernelSpec tiles = spec;
+  tiles.tuning.grid = "tiles";
+  REQUIRE(validateSpec(tiles).isOk());
+  // "tiles" names the default's grid, but not the default's key: a spec
+  // that names it keeps it when the default changes.
+  CHECK(cacheKey("b", tiles.canonical()) != cacheKey("b", plain));
+  CHECK(cacheKey("b", tiles.canonical()) !=
+        cacheKey("b", persistent.canonical()));
+  CHECK(KernelSpecHash{}(tiles) != KernelSpecHash{}(persistent));
+
+  // Round trip: the tuning object and a whole spec file.
+  Result<TuningConfig> t =
+      tuningFromJson(tuningToJson(persistent.tuning), "tuning");
+  REQUIRE(t.isOk());
+  CHECK(t->grid == "persistent");
+  persistent.tuning.kvSync = "tma";
+  Result<std::vector<KernelSpec>> file =
+      parseSpecFile(writeSpecFile({persistent, tiles}));
+  REQUIRE(file.isOk());
+  REQUIRE(file->size() == 2);
+  CHECK((*file)[0] == persistent);
+  CHECK((*file)[1] == tiles);
+  Result<std::vector<KernelSpec>> parsed = parseSpecFile(R"({"specs": [
+    {"op": "attention_fwd", "dtype": "bf16", "heads": 8, "head_dim": 128,
+     "arch": "sm_90a", "tuning": {"kv_sync": "tma", "grid": "persistent"}}]})");
+  REQUIRE(parsed.isOk());
+  CHECK((*parsed)[0].tuning.grid == "persistent");
+
+  // Invalid: an unknown value, another op or arch, a schedule other than
+  // tma, a forced mma.sync.
+  KernelSpec bad = spec;
+  bad.tuning.grid = "waves";
+  CHECK(validateSpec(bad).message().find("tuning.grid \"waves\"") !=
+        std::string::npos);
+  Result<std::vector<KernelSpec>> badFile = parseSpecFile(R"({"specs": [
+    {"op": "attention_fwd", "dtype": "bf16", "heads": 8, "head_dim": 128,
+     "tuning": {"grid": "waves"}}]})");
+  REQUIRE_FALSE(badFile.isOk());
+  CHECK_THAT(badFile.status().message(), Catch::Contains("tuning.grid"));
+  bad = tiles;
+  bad.arch = "sm_80";
+  CHECK_THAT(validateSpec(bad).message(),
+             Catch::Contains("tuning.grid applies to op \"attention_fwd\" on "
+                             "arch \"sm_90a\" only"));
+  bad = tiles;
+  bad.op = "decode";
+  bad.pageSize = 16;
+  bad.maxQLen = 1;
+  CHECK_THAT(validateSpec(bad).message(), Catch::Contains("tuning.grid"));
+  for (const char *kvSync : {"mbarrier", "barrier", "producer", "pingpong"}) {
+    bad = persistent;
+    bad.tuning.kvSync = kvSync;
+    INFO("kv_sync " << kvSync);
+    CHECK_THAT(validateSpec(bad).message(),
+               Catch::Contains("tuning.grid \"persistent\" needs "
+                               "tuning.kv_sync \"tma\""));
+    bad.tuning.grid = "tiles"; // any schedule has one block per item
+    CHECK(validateSpec(bad).isOk());
+  }
+  bad = persistent;
+  bad.tuning.kvSync.clear();
+  bad.tuning.mapping = "mma";
+  CHECK_THAT(validateSpec(bad).message(),
+             Catch::Contains("needs the wgmma mapping"));
+}

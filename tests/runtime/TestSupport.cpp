@@ -116,7 +116,7 @@ Result<CompiledKernel> FakeCompiler::compile(const KernelSpec &spec) {
   kernel.meta.entry = entry;
   kernel.meta.arch = spec.arch;
   kernel.meta.block = block;
-  kernel.meta.gridRule = kGridRuleAttentionFwdV1;
+  kernel.meta.gridRule = gridRule;
   kernel.meta.blockM = blockM;
   kernel.meta.dynamicSmem = dynamicSmem;
   kernel.meta.params = params;

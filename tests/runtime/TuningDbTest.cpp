@@ -188,11 +188,19 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   CHECK(h256.warps == 0);
   CHECK(h256.stages == 2);
   CHECK(h256.kvSync == "tma");
-  // wgmma takes no left window at D256: mma.sync, which has no kv_sync.
+  // One CTA per item until the persistent A/B (the one place to switch).
+  CHECK(h256.grid == "tiles");
+  // wgmma takes no left window at D256: mma.sync, which has no kv_sync
+  // (nor grid).
   KernelSpec d256Window = d256;
   d256Window.windowLeft = 128;
-  CHECK(chooseTuning(nullptr, "NVIDIA H200", d256Window, {1, 4096, 4096})
-            .tuning.kvSync.empty());
+  TuningConfig h256Window =
+      chooseTuning(nullptr, "NVIDIA H200", d256Window, {1, 4096, 4096}).tuning;
+  CHECK(h256Window.kvSync.empty());
+  CHECK(h256Window.grid.empty());
+  KernelSpec named = d256; // the heuristic's tuning is a valid spec's
+  named.tuning = h256;
+  CHECK(validateSpec(named).isOk());
   d256.arch = "sm_80";
   CHECK(chooseTuning(nullptr, "NVIDIA A100", d256, {1, 4096, 4096})
             .tuning.blockN == 32);

@@ -33,6 +33,8 @@ struct EmitOptions {
   std::string kvSync;  // wgmma K/V loop: barrier | mbarrier | producer |
                        // pingpong | tma ("": the default)
   std::string rescale; // wgmma: threshold | exact ("": the default, threshold)
+  std::string grid;    // wgmma: tiles | persistent (kv-sync tma; "": the
+                       // default, tiles)
   int64_t blockM = 0;  // 0: the mapping's default for the head dim
   int64_t blockN = 0;
   int64_t warps = 0;     // 0: one warp per 16 query rows (mma)

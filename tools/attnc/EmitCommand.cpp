@@ -110,6 +110,11 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "grows: threshold (past 2^8, FlashAttention-4's; the "
                    "default) or exact (at every growth)")
       ->check(CLI::IsMember({"threshold", "exact"}));
+  emit->add_option("--grid", o.grid,
+                   "wgmma mapping with --kv-sync tma: tiles (one block per "
+                   "query tile, head and batch; the default) or persistent "
+                   "(min(work items, SMs) blocks looping over the items)")
+      ->check(CLI::IsMember({"tiles", "persistent"}));
   emit->add_option("--block-m", o.blockM,
                    "Query rows per program (row kernels: rows per program)")
       ->check(CLI::PositiveNumber);
@@ -389,12 +394,35 @@ int runEmit(EmitOptions &o) {
                        tile.kvSync) ||
           !wgmmaOption("--rescale", o.rescale, false, tile.rescale))
         return 1;
+      // --grid: persistent CTAs exist on the tma schedule only (kv-sync
+      // unset resolves to tma at block_m >= 128); tiles is every mapping's
+      // grid; unset, the default's grid where the schedule is tma.
+      std::string grid;
+      if (!wgmmaOption("--grid", o.grid, o.grid == "tiles", grid))
+        return 1;
+      if (grid == "persistent" && tile.kvSync != "tma") {
+        fmt::print(stderr,
+                   "attnc emit: error: --grid persistent needs --kv-sync tma "
+                   "(only the TMA schedule has persistent CTAs), but the "
+                   "schedule is {}{}\n",
+                   tile.kvSync,
+                   o.kvSync.empty() ? " (the default at block_m " +
+                                          std::to_string(tile.blockM) +
+                                          "; tma needs block_m >= 128)"
+                                    : std::string());
+        return 1;
+      }
+      if (!grid.empty())
+        tile.persistent = grid == "persistent";
+      tile.persistent = tile.persistent &&
+                        choice.mapping == GPUMapping::WGMMA &&
+                        tile.kvSync == "tma";
       if (choice.mapping == GPUMapping::WGMMA)
         fmt::print(stderr,
                    "attnc: {} path: wgmma m64nNk16 (one warpgroup per 64 "
-                   "query rows; {}){}, rescale {}\n",
-                   o.arch, choice.why, kvSyncSummary(tile.kvSync),
-                   tile.rescale);
+                   "query rows; {}){}, rescale {}, grid {}\n",
+                   o.arch, choice.why, kvSyncSummary(tile.kvSync), tile.rescale,
+                   tile.persistent ? "persistent" : "tiles");
       else
         fmt::print(stderr,
                    "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "

@@ -36,6 +36,7 @@ struct CompileResult {
   std::string error; // first line of the failure
   std::string ptx;
   std::string mapping;
+  std::string gridRule; // the same PTX on another grid is another launch
   int64_t registers = -1, spillBytes = 0, smemBytes = 0;
   std::string key;
 };
@@ -69,6 +70,7 @@ CompileResult compileOne(DiskCache &cache, const KernelSpec &spec,
   r.key = entry.key;
   r.ptx = entry.ptx;
   r.mapping = entry.meta.mapping;
+  r.gridRule = entry.meta.gridRule;
   PtxasResult p = runPtxas(entry.ptx, spec.arch, ptxas);
   if (!p.ok) {
     r.error = "ptxas failed: " + firstLine(p.log);
@@ -219,7 +221,7 @@ int runTunePlan(const TunePlanOptions &o) {
 
     for (size_t g = 0; g < plan.groups.size(); ++g) {
       TuneGroup &group = plan.groups[g];
-      const std::string *defaultPtx = nullptr;
+      const CompileResult *defaultResult = nullptr;
       int64_t limit = smemLimitBytes(group.spec.arch);
       for (size_t c = 0; c < group.candidates.size(); ++c) {
         TuneCandidate &cand = group.candidates[c];
@@ -237,7 +239,7 @@ int runTunePlan(const TunePlanOptions &o) {
         }
         if (cand.heuristic) {
           // The baseline always runs (the gain needs it); say what is wrong.
-          defaultPtx = &r.ptx;
+          defaultResult = &r;
           if (r.spillBytes > 0 || r.smemBytes > limit)
             fmt::print(stderr,
                        "attnc: warning: group {}: the default spills ({} "
@@ -253,7 +255,9 @@ int runTunePlan(const TunePlanOptions &o) {
           cand.dropped =
               fmt::format("shared memory {} bytes over the {} limit of {}",
                           r.smemBytes, group.spec.arch, limit);
-        else if (defaultPtx && cand.splits == 0 && r.ptx == *defaultPtx)
+        else if (defaultResult && cand.splits == 0 &&
+                 r.ptx == defaultResult->ptx &&
+                 r.gridRule == defaultResult->gridRule)
           cand.dropped = "same PTX (and launch) as the default c0";
       }
     }

@@ -41,6 +41,7 @@ struct State {
   int ccMajor = 9;
   int ccMinor = 0;
   int deviceCount = 1;
+  int smCount = 0; // 0: CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT unsupported
   FakeCudaStats stats{};
   FakeCudaLaunch last{};
   bool launched = false;
@@ -166,6 +167,9 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
     *value = state().ccMajor;
   else if (attribute == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
     *value = state().ccMinor;
+  else if (attribute == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT &&
+           state().smCount > 0)
+    *value = state().smCount;
   else
     return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
@@ -380,6 +384,7 @@ void fakecuda_reset(void) {
   state().ccMajor = 9;
   state().ccMinor = 0;
   state().deviceCount = 1;
+  state().smCount = 0;
   state().stats = FakeCudaStats{};
   state().launched = false;
   state().tensorMaps = 0;
@@ -392,6 +397,8 @@ void fakecuda_set_compute_capability(int major, int minor) {
 }
 
 void fakecuda_set_device_count(int count) { state().deviceCount = count; }
+
+void fakecuda_set_sm_count(int count) { state().smCount = count; }
 
 int fakecuda_tensor_maps_encoded(void) {
   std::lock_guard<std::mutex> lock(state().mutex);

@@ -59,6 +59,9 @@ struct FakeCudaStats {
 void fakecuda_reset(void);
 void fakecuda_set_compute_capability(int major, int minor);
 void fakecuda_set_device_count(int count);
+// The SM count cuDeviceGetAttribute reports; 0 (the default after a reset):
+// the attribute is unsupported, as on a driver that does not say.
+void fakecuda_set_sm_count(int count);
 void fakecuda_stats(FakeCudaStats *out);
 // False when nothing was launched yet.
 bool fakecuda_last_launch(FakeCudaLaunch *out);

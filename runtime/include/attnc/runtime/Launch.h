@@ -14,6 +14,13 @@
 // Launch: grid = (ceil(seq_q / block_m), heads, batch), block = meta.block,
 // dynamic shared memory = meta.dynamic_smem.
 //
+// Grid rule "attention_fwd_persistent_v1" (tuning.grid "persistent", the
+// wgmma mapping on kv_sync "tma"): the same parameters, block and dynamic
+// shared memory; grid = (min(items, SMs), 1, 1) with work items = ceil(seq_q /
+// block_m) x heads x batch, and each block takes items w = blockIdx.x,
+// blockIdx.x + gridDim.x, ... (any grid.x >= 1 is correct: the cap is a
+// performance choice). The items must fit 31 bits, as blockIdx.x does.
+//
 // Parameters are packed by name from the metadata, so a kernel with another
 // list (extra "scale"/"softcap" f32 values, i32 sizes) needs no runtime
 // change. Everything here is pure (no driver) and allocation-free on the
@@ -37,6 +44,15 @@ namespace attnc {
 struct DriverApi;
 
 inline constexpr const char *kGridRuleAttentionFwdV1 = "attention_fwd_v1";
+inline constexpr const char *kGridRuleAttentionFwdPersistentV1 =
+    "attention_fwd_persistent_v1";
+
+// Whether `rule` is one of the attention_fwd_v1 parameter contract's grid
+// rules (one program per item, or persistent programs).
+inline bool isAttentionFwdGridRule(std::string_view rule) {
+  return rule == kGridRuleAttentionFwdV1 ||
+         rule == kGridRuleAttentionFwdPersistentV1;
+}
 
 // A TMA kernel's tensor maps of Q, K and V (tuning.kv_sync "tma"), after
 // the attention_fwd_v1 parameters, in this order; each names its box rows.
@@ -156,10 +172,16 @@ struct LaunchGeometry {
   uint32_t dynamicSmem = 0;
 };
 
-// Applies the metadata's grid rule (only "attention_fwd_v1" so far) to
-// validated arguments; fails when the grid exceeds CUDA's limits.
+// Applies the metadata's grid rule ("attention_fwd_v1" or
+// "attention_fwd_persistent_v1") to validated arguments; fails when the grid
+// exceeds CUDA's limits (persistent: when the work items do not fit 31
+// bits). `smCount` (the device's SMs, Context::smCount) caps the persistent
+// grid; when it is unknown (<= 0) the grid is one block per item: correct,
+// and as many blocks as attention_fwd_v1 would launch. attention_fwd_v1
+// ignores it.
 Result<LaunchGeometry> attentionGeometry(const KernelMetadata &meta,
-                                         const AttentionArgs &args);
+                                         const AttentionArgs &args,
+                                         int smCount);
 
 } // namespace attnc
 

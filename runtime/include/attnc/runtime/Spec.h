@@ -47,6 +47,13 @@ struct TuningConfig {
   // "exact" (a new max whenever it grows; the multiplies skipped only when no
   // row's max grew in the warp). In the canonical string only when set.
   std::string rescale;
+  // Attention's grid on the wgmma mapping: "" (the compiler's choice:
+  // heuristicTuning's, "tiles" for now), "tiles" (one program per (query
+  // tile, head, batch): grid rule attention_fwd_v1) or "persistent" (grid
+  // rule attention_fwd_persistent_v1: min(work items, SMs) programs, each
+  // looping over the items; needs kv_sync "tma"). In the canonical string
+  // only when set.
+  std::string grid;
   // Row kernels: blocks that must fit one SM at once (ptxas caps registers
   // to fit; 0: no cap). Keyed for elementwise ops only.
   int64_t minBlocksPerSm = 0;
@@ -114,8 +121,8 @@ int64_t elementSize(const KernelSpec &spec);
 // "kv_heads" defaults to "heads"; unknown keys are errors.
 Json specToJson(const KernelSpec &spec);
 // The {"block_m", "block_n", "stages", "warps"[, "mapping", "kv_sync",
-// "min_blocks_per_sm"]} object of spec files and tuning databases; absent keys
-// stay 0, unknown keys are errors.
+// "rescale", "grid", "min_blocks_per_sm"]} object of spec files and tuning
+// databases; absent keys stay 0, unknown keys are errors.
 Json tuningToJson(const TuningConfig &tuning);
 Result<TuningConfig> tuningFromJson(const Json &value,
                                     const std::string &where);

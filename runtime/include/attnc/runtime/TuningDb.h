@@ -87,7 +87,9 @@ private:
 /// warps (32 rows per warp) with 64-key tiles at head dim 64 and 32-key
 /// tiles above (64 spill); above 128, 64 rows on 4 warps with 32-key tiles
 /// (the accumulator alone takes head_dim / 2 registers per m16 tile).
-/// sm_90a at head dim 128 takes the wgmma mapping: 64x64 tiles.
+/// sm_90a at head dim 128 takes the wgmma mapping: 64x64 tiles. Its grid
+/// (with kv_sync "tma") is chosen here for the compiler too: "tiles" until
+/// the GPU A/B of "persistent" (defaultTileOptions reads it).
 TuningConfig heuristicTuning(const KernelSpec &spec);
 
 struct TuningChoice {
