@@ -78,13 +78,13 @@ tuneKnobs(const KernelSpec &spec,
                        [](TuneCandidate &c, const std::string &v) {
                          c.tuning.kvSync = v;
                        }});
-      // The grid of the tma schedule ("": the default, tiles; persistent:
-      // min(work items, SMs) CTAs looping over the items; staticRejection
-      // drops it where the schedule is not tma). Swept on request only
-      // (--knob grid=,persistent) until the persistent emitter is in and
-      // the GPU A/B has run: then {"", "persistent"} here.
+      // The grid of the tma schedule ("": the default, persistent CTAs up
+      // to head dim 192 and one CTA per tile above; tiles: one CTA per
+      // tile; staticRejection drops it where the schedule is not tma, whose
+      // only grid it is; --knob grid=,persistent asks for persistent CTAs
+      // at D256).
       knobs.push_back(
-          {"grid", {""}, [](TuneCandidate &c, const std::string &v) {
+          {"grid", {"", "tiles"}, [](TuneCandidate &c, const std::string &v) {
              c.tuning.grid = v;
            }});
     }
@@ -137,10 +137,14 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
       return "kv_sync " + t.kvSync +
              " needs two consumer warpgroups (block_m >= 128)";
     // kv_sync unset is tma from block_m 128 (the variants wgmma takes).
-    if (t.grid == "persistent" && t.kvSync != "tma" &&
-        !(t.kvSync.empty() && t.blockM >= 128))
+    const bool tma = t.kvSync == "tma" || (t.kvSync.empty() && t.blockM >= 128);
+    if (t.grid == "persistent" && !tma)
       return "grid persistent needs kv_sync tma (the default at block_m >= "
              "128)";
+    if (t.grid == "tiles" && !tma)
+      return "grid tiles is the only grid of kv_sync " +
+             (t.kvSync.empty() ? std::string("mbarrier") : t.kvSync) +
+             ": the default's kernel";
     std::string why = wgmma::unsupportedReason(
         spec.headDim, t.blockM, t.blockN, 16, t.stages > 0 ? t.stages : 2,
         /*leftWindow=*/spec.windowLeft >= 0);

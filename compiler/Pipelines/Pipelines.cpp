@@ -1,6 +1,8 @@
 //===- Pipelines.cpp - attnc's pass pipelines, one per target -------------===//
 #include "compiler/Pipelines/Pipelines.h"
 
+#include "compiler/Conversion/TileToGPU/WGMMASupport.h"
+
 #include "attnc/runtime/TuningDb.h"
 
 #include "compiler/Transforms/Passes.h"
@@ -58,8 +60,11 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
     if (!h.kvSync.empty() && (blockM > 0 ? blockM : h.blockM) >= 128)
       t.kvSync = h.kvSync;
     // The heuristic's grid (the one place its default is chosen): persistent
-    // CTAs exist on the tma schedule only.
-    t.persistent = h.grid == "persistent" && t.kvSync == "tma";
+    // CTAs exist on the tma schedule only, and by default where the item
+    // loop's registers fit beside the tiles' (requested tiles included).
+    t.persistent =
+        h.grid == "persistent" && t.kvSync == "tma" &&
+        wgmma::persistentFits(headDim, blockN > 0 ? blockN : h.blockN);
   }
   // The rescale threshold pays where the unit-rescale skip applies (head
   // dim 128 and more): H200 D256 S4k +4.4% / +7.9% (causal), D128 0 / +1%;

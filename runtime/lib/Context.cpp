@@ -473,7 +473,10 @@ Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
                                                       : "launchMerge"));
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
   ATTNC_ASSIGN_OR_RETURN(LaunchGeometry geometry,
-                         attentionGeometry(kernel.meta_, args, smCount_));
+                         attentionGeometry(kernel.meta_, args,
+                                           options_.persistentBlocks > 0
+                                               ? options_.persistentBlocks
+                                               : smCount_));
   PackedParams packed;
   ATTNC_RETURN_IF_ERROR(
       packAttentionParams(kernel.plan_, kernel.spec_, args, packed, driver_));

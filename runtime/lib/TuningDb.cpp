@@ -158,13 +158,15 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
     // with these tiles then, which has no kv_sync.
     if (spec.windowLeft < 0 || spec.headDim <= 192) {
       t.kvSync = "tma";
-      // The grid of the tma kernels: "tiles" (one CTA per query tile, head
-      // and batch) until the GPU A/B of persistent CTAs ("persistent":
-      // min(work items, SMs) CTAs looping over the items; NOTES-hopper
-      // session 8 put a fixed ~5.8 us on each CTA) says otherwise. The one
-      // place the default is switched: defaultTileOptions (Pipelines.cpp)
-      // reads it.
-      t.grid = "tiles";
+      // The grid of the tma kernels: persistent CTAs (min(work items, SMs)
+      // CTAs looping over the items, the next item's loads under the
+      // current one's last tiles and epilogue; session 8 measured a fixed
+      // ~5.8 us per CTA with one CTA per tile) up to head dim 192; at D256
+      // the item loop's registers make the consumers spill, so one CTA
+      // per tile ("tiles"). The one place the default is switched:
+      // defaultTileOptions (Pipelines.cpp) reads it. bench/NOTES-hopper.md
+      // session 9 has the A/B.
+      t.grid = spec.headDim <= 192 ? "persistent" : "tiles";
     }
     return t;
   } else if (spec.headDim <= 128) {

@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <tuple>
@@ -52,6 +53,10 @@ struct Case {
   // K row s scaled by 1 + kRamp * s / seqKV: row maxima that keep growing
   // along the keys (rescale=threshold must rescale mid-loop, many times).
   float kRamp = 0.f;
+  // Persistent kernels: launch this many blocks (ContextOptions::
+  // persistentBlocks; 0: the runtime's min(work items, SMs)), so that each
+  // block loops over many work items.
+  int blocks = 0;
 };
 
 KernelSpec spec(int hq, int hkv, int d, const char *dtype) {
@@ -395,6 +400,88 @@ std::vector<Case> correctnessCases() {
     for (const Case &e : extra)
       specialised(e, sync);
   }
+  // Persistent blocks (tuning.grid "persistent"; sm_90a's default with
+  // kv_sync tma up to head dim 192, so the tma cases above take it): those
+  // cases again on one block per tile (grid "tiles"), then persistent grids
+  // of a few blocks, each looping over many work items of different
+  // lengths: items without a key among them (Sq > Skv causal: no Q load,
+  // no turn), windows, GQA, an odd item count (the last pair half empty),
+  // D64 to D192, and the runtime's own grid over 512 items.
+  for (size_t i = withMbarrier, n = cs.size(); i < n; ++i)
+    if (cs[i].spec.tuning.kvSync == "tma") {
+      Case t = cs[i];
+      t.name = "tiles " + t.name;
+      t.spec.tuning.grid = "tiles";
+      cs.push_back(t);
+    }
+  auto persistent = [&](Case p, int blocks) {
+    p.name = "persistent " +
+             (blocks ? std::to_string(blocks) + " blocks" : "default grid") +
+             ", " + p.name;
+    p.spec.tuning.grid = "persistent";
+    p.blocks = blocks;
+    cs.push_back(p);
+  };
+  c = {"D128 causal GQA 8/2, B=2, S=1000 (128 items)",
+       spec(8, 2, 128, "bf16"),
+       2,
+       1000,
+       1000,
+       true};
+  c.spec.causal = true;
+  persistent(c, 1);
+  persistent(c, 3);
+  c = {"D128 causal Sq=700 > Skv=333 (items without keys), softcap 20",
+       spec(4, 4, 128, "bf16"),
+       1,
+       700,
+       333,
+       true};
+  c.spec.causal = true;
+  c.spec.softcap = 20.0;
+  persistent(c, 3);
+  c = {"D64 fp16 window (300,40), Sq=1000 Skv=1777, GQA 4/1, BHSD",
+       spec(4, 1, 64, "fp16"),
+       2,
+       1000,
+       1777,
+       false};
+  c.spec.windowLeft = 300;
+  c.spec.windowRight = 40;
+  persistent(c, 7);
+  c = {"D192 fp16 causal, Sq=333 Skv=999",
+       spec(2, 2, 192, "fp16"),
+       1,
+       333,
+       999,
+       false};
+  c.spec.causal = true;
+  persistent(c, 5);
+  c = {"D128, Sq=515 Skv=777 (15 items), BHSD",
+       spec(3, 3, 128, "bf16"),
+       1,
+       515,
+       777,
+       false};
+  persistent(c, 2);
+  c = {"K ramp x7, Q x 2, D128 causal, S=2000 (rescales mid-loop)",
+       spec(4, 2, 128, "bf16"),
+       1,
+       2000,
+       2000,
+       true};
+  c.spec.causal = true;
+  c.qScale = 2.f;
+  c.kRamp = 6.f;
+  persistent(c, 4);
+  c = {"D128 causal, B=4 H=8, S=1536 (384 items)",
+       spec(8, 8, 128, "bf16"),
+       4,
+       1536,
+       1536,
+       true};
+  c.spec.causal = true;
+  persistent(c, 0);
   return cs;
 }
 
@@ -485,6 +572,16 @@ std::vector<Case> benchCases() {
       Case c = cs[i];
       c.spec.tuning.rescale = "exact";
       c.tiles += " exact";
+      cs.push_back(c);
+    }
+  // One block per tile (grid "tiles") beside sm_90a's default persistent
+  // grid at its default tiles (issue #6: persistent blocks measured).
+  for (size_t i = 0, n = cs.size(); i < n; ++i)
+    if (cs[i].tiles == "default" && cs[i].spec.arch == "sm_90a" &&
+        cs[i].spec.headDim <= 192) {
+      Case c = cs[i];
+      c.spec.tuning.grid = "tiles";
+      c.tiles += " tiles";
       cs.push_back(c);
     }
   // Warp specialisation (kv_sync producer / pingpong) at the tiles it
@@ -720,13 +817,32 @@ int main(int argc, char **argv) {
   std::mt19937_64 rng(seed);
   int passed = 0, failed = 0;
   int skipped = 0;
+  // Cases with a persistent grid of their own: a context each (the CUDA
+  // context current now is adopted, so the buffers are shared).
+  std::map<int, std::unique_ptr<Context>> fewBlocks;
+  auto contextFor = [&](int blocks) -> Context & {
+    if (!blocks)
+      return **ctx;
+    std::unique_ptr<Context> &few = fewBlocks[blocks];
+    if (!few) {
+      ContextOptions o = options;
+      o.persistentBlocks = blocks;
+      auto made = Context::create(o);
+      if (!made.isOk()) {
+        std::fprintf(stderr, "context: %s\n", made.status().message().c_str());
+        std::exit(1);
+      }
+      few = std::move(*made);
+    }
+    return *few;
+  };
   for (const Case &c : correctnessCases()) {
     if (!selected(c, only)) {
       ++skipped;
       continue;
     }
     std::printf("run  %s\n", c.name.c_str());
-    test::AttentionComparison r = runCase(**ctx, c, rng);
+    test::AttentionComparison r = runCase(contextFor(c.blocks), c, rng);
     bool ok = r.ok(1e-2, 1e-3);
     std::printf("%s %-48s [%s] rel L2 %.2e  LSE err %.2e  masked rows %d  "
                 "non-finite %d  masked wrong %d\n",

@@ -171,23 +171,27 @@ TEST_CASE("sm_90a variants the wgmma mapping cannot take fall back to "
 TEST_CASE("tuning.grid: the metadata's grid rule, and persistent refused off "
           "the tma schedule",
           "[ptxas][wgmma][grid]") {
-  // The default (tiles) and tiles by name: attention_fwd_v1, named last in
-  // mapping_why.
-  for (const char *grid : {"", "tiles"}) {
-    KernelSpec s = sm90(128, "bf16");
-    s.tuning.grid = grid;
+  // Tiles by name, and the default at D256 and at tiles whose registers
+  // leave no room for the item loop (persistentFits): attention_fwd_v1,
+  // named last in mapping_why.
+  KernelSpec wide = sm90(128, "bf16");
+  wide.tuning = {128, 176, 2, 0};
+  for (KernelSpec s : {sm90(128, "bf16"), sm90(256, "bf16"), wide}) {
+    if (s.headDim == 128 && s.tuning.blockN == 0)
+      s.tuning.grid = "tiles";
     CompiledKernel k = compiled(s);
+    INFO(s.canonical());
     CHECK(k.meta.gridRule == "attention_fwd_v1");
     CHECK_THAT(k.meta.mappingWhy,
                Catch::EndsWith("; kv_sync tma, rescale threshold, grid tiles"));
   }
-  // Persistent on the tma schedule (the default at block_m 128, or named):
-  // the same parameters and block under the persistent grid rule. (The
-  // metadata only: the emitter is another change.)
+  // Persistent on the tma schedule (the default at D64-D192's default
+  // tiles, or named): the same parameters and block under the persistent
+  // grid rule.
   for (const char *kvSync : {"", "tma"}) {
     KernelSpec s = sm90(128, "bf16");
     s.tuning.kvSync = kvSync;
-    s.tuning.grid = "persistent";
+    s.tuning.grid = kvSync[0] ? "persistent" : ""; // the default
     CompiledKernel k = compiled(s);
     CHECK(k.meta.gridRule == "attention_fwd_persistent_v1");
     CHECK_THAT(k.meta.mappingWhy, Catch::EndsWith(", grid persistent"));

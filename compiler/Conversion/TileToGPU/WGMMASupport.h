@@ -51,6 +51,15 @@ inline RegisterSplit registerSplit(int64_t consumerThreads, bool tma) {
   return {entry, producer, consumer};
 }
 
+/// Whether persistent blocks are the default at these tiles (kv-sync tma):
+/// the item loop keeps a few more values live across the KV loop, which
+/// the consumers' 240 registers hold beside O (D/2 per thread), S and P
+/// (3/4 x block_n) up to 160 of them: D64-D192 at the default tiles; D256
+/// x 64 keys and D128 x 176 keys spill (ptxas, session 9).
+inline bool persistentFits(int64_t headDim, int64_t blockN) {
+  return headDim / 2 + 3 * blockN / 4 <= 160;
+}
+
 /// Shared memory the mapping uses: the Q tile and rings of `stages` K and
 /// V tiles (16-bit elements).
 inline int64_t smemBytes(int64_t headDim, int64_t blockM, int64_t blockN,

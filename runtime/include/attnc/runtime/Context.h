@@ -61,6 +61,10 @@ struct ContextOptions {
   // Log each tuning choice (once per spec and problem bucket) through `log`;
   // also on when $ATTNC_LOG_TUNING is set to anything but "0".
   bool logTuning = false;
+  // Persistent attention kernels (grid rule attention_fwd_persistent_v1):
+  // launch at most this many blocks (0: the SM count). Any count is
+  // correct; tests launch a few so that each block loops over many items.
+  int persistentBlocks = 0;
 };
 
 class Kernel {
