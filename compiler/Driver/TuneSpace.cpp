@@ -78,15 +78,14 @@ tuneKnobs(const KernelSpec &spec,
                        [](TuneCandidate &c, const std::string &v) {
                          c.tuning.kvSync = v;
                        }});
-      // The grid of the tma schedule ("": the default, persistent CTAs up
-      // to head dim 192 and one CTA per tile above; tiles: one CTA per
-      // tile; staticRejection drops it where the schedule is not tma, whose
-      // only grid it is; --knob grid=,persistent asks for persistent CTAs
-      // at D256).
+      // The grid of the tma schedule ("": the default, persistent CTAs for
+      // causal attention up to head dim 192, else one CTA per tile; tiles;
+      // persistent). staticRejection drops both names where the schedule
+      // is not tma: tiles is then the only grid, persistent does not exist.
       knobs.push_back(
-          {"grid", {"", "tiles"}, [](TuneCandidate &c, const std::string &v) {
-             c.tuning.grid = v;
-           }});
+          {"grid",
+           {"", "tiles", "persistent"},
+           [](TuneCandidate &c, const std::string &v) { c.tuning.grid = v; }});
     }
   } else {
     return Status(ErrorCode::InvalidArgument,

@@ -158,15 +158,18 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
     // with these tiles then, which has no kv_sync.
     if (spec.windowLeft < 0 || spec.headDim <= 192) {
       t.kvSync = "tma";
-      // The grid of the tma kernels: persistent CTAs (min(work items, SMs)
-      // CTAs looping over the items, the next item's loads under the
-      // current one's last tiles and epilogue; session 8 measured a fixed
-      // ~5.8 us per CTA with one CTA per tile) up to head dim 192; at D256
-      // the item loop's registers make the consumers spill, so one CTA
-      // per tile ("tiles"). The one place the default is switched:
-      // defaultTileOptions (Pipelines.cpp) reads it. bench/NOTES-hopper.md
-      // session 9 has the A/B.
-      t.grid = spec.headDim <= 192 ? "persistent" : "tiles";
+      // The grid of the tma kernels. Persistent CTAs (min(work items, SMs)
+      // CTAs looping over pairs of items, a long and a short causal query
+      // tile together) for causal attention without a left window bound:
+      // H200 S4k D128 592.7 vs 561.5 TFLOP/s, D64 409.2 vs 395.5 against
+      // one CTA per tile. Not without the mask, where the items are alike:
+      // D128 648.0 vs 651.6, D64 428.5 vs 454.3 (bench/NOTES-hopper.md
+      // session 9); nor at D256, where the item loop's registers make the
+      // consumers spill (persistentFits). The one place the default is
+      // switched: defaultTileOptions (Pipelines.cpp) reads it.
+      t.grid = spec.causal && spec.windowLeft < 0 && spec.headDim <= 192
+                   ? "persistent"
+                   : "tiles";
     }
     return t;
   } else if (spec.headDim <= 128) {

@@ -400,9 +400,10 @@ std::vector<Case> correctnessCases() {
     for (const Case &e : extra)
       specialised(e, sync);
   }
-  // Persistent blocks (tuning.grid "persistent"; sm_90a's default with
-  // kv_sync tma up to head dim 192, so the tma cases above take it): those
-  // cases again on one block per tile (grid "tiles"), then persistent grids
+  // Persistent blocks (tuning.grid "persistent"; sm_90a's default for
+  // causal attention with kv_sync tma up to head dim 192, so the causal tma
+  // cases above take it): those cases again on one block per tile (grid
+  // "tiles"), then persistent grids
   // of a few blocks, each looping over many work items of different
   // lengths: items without a key among them (Sq > Skv causal: no Q load,
   // no turn), windows, GQA, an odd item count (the last pair half empty),
@@ -574,14 +575,15 @@ std::vector<Case> benchCases() {
       c.tiles += " exact";
       cs.push_back(c);
     }
-  // One block per tile (grid "tiles") beside sm_90a's default persistent
-  // grid at its default tiles (issue #6: persistent blocks measured).
+  // The other grid beside sm_90a's default at its default tiles (issue
+  // #6, persistent blocks measured): one block per tile for causal, whose
+  // default is persistent, and persistent blocks without the mask.
   for (size_t i = 0, n = cs.size(); i < n; ++i)
     if (cs[i].tiles == "default" && cs[i].spec.arch == "sm_90a" &&
         cs[i].spec.headDim <= 192) {
       Case c = cs[i];
-      c.spec.tuning.grid = "tiles";
-      c.tiles += " tiles";
+      c.spec.tuning.grid = c.spec.causal ? "tiles" : "persistent";
+      c.tiles += " " + c.spec.tuning.grid;
       cs.push_back(c);
     }
   // Warp specialisation (kv_sync producer / pingpong) at the tiles it

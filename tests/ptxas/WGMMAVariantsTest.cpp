@@ -171,25 +171,26 @@ TEST_CASE("sm_90a variants the wgmma mapping cannot take fall back to "
 TEST_CASE("tuning.grid: the metadata's grid rule, and persistent refused off "
           "the tma schedule",
           "[ptxas][wgmma][grid]") {
-  // Tiles by name, and the default at D256 and at tiles whose registers
-  // leave no room for the item loop (persistentFits): attention_fwd_v1,
-  // named last in mapping_why.
-  KernelSpec wide = sm90(128, "bf16");
+  // Tiles by name, and the default without a causal mask, at D256 and at
+  // tiles whose registers leave no room for the item loop
+  // (persistentFits): attention_fwd_v1, named last in mapping_why.
+  KernelSpec named = sm90(128, "bf16"), wide = named, d256 = sm90(256, "bf16");
+  named.causal = wide.causal = d256.causal = true;
+  named.tuning.grid = "tiles";
   wide.tuning = {128, 176, 2, 0};
-  for (KernelSpec s : {sm90(128, "bf16"), sm90(256, "bf16"), wide}) {
-    if (s.headDim == 128 && s.tuning.blockN == 0)
-      s.tuning.grid = "tiles";
+  for (const KernelSpec &s : {named, sm90(128, "bf16"), d256, wide}) {
     CompiledKernel k = compiled(s);
     INFO(s.canonical());
     CHECK(k.meta.gridRule == "attention_fwd_v1");
     CHECK_THAT(k.meta.mappingWhy,
                Catch::EndsWith("; kv_sync tma, rescale threshold, grid tiles"));
   }
-  // Persistent on the tma schedule (the default at D64-D192's default
-  // tiles, or named): the same parameters and block under the persistent
-  // grid rule.
+  // Persistent on the tma schedule (the default for causal attention at
+  // D64-D192's default tiles, or named): the same parameters and block
+  // under the persistent grid rule.
   for (const char *kvSync : {"", "tma"}) {
     KernelSpec s = sm90(128, "bf16");
+    s.causal = true;
     s.tuning.kvSync = kvSync;
     s.tuning.grid = kvSync[0] ? "persistent" : ""; // the default
     CompiledKernel k = compiled(s);
