@@ -132,6 +132,16 @@ step ncu-prefill-tma timeout 300 bash -c "for c in '' --causal; do $ncu_bin --cl
   --metrics '$ncu_stalls' -k regex:attention --launch-skip 3 --launch-count 1 \
   $stage/bin/attnc-bench --bundle $stage/bundle --heads 16 --kv-heads 16 \
   --head-dim 128 --batch 4 --seq-len 4096 --arch sm_90a --reps 2 \$c; done"
+# Persistent CTAs against one CTA per tile at D64 S4k without a mask (the
+# cell where persistence loses, session 9): the bench's 3rd launch of each
+# (12 launches per bench row; --only 'default persistent' lists D128 then
+# D64, --only default lists D128, D128 causal, D64 first).
+step ncu-persistent timeout 300 bash -c "for sel in 'default persistent:14' 'default:26'; do \
+  $ncu_bin --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+  --section LaunchStats --section WarpStateStats --section SchedulerStats \
+  --metrics 'sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,$ncu_stalls' \
+  -k regex:attention --launch-skip \${sel##*:} --launch-count 1 \
+  $stage/bin/attnc-gpu-attention --bundle $stage/bundle --bench --only \"\${sel%:*}\"; done"
 step ncu-prefill-cudnn timeout 300 bash -c "for c in '' --causal; do $ncu_bin --clock-control none --set full \
   --metrics '$ncu_stalls' -k regex:sdpa --launch-skip 3 --launch-count 1 \
   python3 bench/ncu_fa2.py --cudnn \$c; done"
