@@ -193,23 +193,26 @@ Status validateSpec(const KernelSpec &spec) {
       return invalid("tuning.kv_sync \"" + spec.tuning.kvSync +
                      "\" needs arch \"sm_90a\" (got \"" + spec.arch + "\")");
   }
-  if (!spec.tuning.rescale.empty()) {
-    if (!oneOf(spec.tuning.rescale, {"exact", "threshold"}))
-      return invalid("tuning.rescale \"" + spec.tuning.rescale +
-                     "\" is not supported (expected \"exact\", "
-                     "\"threshold\" or empty for the default)");
+  // A knob of the wgmma mapping: one of two values, or empty for the
+  // default; attention_fwd on sm_90a only.
+  auto wgmmaKnob = [&](const char *name, const std::string &value,
+                       const char *a, const char *b) -> Status {
+    if (!oneOf(value, {a, b}))
+      return invalid("tuning." + std::string(name) + " \"" + value +
+                     "\" is not supported (expected \"" + a + "\", \"" + b +
+                     "\" or empty for the default)");
     if (spec.op != "attention_fwd" || spec.arch != "sm_90a")
-      return invalid("tuning.rescale applies to op \"attention_fwd\" on "
-                     "arch \"sm_90a\" only (the wgmma mapping)");
-  }
+      return invalid("tuning." + std::string(name) +
+                     " applies to op \"attention_fwd\" on arch \"sm_90a\" "
+                     "only (the wgmma mapping)");
+    return Status::ok();
+  };
+  if (!spec.tuning.rescale.empty())
+    ATTNC_RETURN_IF_ERROR(
+        wgmmaKnob("rescale", spec.tuning.rescale, "exact", "threshold"));
   if (!spec.tuning.grid.empty()) {
-    if (!oneOf(spec.tuning.grid, {"tiles", "persistent"}))
-      return invalid("tuning.grid \"" + spec.tuning.grid +
-                     "\" is not supported (expected \"tiles\", "
-                     "\"persistent\" or empty for the default)");
-    if (spec.op != "attention_fwd" || spec.arch != "sm_90a")
-      return invalid("tuning.grid applies to op \"attention_fwd\" on "
-                     "arch \"sm_90a\" only (the wgmma mapping)");
+    ATTNC_RETURN_IF_ERROR(
+        wgmmaKnob("grid", spec.tuning.grid, "tiles", "persistent"));
     // Persistent CTAs exist on the TMA schedule only; whether the variant
     // gets wgmma and, with kv_sync unset, tma is the compiler's to say.
     if (spec.tuning.grid == "persistent" && !spec.tuning.kvSync.empty() &&
