@@ -39,11 +39,7 @@ public:
         buffers(buffers.begin(), buffers.end()), b(gpuFunc.getContext()) {}
 
   mlir::LogicalResult emit() {
-    mlir::Block *entry = &gpuFunc.getBody().front();
-    b.setInsertionPointToEnd(entry); // after the shared-memory buffers
-    map.map(kernel.getArguments(),
-            entry->getArguments().take_front(kernel.getNumArguments()));
-    self().setUp();
+    startWalk();
     for (mlir::Operation &op : kernel.getBody().front())
       if (mlir::failed(emitOp(op)))
         return mlir::failure();
@@ -51,6 +47,16 @@ public:
   }
 
 protected:
+  /// Before the first op: the insertion point after the shared-memory
+  /// buffers, the kernel's arguments bound, the mapping's per-thread ids.
+  void startWalk() {
+    mlir::Block *entry = &gpuFunc.getBody().front();
+    b.setInsertionPointToEnd(entry);
+    map.map(kernel.getArguments(),
+            entry->getArguments().take_front(kernel.getNumArguments()));
+    self().setUp();
+  }
+
   mlir::LogicalResult emitOp(mlir::Operation &op) {
     using namespace mlir;
     loc = op.getLoc();

@@ -704,10 +704,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         b, loc, b.getI32Type(), arith::AndIOp::create(b, loc, phase, idx(1)));
   };
   auto parityOf = [&](Value t, int64_t phaseOffset) -> Value {
-    Value phase =
-        add(arith::DivUIOp::create(b, loc, slotOf(t), idx(S)), phaseOffset);
-    return arith::IndexCastOp::create(
-        b, loc, b.getI32Type(), arith::AndIOp::create(b, loc, phase, idx(1)));
+    return asParity(
+        add(arith::DivUIOp::create(b, loc, slotOf(t), idx(S)), phaseOffset));
   };
   // A try_wait.parity loop (the op's inline PTX spins until the phase
   // completed), with CUTLASS's suspend-time hint of 10 ms.
@@ -1145,11 +1143,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
 // tests/unit/producer_protocol_sim.py models the protocol (persistent
 // mode).
 LogicalResult WGMMAEmitter::emitPersistent() {
-  Block *entry = &gpuFunc.getBody().front();
-  b.setInsertionPointToEnd(entry); // after the shared-memory buffers
-  map.map(kernel.getArguments(),
-          entry->getArguments().take_front(kernel.getNumArguments()));
-  setUp();
+  startWalk();
   Block &ops = kernel.getBody().front();
   auto itemStart = llvm::find_if(
       ops, [](Operation &op) { return isa<tile::ProgramIdOp>(op); });
