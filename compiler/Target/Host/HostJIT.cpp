@@ -9,6 +9,7 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -18,10 +19,33 @@
 #include "llvm/Support/TargetSelect.h"
 
 #include <array>
+#include <cstdint>
+#include <cstring>
 #include <utility>
 
 using namespace mlir;
 using namespace attnc;
+
+namespace {
+
+/// The soft-float helper LLVM's x86 back end calls to round f32 to bf16 on
+/// CPUs without AVX512-BF16 (bf16 values that pass through phis and selects
+/// are legalised as f32 and truncated at their stores). GCC 12's libgcc has
+/// no __truncsfbf2, so the JIT gets this one. Round to nearest even, NaN
+/// stays a (quiet) NaN. bf16 is returned like half, in the low 16 bits of
+/// the first FP return register: a float whose low bits hold it.
+float truncSfBf2(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  uint32_t h = (u & 0x7fffffffu) > 0x7f800000u
+                   ? (u >> 16) | 0x40u
+                   : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  float out;
+  std::memcpy(&out, &h, sizeof(out));
+  return out;
+}
+
+} // namespace
 
 HostKernel::~HostKernel() = default;
 
@@ -61,6 +85,12 @@ HostKernel::compile(ModuleOp module, const std::string &entry) {
   if (!process)
     return process.takeError();
   (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  if (auto err = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(
+          {{(*jit)->mangleAndIntern("__truncsfbf2"),
+            {llvm::orc::ExecutorAddr::fromPtr(&truncSfBf2),
+             llvm::JITSymbolFlags::Exported |
+                 llvm::JITSymbolFlags::Callable}}})))
+    return std::move(err);
   llvmModule->setDataLayout((*jit)->getDataLayout());
   if (auto err = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(
           std::move(llvmModule), std::move(llvmContext))))
