@@ -9,7 +9,7 @@ asynchronous cp.async arrivals), checking that
   - a consumer reads tile t of a ring only once every producer thread's
     copy of t has landed in its stage (and Q before the first tile);
   - the producer copies tile t into a stage only once every consumer warp
-    released tile t - S (its wgmma reads of it completed);
+    released the tile the stage held before (its wgmma reads completed);
   - no mbarrier phase receives more arrivals than its count;
   - pingpong: every named-barrier phase completes with exactly the 4 warps
     of its warpgroup waiting and the 4 warps of the warpgroup before it
@@ -34,13 +34,17 @@ arrival) and raises the phase's pending bytes, which the copy's completion,
 later and asynchronously, pays off: the phase completes when both are done.
 The programs below mirror emitKVLoop; keep the two in step.
 
-Persistent CTAs (not built yet; the design in bench/NOTES-hopper.md
-"Persistent CTAs"): a CTA takes several work items in turn, with ring slots
-counted across items, Q behind a full/empty barrier pair (phase = item),
-each item's last V released for the next item's tiles, and the turns run
-on across items (warpgroup 0 syncs once more at the end). The model found
-that last point of the release: without it the second item deadlocks.
+Persistent CTAs (TileToWGMMA.cpp emitPersistent; bench/NOTES-hopper.md
+"Session 9" and "Session 10"): a CTA takes several work items in turn; tile
+t of every item sits in ring stage t mod S and each stage's barrier phases
+run on across items (ring_schedule), Q sits behind a full/empty barrier
+pair (phase = item), each item's last V is released for the next item's
+tiles, and the turns run on across items (warpgroup 0 syncs once more at
+the end). The model found that last point of the release: without it the
+second item deadlocks.
 Usage: producer_protocol_sim.py [--mutate NAME]   (exit 0: all checks pass)
+       producer_protocol_sim.py --mutations      (exit 0: every mutation of
+                                                   the protocol is caught)
 """
 import argparse
 import random
@@ -97,14 +101,42 @@ class NamedBarrier:
             self.phase += 1
 
 
+def ring_schedule(items, S, mutate):
+    """Where each KV tile of a CTA's items goes, as the wgmma mapping emits
+    it: tile t of an item sits in stage t mod S (the stage from the KV
+    loop's counter alone; TileToWGMMA.cpp emitKVLoop), and its barrier phase
+    is that stage's use count so far, the earlier items' uses included
+    (the carried ringPhases: per stage the parity of its uses and whether
+    it was used). Per item a list of (g, stage, use): g numbers the CTA's
+    tiles in order (the data's identity), use is the stage's use index.
+    Mutations: phases-reset forgets the earlier items' uses in the parities,
+    used-reset forgets that a stage was used (no empty wait before its
+    first use in a later item)."""
+    uses = [0] * S
+    out = []
+    g = 0
+    for n in items:
+        tiles = []
+        for t in range(n):
+            s = t % S
+            use = uses[s]
+            if mutate == "phases-reset":
+                use = t // S
+            elif mutate == "used-reset" and t < S:
+                use = uses[s] & 1  # the parity kept, "first use" assumed
+            tiles.append((g, s, use))
+            uses[s] += 1
+            g += 1
+        out.append(tiles)
+    return out
+
+
 def producer_program(items, S, mutate, persistent=False):
     """items: the KV tile count of each work item the CTA takes in turn (one
-    item unless persistent). Ring slot of tile t of an item: base + t, base
-    the tiles of the items before (carried across items)."""
+    item unless persistent); ring_schedule places their tiles."""
     ops = [("cta_barrier", "init")]
-    base = 0
     q = 0  # the Qs loaded so far: an item without tiles loads none
-    for i, n in enumerate(items):
+    for n, tiles in zip(items, ring_schedule(items, S, mutate)):
         if n == 0:
             if not persistent:
                 return ops
@@ -115,16 +147,16 @@ def producer_program(items, S, mutate, persistent=False):
             ops.append(("wait", "Qempty", 0, (q - 1) & 1, ("qrefill", "Q", q)))
         ops.append(("copy", "Q", q))
         q += 1
-        for g in range(base, base + n):
+        for g, s, use in tiles:
             for x in "KV":
-                if g >= S:
-                    parity = (g // S + 1) & 1
+                if use >= 1 and not (mutate == "used-reset" and
+                                     g - tiles[0][0] < S):
+                    parity = (use + 1) & 1
                     if mutate == "empty-parity":
                         parity ^= 1
-                    ops.append(("wait", x + "empty", g % S, parity,
+                    ops.append(("wait", x + "empty", s, parity,
                                 ("refill", x, g)))
-                ops.append(("copy", x, g))
-        base += n
+                ops.append(("copy", x, g, s))
     return ops
 
 
@@ -161,41 +193,39 @@ def consumer_program(items, S, groups, group, pingpong, mutate,
     if pingpong and group == 0 and mutate != "no-first-turn":
         ops.append(("bar_arrive", 0))
     t_of = [0]
-    base = 0
     q = 0
-    for i, n in enumerate(items):
+    for i, (n, tiles) in enumerate(zip(items,
+                                       ring_schedule(items, S, mutate))):
         if mutate == "restart-turns" and i >= 1 and pingpong and group == 0:
             ops.append(("bar_arrive", 0))
         if n == 0:  # O = 0, LSE = -inf: no Q, no tile, no turn
             continue
         # The CTA's q-th Q: full phase q.
         ops.append(("wait", "Qfull", 0, q & 1, ("data", "Q", q)))
-        for t in range(n):
+        for t, (g, s, use) in enumerate(tiles):
             t_of[0] = t
-            g = base + t
-            ops.append(("wait", "Kfull", g % S, (g // S) & 1,
-                        ("data", "K", g)))
+            ops.append(("wait", "Kfull", s, use & 1, ("data", "K", g)))
             if t > 0:
-                ops.append(("wait", "Vfull", (g - 1) % S,
-                            ((g - 1) // S) & 1, ("data", "V", g - 1)))
+                gp, sp, usep = tiles[t - 1]
+                ops.append(("wait", "Vfull", sp, usep & 1,
+                            ("data", "V", gp)))
             reads = [("Q", q), ("K", g)] + ([("V", g - 1)] if t > 0 else [])
             ops += turn(reads)
-            ops.append(("release", "K", g))  # after wgmma.wait_group 1
+            ops.append(("release", "K", g, s))  # after wgmma.wait_group 1
             if t > 0 and mutate != "skip-v-release":
-                ops.append(("release", "V", g - 1))  # after wait_group 0
+                ops.append(("release", "V", g - 1, sp))  # after wait_group 0
         # Persistent: every Q·Kᵀ of the item was waited for in its loop, so
         # Q is released before the epilogue's P·V (TileToWGMMA.cpp).
         if persistent:
-            ops.append(("release", "Q", q))
+            ops.append(("release", "Q", q, 0))
         q += 1
-        g = base + n - 1
-        ops.append(("wait", "Vfull", g % S, (g // S) & 1, ("data", "V", g)))
+        g, s, use = tiles[-1]
+        ops.append(("wait", "Vfull", s, use & 1, ("data", "V", g)))
         ops += turn([("V", g)], last=True)
         # Persistent: the next item's tiles refill this stage, so the item's
         # last V is released too (one item: nobody refills it).
         if persistent and mutate != "keep-last-v":
-            ops.append(("release", "V", g))  # after wait_group 0
-        base += n
+            ops.append(("release", "V", g, s))  # after wait_group 0
     if persistent and pingpong and group == 0 and \
             mutate != "no-final-sync":
         ops.append(("bar_sync", 0))  # the last warpgroup's final hand-off
@@ -225,6 +255,7 @@ def run(items, S, groups, pingpong, rng, policy, mutate, tma=False,
              for kind, i in actors]
     pc = [0] * len(actors)
     asyncq = [[] for _ in actors]  # a producer's pending copies, FIFO
+    placed = {}  # (x, t) -> the stage tile t was copied into
     landed = {}  # (x, t) -> producers whose copy landed
     released = {}  # (x, t) -> consumer warps that released it
     holds = {}  # (x, stage) -> tile copied there last
@@ -273,9 +304,9 @@ def run(items, S, groups, pingpong, rng, policy, mutate, tma=False,
             choices = first or choices
         kind, a = rng.choice(choices)
         if kind == "a":
-            x, t = asyncq[a].pop(0)
+            x, t, s = asyncq[a].pop(0)
             landed.setdefault((x, t), set()).add(a)
-            bar = bars["Qfull"][0] if x == "Q" else bars[x + "full"][t % S]
+            bar = bars["Qfull"][0] if x == "Q" else bars[x + "full"][s]
             if tma:  # the box bytes pay off the expect_tx
                 bar.complete_tx(f"{x}full", 1)
             else:  # cp.async.mbarrier.arrive.noinc
@@ -307,12 +338,14 @@ def run(items, S, groups, pingpong, rng, policy, mutate, tma=False,
                     raise AssertionError(f"producer loads Q of item {t} "
                                          f"before every consumer warp was "
                                          f"done with item {t - 1}'s")
-            elif len(released.get((x, t - S), ())) != consumers:
+            elif holds.get((x, s)) != t and ((x, s) not in holds or len(
+                    released.get((x, holds[(x, s)]), ())) != consumers):
                 raise AssertionError(f"producer refills {x} stage {s} with "
                                      f"tile {t} before every consumer warp "
-                                     f"released tile {t - S}")
+                                     f"released tile {holds.get((x, s))}")
         elif op[0] == "copy":
-            _, x, t = op
+            x, t = op[1], op[2]
+            s = op[3] if x != "Q" else 0
             if x == "Q":  # one buffer: item t over item t - 1's
                 if t >= 1 and len(released.get(("Q", t - 1), ())) != \
                         consumers:
@@ -320,18 +353,23 @@ def run(items, S, groups, pingpong, rng, policy, mutate, tma=False,
                                          f"{t - 1}'s still in use")
                 holds[("Q", 0)] = t
             else:
-                if t >= S and len(released.get((x, t - S), ())) != consumers:
+                prev = holds.get((x, s))
+                if prev == t:  # another producer thread's share of t
+                    prev = None
+                if prev is not None and \
+                        len(released.get((x, prev), ())) != consumers:
                     raise AssertionError(f"copy of {x} tile {t} over tile "
-                                         f"{t - S} still in use")
-                if in_flight.get((x, t - S)):
+                                         f"{prev} still in use")
+                if prev is not None and in_flight.get((x, prev)):
                     raise AssertionError(f"copy of {x} tile {t} under "
-                                         f"running reads of tile {t - S}")
-                holds[(x, t % S)] = t
+                                         f"running reads of tile {prev}")
+                holds[(x, s)] = t
+            placed[(x, t)] = s
             if tma:  # arrive.expect_tx first, then the copy in flight
-                bar = bars["Qfull"][0] if x == "Q" else bars[x + "full"][t % S]
+                bar = bars["Qfull"][0] if x == "Q" else bars[x + "full"][s]
                 bar.arrive(f"{x}full", expect_tx=0 if mutate == "no-expect-tx"
                            else 1)
-            asyncq[a].append((x, t))
+            asyncq[a].append((x, t, s))
         elif op[0] == "issue":
             _, group, reads = op
             for g, warps in turn_open.items():
@@ -347,10 +385,10 @@ def run(items, S, groups, pingpong, rng, policy, mutate, tma=False,
                                      f"before the earlier ones ended")
             turn_open[group] = turn_open.get(group, 0) + 1
             for x, t in reads:
-                if holds.get((x, 0 if x == "Q" else t % S)) != t:
+                held = holds.get((x, placed.get((x, t))))
+                if held != t:
                     raise AssertionError(f"warp {a} reads {x} tile {t} from "
-                                         f"a stage that holds "
-                                         f"{holds.get((x, 0 if x == 'Q' else t % S))}")
+                                         f"a stage that holds {held}")
                 in_flight.setdefault((x, t), set()).add(a)
         elif op[0] == "issued":
             turn_open[op[1]] -= 1
@@ -358,10 +396,9 @@ def run(items, S, groups, pingpong, rng, policy, mutate, tma=False,
             done[turn] = done.get(turn, 0) + 1
             turns_of[a] += 1
         elif op[0] == "release":
-            _, x, t = op
+            _, x, t, stage = op
             in_flight.get((x, t), set()).discard(a)
             released.setdefault((x, t), set()).add(a)
-            stage = 0 if x == "Q" else t % S
             bars[x + "empty"][stage].arrive(f"{x}empty[{stage}]")
         elif op[0] == "bar_arrive":
             named[op[1]].add(a, "arrive")
@@ -389,55 +426,90 @@ def run(items, S, groups, pingpong, rng, policy, mutate, tma=False,
                                      f"{syncs}, arrivals of {arrives}")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--mutate", default="",
-                    choices=["", "empty-parity", "empty-count+1",
-                             "skip-v-release", "no-first-turn",
-                             "last-arrive", "no-turn-end", "full-count+1",
-                             "no-expect-tx", "q-empty-skip", "restart-turns",
-                             "no-final-sync", "keep-last-v"])
-    ap.add_argument("--seeds", type=int, default=6)
-    args = ap.parse_args()
-    rng = random.Random(4321)
-    runs = failures = 0
+MUTATIONS = ["empty-parity", "empty-count+1", "skip-v-release",
+             "no-first-turn", "last-arrive", "no-turn-end", "full-count+1",
+             "no-expect-tx", "q-empty-skip", "restart-turns", "no-final-sync",
+             "keep-last-v", "phases-reset", "used-reset"]
+
+
+def cases(seeds, persistent_first=False):
+    """Every (items, S, groups, pingpong, policy, tma, persistent) run."""
+    if persistent_first:
+        yield from persistent_cases(seeds)
     for mode in ("producer", "pingpong", "tma"):
-        pingpong = mode != "producer"
         for groups in (2, 3):
             for S in (2, 3, 4):
                 for n in (0, 1, 2, 3, 5, 9, 33):
                     for policy in ("uniform", "producer-first",
                                    "consumers-first", "late-async"):
-                        for _ in range(args.seeds if n < 33 else 1):
-                            runs += 1
-                            try:
-                                run([n], S, groups, pingpong, rng, policy,
-                                    args.mutate, tma=mode == "tma")
-                            except AssertionError as e:
-                                failures += 1
-                                if failures <= 3:
-                                    print(f"FAIL {mode} "
-                                          f"groups={groups} S={S} tiles={n} "
-                                          f"{policy}: {e}")
+                        for _ in range(seeds if n < 33 else 1):
+                            yield ([n], S, groups, mode != "producer", policy,
+                                   mode == "tma", False)
+    if not persistent_first:
+        yield from persistent_cases(seeds)
+
+
+def persistent_cases(seeds):
     # Persistent CTAs (tma, several work items per CTA, as the wgmma
     # mapping's persistent option emits them: TileToWGMMA.cpp
-    # emitPersistent; items without tiles load no Q).
+    # emitPersistent; items without tiles load no Q; odd tile counts leave
+    # the stages' phases apart).
     for groups in (2, 3):
-        for S in (2, 3):
+        for S in (2, 3, 4):
             for items in ([1, 1], [3, 0, 5], [0, 2], [4, 1, 1, 6], [9, 2],
-                          [2, 2, 2, 0], [0, 0, 3, 0, 1]):
+                          [2, 2, 2, 0], [0, 0, 3, 0, 1], [1, 3, 2, 5, 1]):
                 for policy in ("uniform", "producer-first", "consumers-first",
                                "late-async"):
-                    for _ in range(args.seeds):
-                        runs += 1
-                        try:
-                            run(items, S, groups, True, rng, policy,
-                                args.mutate, tma=True, persistent=True)
-                        except AssertionError as e:
-                            failures += 1
-                            if failures <= 3:
-                                print(f"FAIL persistent groups={groups} S={S} "
-                                      f"items={items} {policy}: {e}")
+                    for _ in range(seeds):
+                        yield (items, S, groups, True, policy, True, True)
+
+
+def describe(case):
+    items, S, groups, pingpong, policy, tma, persistent = case
+    mode = ("persistent" if persistent else
+            "tma" if tma else "pingpong" if pingpong else "producer")
+    return f"{mode} groups={groups} S={S} items={items} {policy}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mutate", default="", choices=[""] + MUTATIONS)
+    ap.add_argument("--seeds", type=int, default=6)
+    ap.add_argument("--mutations", action="store_true",
+                    help="check that every mutation fails the model (each "
+                         "run until its first failure); exit 1 if one never "
+                         "does")
+    args = ap.parse_args()
+    if args.mutations:
+        survivors = []
+        for m in MUTATIONS:
+            rng = random.Random(4321)
+            caught = None
+            for case in cases(1, persistent_first=True):
+                items, S, groups, pingpong, policy, tma, persistent = case
+                try:
+                    run(items, S, groups, pingpong, rng, policy, m, tma=tma,
+                        persistent=persistent)
+                except AssertionError as e:
+                    caught = f"{describe(case)}: {str(e)[:120]}"
+                    break
+            print(f"mutation {m}: " + (f"fails, {caught}" if caught
+                                        else "NOT caught"))
+            if not caught:
+                survivors.append(m)
+        return 1 if survivors else 0
+    rng = random.Random(4321)
+    runs = failures = 0
+    for case in cases(args.seeds):
+        items, S, groups, pingpong, policy, tma, persistent = case
+        runs += 1
+        try:
+            run(items, S, groups, pingpong, rng, policy, args.mutate, tma=tma,
+                persistent=persistent)
+        except AssertionError as e:
+            failures += 1
+            if failures <= 3:
+                print(f"FAIL {describe(case)}: {e}")
     print(f"{runs} runs, {failures} failed"
           + (f" (mutation {args.mutate})" if args.mutate else ""))
     return 1 if failures else 0

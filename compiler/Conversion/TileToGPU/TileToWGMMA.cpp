@@ -240,12 +240,17 @@ private:
   // consumers.
   bool producer, pingPong;
   // Persistent blocks (kv-sync=tma): which role's walk is being emitted
-  // (Whole: the one walk of a block per tile), and per work item the ring
-  // slots and the Q loads of the block's items before it; the KV loop
-  // leaves the item's tile count (0 without a tile) in itemTiles.
+  // (Whole: the one walk of a block per tile), and per work item what the
+  // block's items before it left: ringPhases, per ring stage s the parity
+  // of its uses (bit s) and whether it was used (bit kStageUsedBit + s);
+  // qItems, the Q loads. The KV loop leaves the item's tile count (0
+  // without a tile) in itemTiles.
   bool persistent;
   enum class Walk { Whole, Producer, Consumer } walk = Walk::Whole;
-  Value ringBase, qItems, itemTiles;
+  static constexpr int64_t kStageUsedBit = 16;
+  Value ringPhases, qItems, itemTiles;
+  /// ringPhases after an item of `tiles` KV tiles (tile t in stage t mod S).
+  Value advanceRingPhases(Value tiles);
   // kv-sync=tma: the Q, K and V tensor maps (kernel parameters).
   SmallVector<Value> tensorMaps;
   // The Q load the producer issues (deferred from emitRowLoad) and the
@@ -303,14 +308,19 @@ void WGMMAEmitter::initBarriers(int64_t fullArrivals) {
     Value perWarp = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
                                              consumerThreads() / 32);
     // The rings' 4 x S, then Q's full barrier (with a producer) and its
-    // empty one (persistent: the consumer warps arrive after their item's
+    // empty one (persistent: every consumer thread arrives after its item's
     // last Q·Kᵀ, before the producer loads the next item's Q).
     int64_t count = 4 * S + (producer ? 1 : 0) + (persistent ? 1 : 0);
     for (int64_t i = 0; i < count; ++i) {
       int64_t kind = i / S;
-      bool empty = i < 4 * S ? kind == kEmptyK || kind == kEmptyV : i > 4 * S;
-      NVVM::MBarrierInitOp::create(b, loc, barrierAt(0, idx(i)),
-                                   empty ? perWarp : perCopier, Value());
+      bool qEmpty = i > 4 * S;
+      bool empty = i < 4 * S ? kind == kEmptyK || kind == kEmptyV : qEmpty;
+      Value arrivals = qEmpty ? LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                                         consumerThreads())
+                       : empty ? perWarp
+                               : perCopier;
+      NVVM::MBarrierInitOp::create(b, loc, barrierAt(0, idx(i)), arrivals,
+                                   Value());
     }
     // TMA completes the full barriers through the async proxy: make the
     // initialisation visible to it (fence.mbarrier_init).
@@ -659,12 +669,23 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   auto tileRow = [&](Value t) { // lb + t · step
     return add(lb, arith::MulIOp::create(b, loc, t, step));
   };
-  // Tile t of the loop is ring slot t (persistent: slot ringBase + t, the
-  // block's earlier items having used ringBase slots).
+  // Tile t of the loop sits in stage t mod S of each ring, also in a
+  // persistent block's later items: the stage (and so every wgmma
+  // descriptor) derives from the loop counter alone, which ptxas keeps in
+  // the uniform datapath. (Counting slots across items instead, stage
+  // (base + t) mod S, had ptxas rebuild each descriptor per thread, R2UR
+  // before every HGMMA: 633 SASS instructions per tile against 555, session
+  // 9.) Only the barrier waits read what the earlier items left
+  // (ringPhases).
   const bool itemWalk = walk != Walk::Whole;
-  auto slotOf = [&](Value t) { return itemWalk ? add(ringBase, t) : t; };
   auto stageOf = [&](Value t) {
-    return arith::RemUIOp::create(b, loc, slotOf(t), idx(S));
+    return arith::RemUIOp::create(b, loc, t, idx(S));
+  };
+  // Persistent: bit `bit0` + stage of ringPhases, as an index 0 or 1.
+  auto ringPhaseBit = [&](Value t, int64_t bit0) -> Value {
+    Value at = add(stageOf(t), bit0);
+    return arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, ringPhases, at), idx(1));
   };
   auto stageBytes = [&](Value stage, int64_t bytes) {
     return arith::IndexCastOp::create(b, loc, b.getI64Type(),
@@ -703,9 +724,13 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     return arith::IndexCastOp::create(
         b, loc, b.getI32Type(), arith::AndIOp::create(b, loc, phase, idx(1)));
   };
+  // Tile t is its stage's use t / S of the loop (+ the earlier items'
+  // uses, persistent): the phase its full barrier completes.
   auto parityOf = [&](Value t, int64_t phaseOffset) -> Value {
-    return asParity(
-        add(arith::DivUIOp::create(b, loc, slotOf(t), idx(S)), phaseOffset));
+    Value phase = add(arith::DivUIOp::create(b, loc, t, idx(S)), phaseOffset);
+    if (itemWalk)
+      phase = add(phase, ringPhaseBit(t, 0));
+    return asParity(phase);
   };
   // A try_wait.parity loop (the op's inline PTX spins until the phase
   // completed), with CUTLASS's suspend-time hint of 10 ms.
@@ -719,10 +744,16 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   if (mbarriers && !persistent)
     initBarriers(fullArrivals);
   // Before tile t (K or V) goes into its stage: every consumer warp
-  // released the tile the stage held (slot - S; nothing to wait for before).
+  // released the tile the stage held (t - S, or an earlier item's;
+  // nothing to wait for before the stage's first use).
   auto emptyWait = [&](bool isK, Value t) {
-    Value reused = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
-                                         slotOf(t), idx(S));
+    Value reused =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t, idx(S));
+    if (itemWalk)
+      reused = arith::OrIOp::create(
+          b, loc, reused,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                ringPhaseBit(t, kStageUsedBit), idx(0)));
     gpu_emit::emitIfThen(b, loc, reused, [&] {
       waitBarrier(barrierAt(isK ? kEmptyK : kEmptyV, stageOf(t)),
                   parityOf(t, 1));
@@ -947,7 +978,8 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   };
 
   Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub);
-  // The loop's tiles, 0 without one (persistent: the ring slots it uses).
+  // The loop's tiles, 0 without one (persistent: what advances the rings'
+  // phases).
   auto tileCount = [&] {
     return arith::SelectOp::create(
         b, loc, any,
@@ -1096,12 +1128,14 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     // overwritten by the next item's (released here rather than at the
     // last tile's wait: a compare in the loop and its bound cost the
     // consumers registers, and the epilogue still covers the next Q's
-    // load).
+    // load). Every thread arrives, not lane 0 of each warp: with the
+    // lane-0 arrive (a branch or a predicate) ptxas kept the next items'
+    // KV loop out of the uniform datapath (its counter, stages and every
+    // wgmma descriptor in vector registers, R2UR before each HGMMA: D64
+    // 619 SASS instructions per tile against 561).
     if (itemWalk)
-      gpu_emit::emitIfThen(b, loc, laneZero, [&] {
-        NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(), qEmptyBarrier(),
-                                       Value());
-      });
+      NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(), qEmptyBarrier(),
+                                     Value());
     if (mbarriers) {
       waitTile(/*isK=*/false, tLast);
       fenceProxy();
@@ -1133,13 +1167,32 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   return success();
 }
 
+Value WGMMAEmitter::advanceRingPhases(Value tiles) {
+  // Stage s held tiles s, s + S, ... of the item: ceil((tiles - s) / S) of
+  // them, none when tiles <= s.
+  const int64_t S = kvStages;
+  Value phases = ringPhases;
+  for (int64_t s = 0; s < S; ++s) {
+    Value uses = arith::DivUIOp::create(b, loc, add(tiles, S - 1 - s), idx(S));
+    Value flip = arith::ShLIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, uses, idx(1)), idx(s));
+    Value used = arith::SelectOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, tiles, idx(s)),
+        idx(int64_t(1) << (kStageUsedBit + s)), idx(0));
+    phases = arith::OrIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, phases, flip), used);
+  }
+  return phases;
+}
+
 // Persistent blocks: work item w = (query tile, head, batch) with the
 // query tile fastest (as a grid of one block per tile launches them, so the
 // blocks at work together read few heads' K/V: L2 keeps them); block c
 // takes the pairs of items below (long and short together). The walk from the
 // first program id to the return is emitted once per role inside a loop over
-// the items, each role carrying the ring slots and Q loads so far (both
-// compute the same tile counts, so their slots and parities agree).
+// the items, each role carrying the rings' per-stage phases and the Q loads
+// so far (both compute the same tile counts, so their parities agree).
 // tests/unit/producer_protocol_sim.py models the protocol (persistent
 // mode).
 LogicalResult WGMMAEmitter::emitPersistent() {
@@ -1227,7 +1280,7 @@ LogicalResult WGMMAEmitter::emitPersistent() {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     Value k = loop.getInductionVar();
-    ringBase = toIdx(loop.getRegionIterArgs()[0]);
+    ringPhases = toIdx(loop.getRegionIterArgs()[0]);
     qItems = toIdx(loop.getRegionIterArgs()[1]);
     Value pair =
         add32(block, mul32(grid, arith::ShRUIOp::create(b, loc, k, c32(1))));
@@ -1269,7 +1322,7 @@ LogicalResult WGMMAEmitter::emitPersistent() {
                                            itemTiles, idx(0));
     scf::YieldOp::create(
         b, loc,
-        ValueRange{to32(add(ringBase, itemTiles)),
+        ValueRange{to32(advanceRingPhases(itemTiles)),
                    to32(add(qItems, arith::SelectOp::create(b, loc, hadTiles,
                                                             idx(1), idx(0))))});
     return success();
