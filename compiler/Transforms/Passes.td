@@ -184,6 +184,15 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
            "setmaxnreg once per block, so the producer loads the next item's "
            "Q and K/V tiles under the current item's last tiles and "
            "epilogue)">,
+    Option<"epilogue", "epilogue", "std::string", /*default=*/"\"registers\"",
+           "How O is written: registers (each thread stores its accumulator "
+           "fragments to global memory; the pass's default) or tma "
+           "(kv-sync=tma only: each consumer warpgroup writes its 64 rows "
+           "into shared memory in the 128-byte swizzled layout with "
+           "stmatrix, and one thread stores them with a TMA bulk tensor "
+           "copy of the o_tmap tensor-map parameter, box 64 columns x 64 "
+           "rows; one block per tile reuses Q's buffer, persistent blocks "
+           "a buffer of their own)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

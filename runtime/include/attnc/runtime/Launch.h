@@ -58,6 +58,11 @@ inline bool isAttentionFwdGridRule(std::string_view rule) {
 // the attention_fwd_v1 parameters, in this order; each names its box rows.
 inline constexpr std::array<const char *, 3> kAttentionTensorMapParams = {
     "q_tmap", "k_tmap", "v_tmap"};
+// A TMA kernel whose epilogue stores O by TMA (tuning.epilogue "tma") takes
+// O's tensor map after those, boxes of kAttentionOutputTensorMapBoxRows
+// rows (one consumer warpgroup's).
+inline constexpr const char *kAttentionOutputTensorMapParam = "o_tmap";
+inline constexpr int64_t kAttentionOutputTensorMapBoxRows = 64;
 
 // A tensor in the logical [B, H, S, D] layout; strides in elements. For LSE
 // only dims 0..2 ([B, Hq, Sq]) are used and shape[3], stride[3] must be 1.
