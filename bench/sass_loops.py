@@ -30,7 +30,7 @@ import tempfile
 INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 LABEL = re.compile(r"^\s*(\.L_x_\d+):")
 BRANCH = re.compile(r"\bBRA(?:\.\S+)?\s+(?:\S+\s+)?`?\(?(\.L_x_\d+)\)?")
-KINDS = ("HGMMA", "R2UR", "BAR", "SYNCS", "MUFU", "SHFL", "LDS", "STS",
+KINDS = ("HGMMA", "R2UR", "BAR", "SYNCS", "MUFU", "SHFL", "LDS", "STS", "STSM",
          "STG", "UTMALDG")
 
 

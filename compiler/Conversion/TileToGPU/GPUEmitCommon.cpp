@@ -71,6 +71,19 @@ Value gpu_emit::quadReduce(OpBuilder &b, Location loc, Value x, bool max) {
   return x;
 }
 
+Value gpu_emit::opaqueIndex(OpBuilder &b, Location loc, Value x) {
+  Type i32 = b.getI32Type();
+  Value narrow = arith::IndexCastUIOp::create(b, loc, i32, x);
+  auto copy = LLVM::InlineAsmOp::create(
+      b, loc, i32, ValueRange{narrow}, "mov.b32 $0, $1;", "=r,r",
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  return arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
+                                      copy.getResult(0));
+}
+
 Value gpu_emit::exp2(OpBuilder &b, Location loc, Value x) {
   return nvvmUnary(b, loc, "llvm.nvvm.ex2.approx.ftz.f", x);
 }
@@ -481,7 +494,7 @@ LogicalResult gpu_emit::mapKernelsToGPU(
                                ArrayRef<Value>)>
         emit,
     function_ref<int64_t(tile::LoadOp)> ringStages,
-    function_ref<int64_t(tile::LaunchAttr)> scratchBytes) {
+    function_ref<int64_t(func::FuncOp, tile::LaunchAttr)> scratchBytes) {
   MLIRContext *ctx = module.getContext();
   SmallVector<func::FuncOp> kernels;
   for (auto fn : module.getOps<func::FuncOp>())
@@ -524,7 +537,8 @@ LogicalResult gpu_emit::mapKernelsToGPU(
     int64_t bytes = 0;
     // After the tiles (whole 1 KiB blocks), the mapping's scratch bytes.
     size_t tiles = bufferTypes.size();
-    if (int64_t scratch = scratchBytes ? scratchBytes(launch) : 0; scratch > 0)
+    if (int64_t scratch = scratchBytes ? scratchBytes(kernel, launch) : 0;
+        scratch > 0)
       bufferTypes.push_back(
           MemRefType::get({scratch}, b.getI8Type(), nullptr, wg));
     if (!bufferTypes.empty()) {

@@ -47,6 +47,13 @@ mlir::Value quadReduce(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
 
 /// 2^x with ex2.approx.ftz (exact at -inf -> 0), element-wise on vectors.
 mlir::Value exp2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+
+/// An index equal to `x` that LLVM's optimiser cannot see through (a
+/// `mov.b32` in inline PTX with side effects, on the low 32 bits): what is
+/// computed from it stays where it is emitted. For per-thread addresses in a
+/// persistent loop's epilogue, which LICM would otherwise hoist out of the
+/// loop and keep live across everything (registers the consumers lack).
+mlir::Value opaqueIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// log2(x) with lg2.approx (~2^-22 relative error).
 mlir::Value log2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 
@@ -158,8 +165,8 @@ mlir::LogicalResult mapKernelsToGPU(
         llvm::ArrayRef<mlir::Value> buffers)>
         emit,
     llvm::function_ref<int64_t(attnc::tile::LoadOp)> ringStages = nullptr,
-    llvm::function_ref<int64_t(attnc::tile::LaunchAttr)> scratchBytes =
-        nullptr);
+    llvm::function_ref<int64_t(mlir::func::FuncOp, attnc::tile::LaunchAttr)>
+        scratchBytes = nullptr);
 
 /// The staged loads of a KV loop that can be copied an iteration ahead:
 /// their row is the induction variable, their source, batch and head are

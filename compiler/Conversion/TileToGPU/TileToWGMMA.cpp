@@ -113,12 +113,13 @@ public:
                tile::LaunchAttr launch, ArrayRef<Value> buffers,
                int64_t kvStages, KVSync sync, Value barriers,
                ArrayRef<Value> tensorMaps, float rescaleThreshold,
-               bool persistent)
+               bool persistent, Value oTensorMap, int64_t oStagingBytes)
       : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages),
         barriers(barriers), mbarriers(sync != KVSync::Barrier),
         producer(hasProducer(sync)), pingPong(takesTurns(sync)),
         persistent(persistent),
         tensorMaps(tensorMaps.begin(), tensorMaps.end()),
+        oTensorMap(oTensorMap), oStagingBytes(oStagingBytes),
         rescaleThreshold(rescaleThreshold) {}
 
   /// One block per tile (the walk of TileEmitter), or with `persistent` a
@@ -143,6 +144,9 @@ public:
     return math().finalize(op);
   }
   LogicalResult emitStore(tile::StoreOp op);
+  /// epilogue=tma: O through shared memory and a TMA store (see its
+  /// definition).
+  LogicalResult emitTmaStore(tile::StoreOp op);
   LogicalResult emitFor(scf::ForOp op);
   LogicalResult emitConstant(arith::ConstantOp op) {
     return math().constant(op);
@@ -213,6 +217,10 @@ private:
   LogicalResult emitPersistent();
   /// The kernel argument whose tile.param is `name` (null without one).
   Value paramArg(StringRef name);
+  /// The address (i64) of byte `offset` of the frame's scratch bytes.
+  Value scratchAddress(int64_t offset);
+  /// The address (i64) of a shared-memory buffer's first byte.
+  Value bufferAddress(Value buf);
 
   // The mbarrier objects: slot `kind` x kv-stages + `stage` (kinds kFull*
   // / kEmpty*, after them Q's full and, persistent, Q's empty barrier).
@@ -253,6 +261,12 @@ private:
   Value advanceRingPhases(Value tiles);
   // kv-sync=tma: the Q, K and V tensor maps (kernel parameters).
   SmallVector<Value> tensorMaps;
+  // epilogue=tma: O's tensor map (null: O from registers), and the bytes
+  // of O's staging buffer at the start of the scratch bytes (persistent;
+  // 0: O is staged in Q's buffer, qBuffer).
+  Value oTensorMap;
+  int64_t oStagingBytes;
+  Value qBuffer;
   // The Q load the producer issues (deferred from emitRowLoad) and the
   // branch that splits the block into producer and consumers.
   tile::LoadOp qLoad;
@@ -284,9 +298,18 @@ void WGMMAEmitter::setUp() {
     baseDesc[buf] = arith::OrIOp::create(b, loc, field, i64(int64_t(1) << 62));
   }
   if (persistent) // the KV loops of both roles use it
-    barBase = arith::IndexCastOp::create(
-        b, loc, b.getI64Type(),
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, barriers));
+    barBase = scratchAddress(oStagingBytes);
+}
+
+Value WGMMAEmitter::bufferAddress(Value buf) {
+  return arith::IndexCastOp::create(
+      b, loc, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buf));
+}
+
+Value WGMMAEmitter::scratchAddress(int64_t offset) {
+  Value base = bufferAddress(barriers);
+  return offset ? arith::AddIOp::create(b, loc, base, i64(offset)) : base;
 }
 
 Value WGMMAEmitter::barrierAt(int64_t kind, Value stage) {
@@ -423,6 +446,7 @@ LogicalResult WGMMAEmitter::emitRowLoad(tile::LoadOp op) {
   // With a producer warpgroup, the producer copies it in the KV loop.
   Value buf = buffers[nextStage++];
   frags[op.getResult()] = {Frags::Staged, {buf}};
+  qBuffer = buf;
   if (producer) {
     qLoad = op;
     qRow = map.lookup(op.getRow());
@@ -571,10 +595,131 @@ LogicalResult WGMMAEmitter::emitScore(tile::ScoreOp op) {
 }
 
 LogicalResult WGMMAEmitter::emitStore(tile::StoreOp op) {
+  if (oTensorMap && frags[op.getValue()].kind == Frags::C)
+    return emitTmaStore(op);
   Value q0 = map.lookup(op.getRow());
   return math().store(op, map, t4, [&](int64_t, int64_t r) {
     return add(add(q0, rowInTile), 8 * r);
   });
+}
+
+// epilogue=tma. Each consumer warpgroup writes its 64 rows of O (bf16/f16,
+// the C layout of the accumulators) into the staging buffer in the
+// 128-byte swizzled layout TMA reads (the layout of Q: D/64 column blocks
+// of block_m rows x 128 bytes, 16-byte chunk c of row r at c ^ (r % 8)),
+// with stmatrix.x4 (four 8x8 matrices per instruction: n8 tiles 2p and
+// 2p + 1, rows g and g + 8 of each; a matrix's 8 rows land in 8 distinct
+// chunks of 8 consecutive rows, so no bank conflicts); then the proxy
+// fence and the warpgroup's own named barrier, and its first thread
+// stores the D/64 boxes of 64 columns x 64 rows with
+// cp.async.bulk.tensor (rows past the sequence end are not written: the
+// tensor map's bounds). The staging buffer is Q's with one block per tile
+// (a warpgroup's Q rows are read by its own Q·Kᵀ only, all waited for),
+// and a buffer of its own with persistent blocks (the producer refills Q
+// during the epilogue): there, before writing, the first thread waits until
+// the previous item's store has read it, and the block's last store is
+// waited for after the item loop. ncu counted 50% excess sectors on the
+// register stores (16 of every 32 bytes per instruction).
+LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
+  const Frags &o = frags[op.getValue()];
+  const int64_t blockM = launch.getBlockM();
+  const int64_t n8 = int64_t(o.regs.size()), d = 8 * n8;
+  // Persistent: the addresses below are the same for every item; hoisted
+  // out of the item loop they stayed live across the KV loop, and the
+  // consumers spilled the item loop's bounds (D128: 12 B).
+  Value tid = persistent ? gpu_emit::opaqueIndex(b, loc, this->tid) : this->tid;
+  Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+  Value wg = arith::DivUIOp::create(b, loc, tid, idx(128));
+  Value first = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, loc, tid, idx(128)), idx(0));
+  // Named barriers: 0 is the block's, 1 + w the turns; then one per
+  // warpgroup for its epilogue.
+  auto asI32 = [&](Value v) {
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+  };
+  Value epilogueBarrier = asI32(add(wg, 1 + consumerThreads() / 128));
+  Value wgThreads = LLVM::ConstantOp::create(b, loc, b.getI32Type(), 128);
+  auto syncWarpgroup = [&] {
+    NVVM::BarrierOp::create(b, loc, TypeRange{}, epilogueBarrier, wgThreads,
+                            NVVM::BarrierReductionAttr(), Value());
+  };
+  Value staging = persistent ? scratchAddress(0) : bufferAddress(qBuffer);
+  if (persistent) {
+    gpu_emit::emitIfThen(b, loc, first, [&] {
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+    });
+    syncWarpgroup();
+  }
+  // Lane l gives the row address of matrix l / 8, row l % 8: matrix m holds
+  // n8 tile 2p + m / 2, rows g + 8 (m % 2).
+  Value m = arith::DivUIOp::create(b, loc, lane, idx(8));
+  Value rowInMatrix = arith::RemUIOp::create(b, loc, lane, idx(8));
+  Value warpInGroup = arith::RemUIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, tid, idx(32)), idx(4));
+  Value row = add(add(add(mul(wg, 64), mul(warpInGroup, 16)),
+                      mul(arith::RemUIOp::create(b, loc, m, idx(2)), 8)),
+                  rowInMatrix);
+  Value laneBase = arith::AddIOp::create(
+      b, loc, staging,
+      arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                 mul(row, wgmma::kSwizzleBytes)));
+  // Chunk (2 (p % 4) + m / 2) ^ (row % 8) = 2 (p % 4) ^ (m / 2 ^ row % 8).
+  Value chunkXor = arith::XOrIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, m, idx(2)), rowInMatrix);
+  auto sharedPtrT = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  for (int64_t p = 0; p < n8 / 2; ++p) {
+    int64_t block = p / 4;
+    Value chunk = arith::XOrIOp::create(b, loc, chunkXor, idx(2 * (p % 4)));
+    Value at = arith::AddIOp::create(
+        b, loc, laneBase,
+        arith::IndexCastOp::create(
+            b, loc, b.getI64Type(),
+            add(mul(chunk, 16), block * blockM * wgmma::kSwizzleBytes)));
+    SmallVector<Value> sources;
+    for (int64_t i = 0; i < 4; ++i)
+      sources.push_back(LLVM::BitcastOp::create(
+          b, loc, b.getI32Type(), row2(o.regs[2 * p + i / 2], i % 2)));
+    NVVM::StMatrixOp::create(
+        b, loc, LLVM::IntToPtrOp::create(b, loc, sharedPtrT, at), sources,
+        NVVM::MMALayout::row,
+        NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+        NVVM::LdStMatrixEltType::B16);
+  }
+  // stmatrix wrote through the generic proxy; TMA reads through the async
+  // one: fence, then every thread of the warpgroup has written.
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+  syncWarpgroup();
+  Value q0 = map.lookup(op.getRow());
+  Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
+  gpu_emit::emitIfThen(b, loc, first, [&] {
+    Value wgRows = mul(wg, 64);
+    Value src0 = arith::AddIOp::create(
+        b, loc, staging,
+        arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                   mul(wgRows, wgmma::kSwizzleBytes)));
+    for (int64_t block = 0; block < d / wgmma::kSwizzleElems; ++block) {
+      Value src = arith::AddIOp::create(
+          b, loc, src0, i64(block * blockM * wgmma::kSwizzleBytes));
+      Value coords[] = {LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                                 block * wgmma::kSwizzleElems),
+                        asI32(add(q0, wgRows)), asI32(head), asI32(batch)};
+      NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+          b, loc, oTensorMap, LLVM::IntToPtrOp::create(b, loc, sharedPtrT, src),
+          ValueRange(coords), /*l2CacheHint=*/Value(),
+          NVVM::TMAStoreModeAttr::get(b.getContext(), NVVM::TMAStoreMode::TILE),
+          /*predicate=*/Value());
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+    // One block per tile: the block must not exit (its shared memory going
+    // to the next block) before the store has read the buffer.
+    if (!persistent)
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+  });
+  return success();
 }
 
 /// The attention KV loop as the wgmma schedule takes it: K and V staged at
@@ -716,9 +861,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   const int64_t fullArrivals = tma ? 1 : copiers;
   Value copier = tid; // this thread's index among the copiers
   if (mbarriers && !persistent)
-    barBase = arith::IndexCastOp::create(
-        b, loc, b.getI64Type(),
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, barriers));
+    barBase = scratchAddress(oStagingBytes);
   auto sharedPtrT = LLVM::LLVMPointerType::get(b.getContext(), 3);
   auto asParity = [&](Value phase) -> Value { // phase & 1 as i32
     return arith::IndexCastOp::create(
@@ -1231,11 +1374,6 @@ LogicalResult WGMMAEmitter::emitPersistent() {
   auto trunc32 = [&](Value v) {
     return arith::TruncIOp::create(b, loc, i32, v);
   };
-  Value qTiles = arith::CeilDivUIOp::create(b, loc, trunc32(seqQ),
-                                            c32(launch.getBlockM()));
-  Value items = arith::MulIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, qTiles, c32(heads)),
-      trunc32(batch));
   initBarriers(/*fullArrivals=*/1); // TMA: one expect_tx per phase
 
   // Block c takes the item pairs (2p, 2p + 1) for p = c, c + G, ... (G =
@@ -1257,24 +1395,30 @@ LogicalResult WGMMAEmitter::emitPersistent() {
   auto cmp32 = [&](arith::CmpIPredicate p, Value x, Value y) {
     return arith::CmpIOp::create(b, loc, p, x, y);
   };
-  Value block = to32(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
-  Value grid = to32(gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
-  Value pairs = arith::CeilDivUIOp::create(b, loc, items, c32(2));
-  Value mine = arith::SelectOp::create(
-      b, loc, cmp32(arith::CmpIPredicate::ult, block, pairs),
-      arith::CeilDivUIOp::create(b, loc, sub32(pairs, block), grid), c32(0));
-  Value lastSecond = add32(
-      mul32(add32(block, mul32(grid, sub32(mine, c32(1)))), c32(2)), c32(1));
-  Value myItems = arith::SelectOp::create(
-      b, loc, cmp32(arith::CmpIPredicate::eq, mine, c32(0)), c32(0),
-      sub32(mul32(mine, c32(2)),
-            arith::ExtUIOp::create(
-                b, loc, i32,
-                cmp32(arith::CmpIPredicate::uge, lastSecond, items))));
-
-  // One role's loop over the block's items.
+  // One role's loop over the block's items. Each role computes the item
+  // count and walk itself, after the role split: values live across
+  // setmaxnreg were spilled (the producer keeps 24 registers).
   auto itemLoop = [&](Walk role) -> LogicalResult {
     walk = role;
+    Value qTiles = arith::CeilDivUIOp::create(b, loc, trunc32(seqQ),
+                                              c32(launch.getBlockM()));
+    Value items = arith::MulIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, qTiles, c32(heads)),
+        trunc32(batch));
+    Value block = to32(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+    Value grid = to32(gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
+    Value pairs = arith::CeilDivUIOp::create(b, loc, items, c32(2));
+    Value mine = arith::SelectOp::create(
+        b, loc, cmp32(arith::CmpIPredicate::ult, block, pairs),
+        arith::CeilDivUIOp::create(b, loc, sub32(pairs, block), grid), c32(0));
+    Value lastSecond = add32(
+        mul32(add32(block, mul32(grid, sub32(mine, c32(1)))), c32(2)), c32(1));
+    Value myItems = arith::SelectOp::create(
+        b, loc, cmp32(arith::CmpIPredicate::eq, mine, c32(0)), c32(0),
+        sub32(mul32(mine, c32(2)),
+              arith::ExtUIOp::create(
+                  b, loc, i32,
+                  cmp32(arith::CmpIPredicate::uge, lastSecond, items))));
     auto loop = scf::ForOp::create(b, loc, c32(0), myItems, c32(1),
                                    ValueRange{c32(0), c32(0)});
     OpBuilder::InsertionGuard g(b);
@@ -1366,6 +1510,22 @@ LogicalResult WGMMAEmitter::emitPersistent() {
     });
     if (failed(itemLoop(Walk::Consumer)))
       return failure();
+    // After the loop from a fresh (opaque) tid: the predicate above, kept
+    // live across the item loop, was spilled (epilogue=tma, D128: 4 B).
+    Value tidAfter = gpu_emit::opaqueIndex(b, loc, tid);
+    group0 = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::DivUIOp::create(b, loc, tidAfter, idx(128)), idx(0));
+    // epilogue=tma: the block's last O store has read the staging buffer
+    // before the block exits (its first thread per warpgroup committed it).
+    if (oTensorMap) {
+      Value firstOfGroup = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq,
+          arith::RemUIOp::create(b, loc, tidAfter, idx(128)), idx(0));
+      gpu_emit::emitIfThen(b, loc, firstOfGroup, [&] {
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+      });
+    }
     gpu_emit::emitIfThen(b, loc, group0, [&] {
       NVVM::BarrierOp::create(b, loc, TypeRange{}, turnBarrierOf(), turnThreads,
                               NVVM::BarrierReductionAttr(), Value());
@@ -1398,10 +1558,29 @@ void MapTileToWGMMAPass::runOnOperation() {
         << rescale;
     return signalPassFailure();
   }
+  if (epilogue != "registers" && epilogue != "tma") {
+    getOperation().emitError()
+        << "attnc-map-tile-to-wgmma: epilogue must be registers or tma, not "
+        << epilogue;
+    return signalPassFailure();
+  }
   // FlashAttention-4's threshold: 8 in log2 units, probabilities <= 256.
   const float rescaleThreshold = rescale == "threshold" ? 8.f : 0.f;
   const bool mbarriers = *sync != KVSync::Barrier;
   const bool producer = hasProducer(*sync);
+  const bool tmaEpilogue = epilogue == "tma";
+  // epilogue=tma with persistent blocks: O's staging buffer, at the start
+  // of the scratch bytes (1 KiB aligned: they follow the tiles).
+  auto oStaging = [&](func::FuncOp kernel, tile::LaunchAttr launch) {
+    int64_t headDim = 0;
+    kernel.walk([&](tile::LoadOp load) {
+      if (gpu_emit::isRowOwnedLoad(load))
+        headDim = load.getResult().getType().getDimSize(1);
+    });
+    return tmaEpilogue && persistent
+               ? wgmma::oStagingBytes(headDim, launch.getBlockM())
+               : int64_t(0);
+  };
   // Q, K and V all in shared memory (Q first), unpadded: the 128-byte
   // swizzle spreads the rows over the banks instead. The frame aligns every
   // buffer to 1024 bytes, the swizzle's period.
@@ -1421,6 +1600,22 @@ void MapTileToWGMMAPass::runOnOperation() {
             if (persistent && *sync != KVSync::Tma)
               return kernel.emitError()
                      << "persistent blocks need kv-sync tma, not " << kvSync;
+            if (tmaEpilogue && *sync != KVSync::Tma)
+              return kernel.emitError()
+                     << "epilogue tma needs kv-sync tma, not " << kvSync;
+            if (int64_t staging = oStaging(kernel, launch)) {
+              int64_t headDim = staging / (2 * launch.getBlockM());
+              int64_t tiles = wgmma::smemBytes(headDim, launch.getBlockM(),
+                                               launch.getBlockN(), kvStages);
+              if (tiles + staging > wgmma::kSmemLimit)
+                return kernel.emitError()
+                       << "epilogue tma with persistent blocks needs O's "
+                          "staging buffer ("
+                       << staging << " bytes) beside the Q tile and K/V rings ("
+                       << tiles
+                       << " bytes), more than the 227 KiB of shared "
+                          "memory a block can have";
+            }
             if (takesTurns(*sync) && launch.getBlockM() < 128)
               return kernel.emitError()
                      << "kv-sync " << kvSync
@@ -1435,7 +1630,12 @@ void MapTileToWGMMAPass::runOnOperation() {
               OpBuilder ab(gpuFunc);
               auto ptrT = LLVM::LLVMPointerType::get(gpuFunc.getContext());
               SmallVector<int64_t> indices;
-              for (const char *name : kAttentionTensorMapParams) {
+              SmallVector<const char *, 4> names(
+                  kAttentionTensorMapParams.begin(),
+                  kAttentionTensorMapParams.end());
+              if (tmaEpilogue) // O's, after them
+                names.push_back(kAttentionOutputTensorMapParam);
+              for (const char *name : names) {
                 unsigned at = gpuFunc.getNumArguments();
                 if (failed(gpuFunc.insertArgument(
                         at, ptrT,
@@ -1455,10 +1655,14 @@ void MapTileToWGMMAPass::runOnOperation() {
               gpuFunc->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                                OpBuilder(gpuFunc).getI32IntegerAttr(1));
             Value barriers = mbarriers ? buffers.back() : Value();
+            Value oTensorMap;
+            if (tmaEpilogue)
+              oTensorMap = tensorMaps.pop_back_val();
             return WGMMAEmitter(kernel, gpuFunc, launch,
                                 mbarriers ? buffers.drop_back() : buffers,
                                 kvStages, *sync, barriers, tensorMaps,
-                                rescaleThreshold, persistent)
+                                rescaleThreshold, persistent, oTensorMap,
+                                oStaging(kernel, launch))
                 .emit();
           },
           // K and V of the KV loop: rings of kv-stages tiles.
@@ -1469,14 +1673,15 @@ void MapTileToWGMMAPass::runOnOperation() {
                        ? int64_t(kvStages)
                        : 1;
           },
-          // The mbarrier schedules: 4 x kv-stages objects of 8 bytes (+ Q's
-          // full barrier with a producer, and its empty one when
-          // persistent).
-          [&](tile::LaunchAttr) -> int64_t {
-            return mbarriers ? (4 * kvStages + (producer ? 1 : 0) +
-                                (persistent ? 1 : 0)) *
-                                   8
-                             : 0;
+          // O's staging buffer (persistent epilogue=tma), then the mbarrier
+          // schedules' 4 x kv-stages objects of 8 bytes (+ Q's full barrier
+          // with a producer, and its empty one when persistent).
+          [&](func::FuncOp kernel, tile::LaunchAttr launch) -> int64_t {
+            return oStaging(kernel, launch) +
+                   (mbarriers ? (4 * kvStages + (producer ? 1 : 0) +
+                                 (persistent ? 1 : 0)) *
+                                    8
+                              : 0);
           })))
     signalPassFailure();
 }

@@ -67,6 +67,13 @@ inline int64_t smemBytes(int64_t headDim, int64_t blockM, int64_t blockN,
   return (blockM + 2 * stages * blockN) * headDim * 2;
 }
 
+/// epilogue=tma with persistent blocks: O's staging buffer (block_m rows of
+/// O in the 128-byte swizzled layout), beside the tiles; one block per tile
+/// stages O in Q's buffer instead.
+inline int64_t oStagingBytes(int64_t headDim, int64_t blockM) {
+  return blockM * headDim * 2;
+}
+
 /// Why a variant cannot take the wgmma mapping ("" when it can), as the end
 /// of a sentence "the wgmma mapping ...".
 /// `leftWindow`: the variant has a sliding window with a left bound (at

@@ -20,7 +20,9 @@
 // The producer: one elected thread's loop over the items.
 // CHECK: nvvm.setmaxregister  decrease 24
 // CHECK: scf.if
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[ITEMS:.*]] step %{{.*}} iter_args(%[[PH32:.*]] = %{{.*}}, %[[QN32:.*]] = %{{.*}}) -> (i32, i32)
+// CHECK: gpu.block_id  x
+// CHECK: gpu.grid_dim  x
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[PH32:.*]] = %{{.*}}, %[[QN32:.*]] = %{{.*}}) -> (i32, i32)
 // CHECK: %[[PH:.*]] = arith.index_castui %[[PH32]] : i32 to index
 // CHECK: %[[QN:.*]] = arith.index_castui %[[QN32]] : i32 to index
 // From its second Q on, it waits for the consumers' release of the last.
@@ -47,9 +49,13 @@
 // CHECK: scf.yield %{{.*}}, %{{.*}} : i32, i32
 // The consumers: warpgroup 0's first turn once, the same item loop, and
 // one last bar.sync after it (the last warpgroup's final hand-off).
+// Each role counts its items itself, after setmaxnreg (values live across
+// it were spilled).
 // CHECK: nvvm.setmaxregister  increase 240
 // CHECK: nvvm.barrier.arrive id = %[[TURN:.*]] number_of_threads
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[ITEMS]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32)
+// CHECK: gpu.block_id  x
+// CHECK: gpu.grid_dim  x
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32)
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.barrier id
 // CHECK: nvvm.barrier.arrive id
