@@ -44,7 +44,9 @@ inline constexpr std::array<const char *, 22> kAttentionFwdParams = {
     "lse_stride_h"};
 
 /// kv_sync "tma": the tensor maps after these are the runtime's
-/// kAttentionTensorMapParams (attnc/runtime/Launch.h), one list for both.
+/// kAttentionTensorMapParams (attnc/runtime/Launch.h), one list for both;
+/// with epilogue "tma" (TileOptions::epilogue) O's map follows them,
+/// kAttentionOutputTensorMapParam with kAttentionOutputTensorMapBoxRows.
 
 /// Pointers are rank-0 memrefs: with the bare-pointer calling convention
 /// they become plain pointers, and memref.reinterpret_cast gives them shape.

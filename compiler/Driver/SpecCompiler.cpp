@@ -329,6 +329,30 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   }
   tile.persistent = tile.persistent && choice.mapping == GPUMapping::WGMMA &&
                     tile.kvSync == "tma";
+  // The epilogue: "tma" needs the wgmma mapping on the tma schedule (the
+  // only one with O's tensor map), as the persistent grid does; "registers"
+  // any schedule (and mma.sync's epilogue anyway, as "tiles" is its grid);
+  // unset, defaultTileOptions' choice (heuristicTuning's), kept only where
+  // the schedule is tma.
+  if (spec.tuning.epilogue == "tma") {
+    if (choice.mapping != GPUMapping::WGMMA)
+      return fail("tuning.epilogue \"tma\" needs the wgmma mapping, but " +
+                  std::string(choice.name) + " was chosen: " + choice.why);
+    if (tile.kvSync != "tma")
+      return fail("tuning.epilogue \"tma\" needs kv_sync \"tma\" (only "
+                  "the TMA schedule stores O by TMA), but kv_sync is \"" +
+                  tile.kvSync + "\"" +
+                  (spec.tuning.kvSync.empty()
+                       ? " (the default at block_m " +
+                             std::to_string(tile.blockM) +
+                             "; tma needs block_m >= 128)"
+                       : std::string()));
+    tile.epilogue = "tma";
+  } else if (spec.tuning.epilogue == "registers") {
+    tile.epilogue = "registers";
+  }
+  if (choice.mapping != GPUMapping::WGMMA || tile.kvSync != "tma")
+    tile.epilogue = "registers";
   CompiledKernel out;
   ATTNC_ASSIGN_OR_RETURN(out.ptx,
                          session.lowerToPTX(*module, [&](OpPassManager &pm) {
@@ -348,7 +372,8 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   if (choice.mapping == GPUMapping::WGMMA)
     meta.mappingWhy += "; kv_sync " + tile.kvSync + ", rescale " +
                        tile.rescale + ", grid " +
-                       (tile.persistent ? "persistent" : "tiles");
+                       (tile.persistent ? "persistent" : "tiles") +
+                       ", epilogue " + tile.epilogue;
   // Persistent: the same parameters, another grid (LaunchABI.h).
   meta.gridRule =
       tile.persistent ? kAttentionFwdPersistentRule : kAttentionFwdRule;
@@ -362,6 +387,11 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
       meta.params.push_back(
           {name, ParamKind::TensorMap,
            name == kAttentionTensorMapParams[0] ? tile.blockM : tile.blockN});
+  // epilogue "tma": O's tensor map after those (the mapping appends it
+  // after v_tmap), boxes of one consumer warpgroup's rows.
+  if (tile.epilogue == "tma")
+    meta.params.push_back({kAttentionOutputTensorMapParam, ParamKind::TensorMap,
+                           kAttentionOutputTensorMapBoxRows});
   return out;
 }
 

@@ -86,6 +86,14 @@ tuneKnobs(const KernelSpec &spec,
           {"grid",
            {"", "tiles", "persistent"},
            [](TuneCandidate &c, const std::string &v) { c.tuning.grid = v; }});
+      // How the tma schedule writes O ("": the default, tma; registers;
+      // tma: staged in shared memory, stored by TMA). staticRejection drops
+      // both names where the schedule is not tma, as for the grid.
+      knobs.push_back({"epilogue",
+                       {"", "registers", "tma"},
+                       [](TuneCandidate &c, const std::string &v) {
+                         c.tuning.epilogue = v;
+                       }});
     }
   } else {
     return Status(ErrorCode::InvalidArgument,
@@ -108,7 +116,8 @@ tuneKnobs(const KernelSpec &spec,
       auto r = std::from_chars(v.data(), v.data() + v.size(), parsed);
       bool number =
           r.ec == std::errc() && r.ptr == v.data() + v.size() && parsed >= 0;
-      if (name != "mapping" && name != "kv_sync" && name != "grid" && !number)
+      if (name != "mapping" && name != "kv_sync" && name != "grid" &&
+          name != "epilogue" && !number)
         return Status(ErrorCode::InvalidArgument,
                       "knob " + name + ": '" + v +
                           "' is not a non-negative integer");
@@ -129,6 +138,8 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
     return "kv_sync is a knob of the wgmma mapping only";
   if (!t.grid.empty() && t.mapping != "wgmma")
     return "grid is a knob of the wgmma mapping only";
+  if (!t.epilogue.empty() && t.mapping != "wgmma")
+    return "epilogue is a knob of the wgmma mapping only";
   if (t.mapping == "wgmma") {
     if (t.warps != 0)
       return "wgmma takes one warpgroup per 64 rows; warps is not a knob";
@@ -142,6 +153,13 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
              "128)";
     if (t.grid == "tiles" && !tma)
       return "grid tiles is the only grid of kv_sync " +
+             (t.kvSync.empty() ? std::string("mbarrier") : t.kvSync) +
+             ": the default's kernel";
+    if (t.epilogue == "tma" && !tma)
+      return "epilogue tma needs kv_sync tma (the default at block_m >= "
+             "128)";
+    if (t.epilogue == "registers" && !tma)
+      return "epilogue registers is the only epilogue of kv_sync " +
              (t.kvSync.empty() ? std::string("mbarrier") : t.kvSync) +
              ": the default's kernel";
     std::string why = wgmma::unsupportedReason(

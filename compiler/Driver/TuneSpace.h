@@ -23,7 +23,7 @@ namespace attnc {
 
 struct TuneKnob {
   std::string name; // "mapping", "block_m", "block_n", "warps", "stages",
-                    // "kv_sync", "grid", "splits"
+                    // "kv_sync", "grid", "epilogue", "splits"
   std::vector<std::string> values;
   // Sets the knob to values[i] on a candidate.
   std::function<void(TuneCandidate &, const std::string &value)> apply;
@@ -31,8 +31,8 @@ struct TuneKnob {
 
 /// The knobs swept for `spec` (op attention_fwd or decode) and their values.
 /// `overrides` (knob name -> values) replaces a knob's values; an unknown
-/// name or a value that is not a number (except for "mapping", "kv_sync"
-/// and "grid") is an error.
+/// name or a value that is not a number (except for "mapping", "kv_sync",
+/// "grid" and "epilogue") is an error.
 Result<std::vector<TuneKnob>> tuneKnobs(
     const KernelSpec &spec,
     const std::map<std::string, std::vector<std::string>> &overrides = {});

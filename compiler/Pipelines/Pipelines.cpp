@@ -65,6 +65,9 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
     t.persistent =
         h.grid == "persistent" && t.kvSync == "tma" &&
         wgmma::persistentFits(headDim, blockN > 0 ? blockN : h.blockN);
+    // The heuristic's epilogue, likewise: the TMA store of O exists on the
+    // tma schedule only.
+    t.epilogue = h.epilogue == "tma" && t.kvSync == "tma" ? "tma" : "registers";
   }
   // The rescale threshold pays where the unit-rescale skip applies (head
   // dim 128 and more): H200 D256 S4k +4.4% / +7.9% (causal), D128 0 / +1%;
@@ -177,6 +180,7 @@ void attnc::buildWGMMAPipeline(OpPassManager &pm, const TileOptions &options) {
   wgmma.kvSync = options.kvSync;
   wgmma.rescale = options.rescale;
   wgmma.persistent = options.persistent;
+  wgmma.epilogue = options.epilogue;
   pm.addPass(createMapTileToWGMMA(wgmma));
   addGPUToNVVM(pm);
   // kv-sync=tma: the tensor-map parameters by value (grid constants); the

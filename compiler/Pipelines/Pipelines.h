@@ -33,6 +33,12 @@ struct TileOptions {
   // (attention_fwd_v1). defaultTileOptions takes heuristicTuning's grid
   // (tiles, i.e. false, until the GPU A/B).
   bool persistent = false;
+  // wgmma mapping: how O is written, "registers" (each thread stores its
+  // accumulator fragments) or "tma" (kv-sync "tma" only: each consumer
+  // warpgroup stages its 64 rows in shared memory and one thread stores them
+  // by TMA from the o_tmap tensor-map parameter). defaultTileOptions takes
+  // heuristicTuning's epilogue where the schedule is tma.
+  std::string epilogue = "registers";
 };
 
 /// The GPU mapping a kernel is lowered with.

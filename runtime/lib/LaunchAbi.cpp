@@ -53,6 +53,8 @@ constexpr NamedSource kSources[] = {
      ValueType::TensorMap},
     {kAttentionTensorMapParams[2], ParamSource::VTensorMap,
      ValueType::TensorMap},
+    {kAttentionOutputTensorMapParam, ParamSource::OTensorMap,
+     ValueType::TensorMap},
 };
 constexpr size_t kContractParams = 22;
 
@@ -150,7 +152,8 @@ int64_t integerValue(ParamSource source, const AttentionArgs &args) {
 
 /// The CUtensorMap of a [B, H, S, D] view for TMA copies of 64 columns x
 /// `boxRows` rows with the 128-byte swizzle (the layout the wgmma
-/// descriptors read); rows past S read as zeros.
+/// descriptors read); rows past S read as zeros, and a store (O's map)
+/// leaves them unwritten.
 Status encodeTensorMap(const DriverApi *driver, std::string_view name,
                        const TensorArg &view, bool bf16, int64_t boxRows,
                        void *out) {
@@ -281,7 +284,8 @@ Status packAttentionParams(const std::vector<ParamSlot> &plan,
                           " tensor-map parameters");
       const TensorArg &view = slot.source == ParamSource::QTensorMap   ? args.q
                               : slot.source == ParamSource::KTensorMap ? args.k
-                                                                       : args.v;
+                              : slot.source == ParamSource::VTensorMap ? args.v
+                                                                       : args.o;
       void *map = out.tensorMaps[tensorMaps++];
       ATTNC_RETURN_IF_ERROR(encodeTensorMap(
           driver, slot.name, view, spec.dtype == "bf16", slot.boxRows, map));

@@ -106,6 +106,8 @@ std::string KernelSpec::canonical() const {
     field("rescale", tuning.rescale);
   if (!tuning.grid.empty())
     field("grid", tuning.grid);
+  if (!tuning.epilogue.empty())
+    field("epilogue", tuning.epilogue);
   if (isElementwiseOp(op)) {
     intField("hidden", hidden);
     field("eps", formatDouble(op == "add_rmsnorm" ? eps : 0.0));
@@ -224,6 +226,21 @@ Status validateSpec(const KernelSpec &spec) {
       return invalid("tuning.grid \"persistent\" needs the wgmma mapping "
                      "(tuning.mapping is \"mma\")");
   }
+  if (!spec.tuning.epilogue.empty()) {
+    ATTNC_RETURN_IF_ERROR(
+        wgmmaKnob("epilogue", spec.tuning.epilogue, "registers", "tma"));
+    // The TMA store of O exists on the TMA schedule only (its o_tmap beside
+    // q/k/v's); as for the grid, whether kv_sync unset resolves to tma is
+    // the compiler's to say.
+    if (spec.tuning.epilogue == "tma" && !spec.tuning.kvSync.empty() &&
+        spec.tuning.kvSync != "tma")
+      return invalid("tuning.epilogue \"tma\" needs tuning.kv_sync \"tma\" "
+                     "(got \"" +
+                     spec.tuning.kvSync + "\")");
+    if (spec.tuning.epilogue == "tma" && spec.tuning.mapping == "mma")
+      return invalid("tuning.epilogue \"tma\" needs the wgmma mapping "
+                     "(tuning.mapping is \"mma\")");
+  }
   if (isElementwiseOp(spec.op))
     return validateElementwiseSpec(spec);
   if (!oneOf(spec.op, {"attention_fwd", "decode", "lse_merge", "kv_append"}))
@@ -334,6 +351,8 @@ Json tuningToJson(const TuningConfig &tuning) {
     out.set("rescale", tuning.rescale);
   if (!tuning.grid.empty())
     out.set("grid", tuning.grid);
+  if (!tuning.epilogue.empty())
+    out.set("epilogue", tuning.epilogue);
   if (tuning.minBlocksPerSm != 0)
     out.set("min_blocks_per_sm", tuning.minBlocksPerSm);
   return out;
@@ -351,6 +370,7 @@ Result<TuningConfig> tuningFromJson(const Json &value,
   reader.getString("kv_sync", tuning.kvSync, false);
   reader.getString("rescale", tuning.rescale, false);
   reader.getString("grid", tuning.grid, false);
+  reader.getString("epilogue", tuning.epilogue, false);
   reader.getInt("min_blocks_per_sm", tuning.minBlocksPerSm, false);
   ATTNC_RETURN_IF_ERROR(reader.finish());
   return tuning;
@@ -504,6 +524,7 @@ size_t KernelSpecHash::operator()(const KernelSpec &spec) const {
   mix(hashString(spec.tuning.kvSync));
   mix(hashString(spec.tuning.rescale));
   mix(hashString(spec.tuning.grid));
+  mix(hashString(spec.tuning.epilogue));
   mix(hashInt(spec.tuning.minBlocksPerSm));
   mix(hashInt(spec.rotaryDim));
   mix(hashInt(spec.isNeox ? 1 : 0));

@@ -36,6 +36,8 @@ std::string TuneCandidate::label() const {
     out += " " + tuning.kvSync;
   if (!tuning.grid.empty())
     out += " " + tuning.grid;
+  if (!tuning.epilogue.empty())
+    out += " epilogue " + tuning.epilogue;
   if (splits > 0)
     out += " s" + std::to_string(splits);
   return out;

@@ -170,6 +170,12 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
       t.grid = spec.causal && spec.windowLeft < 0 && spec.headDim <= 192
                    ? "persistent"
                    : "tiles";
+      // How O is written: staged in shared memory and stored by TMA (the
+      // o_tmap parameter) rather than from the accumulator registers. The
+      // GPU A/B against "registers" is pending (the emitter is another
+      // change). The one place the default is switched: defaultTileOptions
+      // (Pipelines.cpp) reads it; without kv_sync "tma" it stays "".
+      t.epilogue = "tma";
     }
     return t;
   } else if (spec.headDim <= 128) {

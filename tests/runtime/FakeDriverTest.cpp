@@ -254,6 +254,77 @@ TEST_CASE("a TMA kernel's tensor maps reach the launch by value",
   CHECK(allocations == 0);
 }
 
+TEST_CASE("a TMA epilogue's kernel gets O's tensor map by value, box rows 64",
+          "[fake-driver][tma]") {
+  Fixture f;
+  // The wgmma mapping's epilogue "tma" appends o_tmap after v_tmap.
+  for (const char *name : kAttentionTensorMapParams)
+    f.compiler->params.push_back({name, ParamKind::TensorMap, 128});
+  f.compiler->params.push_back({kAttentionOutputTensorMapParam,
+                                ParamKind::TensorMap,
+                                kAttentionOutputTensorMapBoxRows});
+  f.compiler->blockM = 128;
+  f.compiler->block = {384, 1, 1};
+  KernelSpec spec = sampleSpec(); // 8 / 2 heads, D 64
+  spec.tuning.kvSync = "tma";
+  spec.tuning.epilogue = "tma";
+  {
+    auto context = f.context();
+    Result<const Kernel *> kernel = context->getKernel(spec);
+    REQUIRE(kernel.isOk());
+    CHECK((*kernel)->metadata().params.back().name == "o_tmap");
+  }
+  // A second context reads the kernel from disk: its metadata keeps the
+  // map and its box rows.
+  auto context = f.context();
+  Result<const Kernel *> kernel = context->getKernel(spec);
+  REQUIRE(kernel.isOk());
+  CHECK(f.compiler->calls == 1);
+  REQUIRE((*kernel)->metadata().params.size() == 26);
+  CHECK((*kernel)->metadata().params.back().boxRows == 64);
+
+  AttentionArgs args = contiguousArgs(spec, 2, 300, 500);
+  REQUIRE(context->launch(**kernel, args, kStream).isOk());
+  auto encoded = reinterpret_cast<int (*)()>(
+      ::dlsym(::dlopen(ATTNC_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD),
+              "fakecuda_tensor_maps_encoded"));
+  REQUIRE(encoded);
+  CHECK(encoded() == 4);
+  FakeCudaLaunch launch = fake().lastLaunch();
+  REQUIRE(launch.paramCount == 26);
+  CHECK(launch.paramSizes[25] == 128);
+  CHECK(launch.params[3] == 0x400000); // the o pointer, as before
+  REQUIRE(launch.bigParamCount == 4);
+  FakeCudaTensorMap map;
+  std::memcpy(&map, launch.bigParams[3], sizeof(map));
+  CHECK(map.magic == FAKECUDA_TENSOR_MAP_MAGIC);
+  CHECK(map.address == 0x400000); // args.o
+  CHECK(map.dataType == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+  CHECK(map.rank == 4);
+  CHECK(map.dims[0] == 64);
+  CHECK(map.dims[1] == 300); // seq_q
+  CHECK(map.dims[2] == 8);   // query heads
+  CHECK(map.dims[3] == 2);
+  CHECK(map.strides[0] == 128);
+  CHECK(map.strides[1] == 300 * 128);
+  CHECK(map.strides[2] == 8 * 300 * 128);
+  CHECK(map.box[0] == 64);
+  CHECK(map.box[1] == 64);
+  CHECK(map.swizzle == CU_TENSOR_MAP_SWIZZLE_128B);
+  // Q's map keeps its tile's rows.
+  std::memcpy(&map, launch.bigParams[0], sizeof(map));
+  CHECK(map.address == 0x100000);
+  CHECK(map.box[1] == 128);
+
+  // Launching encodes, never allocates.
+  countAllocations = true;
+  allocations = 0;
+  Status again = context->launch(**kernel, args, kStream);
+  countAllocations = false;
+  CHECK(again.isOk());
+  CHECK(allocations == 0);
+}
+
 TEST_CASE("a persistent kernel launches min(work items, SMs) blocks",
           "[fake-driver][persistent]") {
   Fixture f;

@@ -422,3 +422,84 @@ TEST_CASE("TMA kernels get tensor maps of Q, K and V by value", "[launch]") {
   CHECK(misaligned.message() ==
         "tensor map v_tmap: TMA needs the base address 16-byte aligned");
 }
+
+TEST_CASE("a TMA epilogue's kernel gets O's tensor map after Q, K and V's",
+          "[launch]") {
+  KernelSpec spec = sampleSpec(); // bf16, 8 / 2 heads, D 64
+  std::vector<KernelParam> params = attentionFwdV1Params();
+  for (const char *name : kAttentionTensorMapParams)
+    params.push_back({name, ParamKind::TensorMap, 128});
+  params.push_back({kAttentionOutputTensorMapParam, ParamKind::TensorMap,
+                    kAttentionOutputTensorMapBoxRows});
+  Result<std::vector<ParamSlot>> plan = planAttentionParams(params);
+  REQUIRE(plan.isOk());
+  REQUIRE(plan->size() == 26);
+  CHECK(plan->back().source == ParamSource::OTensorMap);
+  CHECK(plan->back().kind == ParamKind::TensorMap);
+  CHECK(plan->back().name == "o_tmap");
+  CHECK(plan->back().boxRows == 64);
+
+  // O in the [B, S, H, D] layout (another view than Q's): its own strides.
+  AttentionArgs args = contiguousArgs(spec, 3, 100, 300);
+  args.o.stride = {100 * 8 * 64, 64, 8 * 64, 1};
+  DriverApi driver;
+  driver.cuTensorMapEncodeTiled = &recordEncode;
+  encodeCalls.clear();
+  PackedParams packed;
+  REQUIRE(packAttentionParams(*plan, spec, args, packed, &driver).isOk());
+  REQUIRE(encodeCalls.size() == 4);
+  const EncodeCall &o = encodeCalls[3];
+  CHECK(packed.pointers[25] == static_cast<void *>(o.out));
+  CHECK(reinterpret_cast<uintptr_t>(o.out) % 64 == 0);
+  // A map of its own, from O's pointer.
+  CHECK(o.out != encodeCalls[0].out);
+  CHECK(reinterpret_cast<uintptr_t>(o.address) == 0x400000);
+  CHECK(o.type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+  CHECK(o.rank == 4);
+  CHECK(o.dims[0] == 64);
+  CHECK(o.dims[1] == 100); // seq_q
+  CHECK(o.dims[2] == 8);   // query heads
+  CHECK(o.dims[3] == 3);
+  CHECK(o.strides[0] == 8 * 64 * 2);
+  CHECK(o.strides[1] == 64 * 2);
+  CHECK(o.strides[2] == 100 * 8 * 64 * 2);
+  // Boxes of one consumer warpgroup's 64 rows, in the 128-byte swizzle.
+  CHECK(o.box[0] == 64);
+  CHECK(o.box[1] == 64);
+  CHECK(o.box[2] == 1);
+  CHECK(o.box[3] == 1);
+  CHECK(o.swizzle == CU_TENSOR_MAP_SWIZZLE_128B);
+  // Q's map is Q's still.
+  CHECK(reinterpret_cast<uintptr_t>(encodeCalls[0].address) == 0x100000);
+  CHECK(encodeCalls[0].box[1] == 128);
+  // The pointer parameter o is packed as before.
+  CHECK(packed.storage[3] == 0x400000);
+
+  // fp16; O's view checked as the others are, under its own name.
+  spec.dtype = "fp16";
+  args = contiguousArgs(spec, 1, 100, 300);
+  encodeCalls.clear();
+  REQUIRE(packAttentionParams(*plan, spec, args, packed, &driver).isOk());
+  CHECK(encodeCalls[3].type == CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+  args.o.stride[2] = 64 + 4; // rows 136 bytes apart
+  CHECK(packAttentionParams(*plan, spec, args, packed, &driver).message() ==
+        "tensor map o_tmap: TMA needs every stride a positive multiple of 16 "
+        "bytes below 2^40; dim 2 has 136 bytes");
+  args = contiguousArgs(spec, 1, 100, 300);
+  args.o.data = ptr(0x400008);
+  CHECK(packAttentionParams(*plan, spec, args, packed, &driver).message() ==
+        "tensor map o_tmap: TMA needs the base address 16-byte aligned");
+  // No driver entry point: the same clear error as for Q, K and V.
+  CHECK(packAttentionParams(*plan, spec, contiguousArgs(spec, 1, 100, 300),
+                            packed, nullptr)
+            .message()
+            .find("cuTensorMapEncodeTiled (CUDA 12 or newer)") !=
+        std::string::npos);
+
+  // The name takes a tensor map only.
+  Result<std::vector<ParamSlot>> mistyped =
+      planAttentionParams({{kAttentionOutputTensorMapParam, ParamKind::Ptr}});
+  REQUIRE_FALSE(mistyped.isOk());
+  CHECK(mistyped.status().message() ==
+        "kernel parameter 'o_tmap' has kind ptr; expected tensormap");
+}

@@ -95,6 +95,15 @@ TEST_CASE("metadata round-trips", "[metadata]") {
   CHECK(*back == meta);
   CHECK(back->params.back().boxRows == 176);
   CHECK(paramKindSize(ParamKind::TensorMap) == 128);
+  // A TMA epilogue's O map after it, with its own box rows.
+  meta.params.push_back({kAttentionOutputTensorMapParam, ParamKind::TensorMap,
+                         kAttentionOutputTensorMapBoxRows});
+  back = parseMetadata(writeMetadata(meta));
+  REQUIRE(back.isOk());
+  CHECK(*back == meta);
+  CHECK(back->params.back().name == "o_tmap");
+  CHECK(back->params.back().boxRows == 64);
+  meta.params.pop_back();
   // box_rows belongs to a tensormap, and a tensormap needs it.
   meta.params.back().boxRows = 0;
   CHECK(parseMetadata(writeMetadata(meta))

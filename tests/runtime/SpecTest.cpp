@@ -386,3 +386,105 @@ TEST_CASE("tuning.grid is part of the key only when set", "[spec]") {
   CHECK_THAT(validateSpec(bad).message(),
              Catch::Contains("needs the wgmma mapping"));
 }
+
+TEST_CASE("tuning.epilogue is part of the key only when set", "[spec]") {
+  KernelSpec spec = sampleSpec();
+  spec.op = "attention_fwd";
+  spec.arch = "sm_90a";
+  REQUIRE(validateSpec(spec).isOk());
+  std::string plain = spec.canonical();
+  CHECK(plain.find("epilogue") == std::string::npos);
+  CHECK(tuningToJson(spec.tuning).find("epilogue") == nullptr);
+  KernelSpec tma = spec;
+  tma.tuning.epilogue = "tma";
+  REQUIRE(validateSpec(tma).isOk());
+  CHECK(tma.canonical().find(";epilogue=tma") != std::string::npos);
+  CHECK(cacheKey("b", tma.canonical()) != cacheKey("b", plain));
+  CHECK(KernelSpecHash{}(tma) != KernelSpecHash{}(spec));
+  KernelSpec registers = spec;
+  registers.tuning.epilogue = "registers";
+  REQUIRE(validateSpec(registers).isOk());
+  CHECK(registers.canonical().find(";epilogue=registers") != std::string::npos);
+  // Either value names its kernel, not the default's: a spec that names one
+  // keeps it when the default changes.
+  CHECK(cacheKey("b", registers.canonical()) != cacheKey("b", plain));
+  CHECK(cacheKey("b", registers.canonical()) != cacheKey("b", tma.canonical()));
+  CHECK(KernelSpecHash{}(registers) != KernelSpecHash{}(tma));
+  // Beside the grid: both in the key, in a fixed order.
+  KernelSpec both = tma;
+  both.tuning.grid = "persistent";
+  REQUIRE(validateSpec(both).isOk());
+  CHECK(both.canonical().find(";grid=persistent;epilogue=tma") !=
+        std::string::npos);
+
+  // Round trip: the tuning object and a whole spec file.
+  Result<TuningConfig> t = tuningFromJson(tuningToJson(tma.tuning), "tuning");
+  REQUIRE(t.isOk());
+  CHECK(t->epilogue == "tma");
+  CHECK(*t == tma.tuning);
+  tma.tuning.kvSync = "tma";
+  Result<std::vector<KernelSpec>> file =
+      parseSpecFile(writeSpecFile({tma, registers, both}));
+  REQUIRE(file.isOk());
+  REQUIRE(file->size() == 3);
+  CHECK((*file)[0] == tma);
+  CHECK((*file)[1] == registers);
+  CHECK((*file)[2] == both);
+  Result<std::vector<KernelSpec>> parsed = parseSpecFile(R"({"specs": [
+    {"op": "attention_fwd", "dtype": "bf16", "heads": 8, "head_dim": 128,
+     "arch": "sm_90a", "tuning": {"kv_sync": "tma", "epilogue": "tma"}}]})");
+  REQUIRE(parsed.isOk());
+  CHECK((*parsed)[0].tuning.epilogue == "tma");
+  CHECK((*parsed)[0].tuning.kvSync == "tma");
+
+  // Invalid: an unknown value, another op or arch, a schedule other than
+  // tma, a forced mma.sync.
+  KernelSpec bad = spec;
+  bad.tuning.epilogue = "smem";
+  CHECK(validateSpec(bad).message() ==
+        "invalid kernel spec: tuning.epilogue \"smem\" is not supported "
+        "(expected \"registers\", "
+        "\"tma\" or empty for the default)");
+  Result<std::vector<KernelSpec>> badFile = parseSpecFile(R"({"specs": [
+    {"op": "attention_fwd", "dtype": "bf16", "heads": 8, "head_dim": 128,
+     "tuning": {"epilogue": "smem"}}]})");
+  REQUIRE_FALSE(badFile.isOk());
+  CHECK_THAT(badFile.status().message(), Catch::Contains("tuning.epilogue"));
+  for (const char *value : {"registers", "tma"}) {
+    INFO("epilogue " << value);
+    bad = spec;
+    bad.tuning.epilogue = value;
+    bad.arch = "sm_80";
+    CHECK_THAT(validateSpec(bad).message(),
+               Catch::Contains("tuning.epilogue applies to op "
+                               "\"attention_fwd\" on arch \"sm_90a\" only"));
+    bad = spec;
+    bad.tuning.epilogue = value;
+    bad.op = "decode";
+    bad.pageSize = 16;
+    bad.maxQLen = 1;
+    CHECK_THAT(validateSpec(bad).message(),
+               Catch::Contains("tuning.epilogue applies to op "
+                               "\"attention_fwd\""));
+  }
+  for (const char *kvSync : {"mbarrier", "barrier", "producer", "pingpong"}) {
+    bad = tma;
+    bad.tuning.kvSync = kvSync;
+    INFO("kv_sync " << kvSync);
+    CHECK(validateSpec(bad).message() ==
+          "invalid kernel spec: tuning.epilogue \"tma\" needs tuning.kv_sync "
+          "\"tma\" (got \"" +
+              std::string(kvSync) + "\")");
+    bad.tuning.epilogue = "registers"; // every schedule stores from registers
+    CHECK(validateSpec(bad).isOk());
+  }
+  bad = tma;
+  bad.tuning.kvSync.clear();
+  bad.tuning.mapping = "mma";
+  CHECK(validateSpec(bad).message() ==
+        "invalid kernel spec: tuning.epilogue \"tma\" needs the wgmma mapping "
+        "(tuning.mapping is "
+        "\"mma\")");
+  bad.tuning.epilogue = "registers"; // mma.sync's epilogue anyway
+  CHECK(validateSpec(bad).isOk());
+}

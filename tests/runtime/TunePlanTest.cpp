@@ -74,6 +74,29 @@ TEST_CASE("a sweep plan round-trips through its file", "[tune]") {
   CHECK(back->groups[1].problems[1].batch == 64);
 }
 
+TEST_CASE("a candidate's label names its schedule, grid and epilogue",
+          "[tune]") {
+  TuneCandidate c = cand("c7", 128, 128);
+  c.tuning.mapping = "wgmma";
+  CHECK(c.label() == "wgmma 128x128");
+  c.tuning.kvSync = "tma";
+  c.tuning.grid = "persistent";
+  CHECK(c.label() == "wgmma 128x128 tma persistent");
+  c.tuning.epilogue = "tma";
+  CHECK(c.label() == "wgmma 128x128 tma persistent epilogue tma");
+  c.tuning.kvSync.clear();
+  c.tuning.grid.clear();
+  c.tuning.epilogue = "registers";
+  CHECK(c.label() == "wgmma 128x128 epilogue registers");
+  // The plan's file keeps it.
+  SweepPlan plan = samplePlan();
+  plan.groups[0].candidates[3].tuning = c.tuning;
+  Result<SweepPlan> back = SweepPlan::parse(plan.serialize(), "plan");
+  REQUIRE(back.isOk());
+  CHECK(back->groups[0].candidates[3].tuning.epilogue == "registers");
+  CHECK(back->groups[0].candidates[3].label() == c.label());
+}
+
 TEST_CASE("malformed plans are rejected with the place", "[tune]") {
   auto bad = [](const std::string &text) {
     Result<SweepPlan> r = SweepPlan::parse(text, "plan");

@@ -190,6 +190,9 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   CHECK(h256.kvSync == "tma");
   // One CTA per item until the persistent A/B (the one place to switch).
   CHECK(h256.grid == "tiles");
+  // O by TMA beside the tma schedule (its GPU A/B pending; the one place to
+  // switch), on every grid.
+  CHECK(h256.epilogue == "tma");
   // wgmma takes no left window at D256: mma.sync, which has no kv_sync
   // (nor grid).
   KernelSpec d256Window = d256;
@@ -198,12 +201,24 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
       chooseTuning(nullptr, "NVIDIA H200", d256Window, {1, 4096, 4096}).tuning;
   CHECK(h256Window.kvSync.empty());
   CHECK(h256Window.grid.empty());
+  CHECK(h256Window.epilogue.empty());
   KernelSpec named = d256; // the heuristic's tuning is a valid spec's
   named.tuning = h256;
   CHECK(validateSpec(named).isOk());
+  KernelSpec causal = d256; // persistent CTAs: the same epilogue
+  causal.headDim = 128;
+  causal.causal = true;
+  TuningConfig h128Causal =
+      chooseTuning(nullptr, "NVIDIA H200", causal, {1, 4096, 4096}).tuning;
+  CHECK(h128Causal.grid == "persistent");
+  CHECK(h128Causal.epilogue == "tma");
+  named.tuning = h128Causal;
+  CHECK(validateSpec(named).isOk());
   d256.arch = "sm_80";
-  CHECK(chooseTuning(nullptr, "NVIDIA A100", d256, {1, 4096, 4096})
-            .tuning.blockN == 32);
+  TuningConfig h256Ampere =
+      chooseTuning(nullptr, "NVIDIA A100", d256, {1, 4096, 4096}).tuning;
+  CHECK(h256Ampere.blockN == 32);
+  CHECK(h256Ampere.epilogue.empty()); // mma.sync: no kv_sync, no epilogue knob
   KernelSpec d64 = s;
   d64.headDim = 64;
   CHECK(chooseTuning(nullptr, "NVIDIA H200", d64, {1, 4096, 4096})

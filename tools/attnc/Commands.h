@@ -35,7 +35,10 @@ struct EmitOptions {
   std::string rescale; // wgmma: threshold | exact ("": the default, threshold)
   std::string grid;    // wgmma: tiles | persistent (kv-sync tma; "": the
                        // default, tiles)
-  int64_t blockM = 0;  // 0: the mapping's default for the head dim
+  // wgmma: registers | tma (kv-sync tma; "": the default, tma on the tma
+  // schedule)
+  std::string epilogue;
+  int64_t blockM = 0; // 0: the mapping's default for the head dim
   int64_t blockN = 0;
   int64_t warps = 0;     // 0: one warp per 16 query rows (mma)
   int64_t stages = 0;    // K/V tiles in flight (0: the op's default)

@@ -115,6 +115,12 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "query tile, head and batch; the default) or persistent "
                    "(min(work items, SMs) blocks looping over the items)")
       ->check(CLI::IsMember({"tiles", "persistent"}));
+  emit->add_option("--epilogue", o.epilogue,
+                   "wgmma mapping with --kv-sync tma: how O is written: "
+                   "registers (each thread stores its accumulator) or tma "
+                   "(staged in shared memory, stored by a TMA copy of the "
+                   "o_tmap tensor map; the default)")
+      ->check(CLI::IsMember({"registers", "tma"}));
   emit->add_option("--block-m", o.blockM,
                    "Query rows per program (row kernels: rows per program)")
       ->check(CLI::PositiveNumber);
@@ -417,12 +423,35 @@ int runEmit(EmitOptions &o) {
       tile.persistent = tile.persistent &&
                         choice.mapping == GPUMapping::WGMMA &&
                         tile.kvSync == "tma";
+      // --epilogue: the TMA store of O exists on the tma schedule only, as
+      // persistent CTAs do; registers is every mapping's epilogue; unset,
+      // the default's where the schedule is tma.
+      std::string epilogue;
+      if (!wgmmaOption("--epilogue", o.epilogue, o.epilogue == "registers",
+                       epilogue))
+        return 1;
+      if (epilogue == "tma" && tile.kvSync != "tma") {
+        fmt::print(stderr,
+                   "attnc emit: error: --epilogue tma needs --kv-sync tma "
+                   "(only the TMA schedule stores O by TMA), but the "
+                   "schedule is {}{}\n",
+                   tile.kvSync,
+                   o.kvSync.empty() ? " (the default at block_m " +
+                                          std::to_string(tile.blockM) +
+                                          "; tma needs block_m >= 128)"
+                                    : std::string());
+        return 1;
+      }
+      if (!epilogue.empty())
+        tile.epilogue = epilogue;
+      if (choice.mapping != GPUMapping::WGMMA || tile.kvSync != "tma")
+        tile.epilogue = "registers";
       if (choice.mapping == GPUMapping::WGMMA)
         fmt::print(stderr,
                    "attnc: {} path: wgmma m64nNk16 (one warpgroup per 64 "
-                   "query rows; {}){}, rescale {}, grid {}\n",
+                   "query rows; {}){}, rescale {}, grid {}, epilogue {}\n",
                    o.arch, choice.why, kvSyncSummary(tile.kvSync), tile.rescale,
-                   tile.persistent ? "persistent" : "tiles");
+                   tile.persistent ? "persistent" : "tiles", tile.epilogue);
       else
         fmt::print(stderr,
                    "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "

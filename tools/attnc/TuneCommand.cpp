@@ -152,12 +152,13 @@ int runTune(CLI::App &app, const TuneOptions &o) {
     return 1;
   }
   TuningChoice c = chooseTuning(db ? &*db : nullptr, o.gpu, o.spec, o.size);
-  fmt::print("block_m {} block_n {} warps {} stages {}{}{}{}{}{} ({}: {})\n",
+  fmt::print("block_m {} block_n {} warps {} stages {}{}{}{}{}{}{} ({}: {})\n",
              c.tuning.blockM, c.tuning.blockN, c.tuning.warps, c.tuning.stages,
              c.tuning.mapping.empty() ? "" : " mapping " + c.tuning.mapping,
              c.tuning.kvSync.empty() ? "" : " kv_sync " + c.tuning.kvSync,
              c.tuning.rescale.empty() ? "" : " rescale " + c.tuning.rescale,
              c.tuning.grid.empty() ? "" : " grid " + c.tuning.grid,
+             c.tuning.epilogue.empty() ? "" : " epilogue " + c.tuning.epilogue,
              c.decodeSplits > 0 ? " splits " + std::to_string(c.decodeSplits)
                                 : "",
              c.fromDatabase ? "database" : "default", c.why);

@@ -133,6 +133,8 @@ enum class ParamSource : uint8_t {
   QTensorMap,
   KTensorMap,
   VTensorMap,
+  // A TMA store of O (tuning.epilogue "tma"): O's tensor map.
+  OTensorMap,
 };
 
 struct ParamSlot {

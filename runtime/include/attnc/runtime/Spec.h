@@ -54,6 +54,13 @@ struct TuningConfig {
   // looping over the items; needs kv_sync "tma"). In the canonical string
   // only when set.
   std::string grid;
+  // How the wgmma mapping writes O: "" (the compiler's choice:
+  // heuristicTuning's, "tma" on the tma schedule), "registers" (each
+  // thread stores its accumulator fragments) or "tma" (each consumer
+  // warpgroup stages its 64 rows in shared memory and one thread stores them
+  // by a TMA copy of the o_tmap tensor-map parameter; needs kv_sync "tma").
+  // In the canonical string only when set.
+  std::string epilogue;
   // Row kernels: blocks that must fit one SM at once (ptxas caps registers
   // to fit; 0: no cap). Keyed for elementwise ops only.
   int64_t minBlocksPerSm = 0;
@@ -121,8 +128,8 @@ int64_t elementSize(const KernelSpec &spec);
 // "kv_heads" defaults to "heads"; unknown keys are errors.
 Json specToJson(const KernelSpec &spec);
 // The {"block_m", "block_n", "stages", "warps"[, "mapping", "kv_sync",
-// "rescale", "grid", "min_blocks_per_sm"]} object of spec files and tuning
-// databases; absent keys stay 0, unknown keys are errors.
+// "rescale", "grid", "epilogue", "min_blocks_per_sm"]} object of spec files and
+// tuning databases; absent keys stay 0, unknown keys are errors.
 Json tuningToJson(const TuningConfig &tuning);
 Result<TuningConfig> tuningFromJson(const Json &value,
                                     const std::string &where);

@@ -88,8 +88,9 @@ private:
 /// tiles above (64 spill); above 128, 64 rows on 4 warps with 32-key tiles
 /// (the accumulator alone takes head_dim / 2 registers per m16 tile).
 /// sm_90a at head dim 128 takes the wgmma mapping: 64x64 tiles. Its grid
-/// (with kv_sync "tma") is chosen here for the compiler too: "tiles" until
-/// the GPU A/B of "persistent" (defaultTileOptions reads it).
+/// and epilogue (with kv_sync "tma") are chosen here for the compiler too
+/// (defaultTileOptions reads them): persistent CTAs for causal attention up
+/// to head dim 192, else "tiles"; epilogue "tma" (its GPU A/B pending).
 TuningConfig heuristicTuning(const KernelSpec &spec);
 
 struct TuningChoice {
