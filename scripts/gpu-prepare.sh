@@ -40,8 +40,12 @@ cp "$build/lib/libattnc.so" "$stage/lib/"
 # not) and decode cells; the candidates compiled into .gpu/tune/bundle, the
 # plan (with the dropped ones and why) in .gpu/tune/plan.json, run by
 # gpu-run.sh's `tune` step with the runtime-only attnc-tune-run.
-"$build/bin/attnc" tune plan --preset peers-d128 -o "$stage/tune" -j "$(nproc)" \
-  | tee "$stage/tune-plan.txt"
+# ATTNC_PREPARE_TUNE=0 skips it (minutes on 2 cores) when the run will not
+# take the tune step.
+if [ "${ATTNC_PREPARE_TUNE:-1}" != 0 ]; then
+  "$build/bin/attnc" tune plan --preset peers-d128 -o "$stage/tune" -j "$(nproc)" \
+    | tee "$stage/tune-plan.txt"
+fi
 cp "$build/bin/attnc-tune-run" "$stage/bin/"
 du -sh "$stage"
 # The device tool carries at most 64 MiB with the working tree, and .gpu/

@@ -402,19 +402,23 @@ std::vector<Case> correctnessCases() {
   }
   // Persistent blocks (tuning.grid "persistent"; sm_90a's default for
   // causal attention with kv_sync tma up to head dim 192, so the causal tma
-  // cases above take it): those cases again on one block per tile (grid
-  // "tiles"), then persistent grids
+  // cases above take it): those cases again on each grid by name (one block
+  // per tile, "tiles", and persistent blocks over the runtime's grid:
+  // every item a block takes after its first starts its rings' stages at
+  // the phases the earlier items left, odd tile counts included), then
+  // persistent grids
   // of a few blocks, each looping over many work items of different
   // lengths: items without a key among them (Sq > Skv causal: no Q load,
   // no turn), windows, GQA, an odd item count (the last pair half empty),
   // D64 to D192, and the runtime's own grid over 512 items.
   for (size_t i = withMbarrier, n = cs.size(); i < n; ++i)
-    if (cs[i].spec.tuning.kvSync == "tma") {
-      Case t = cs[i];
-      t.name = "tiles " + t.name;
-      t.spec.tuning.grid = "tiles";
-      cs.push_back(t);
-    }
+    if (cs[i].spec.tuning.kvSync == "tma")
+      for (const char *grid : {"tiles", "persistent"}) {
+        Case t = cs[i];
+        t.name = std::string(grid) + " " + t.name;
+        t.spec.tuning.grid = grid;
+        cs.push_back(t);
+      }
   auto persistent = [&](Case p, int blocks) {
     p.name = "persistent " +
              (blocks ? std::to_string(blocks) + " blocks" : "default grid") +
@@ -578,13 +582,23 @@ std::vector<Case> benchCases() {
   // The other grid beside sm_90a's default at its default tiles (issue
   // #6, persistent blocks measured): one block per tile for causal, whose
   // default is persistent, and persistent blocks without the mask.
+  // And O's epilogue (issue #6, session 10): the register stores beside
+  // the default's TMA store, on both grids.
   for (size_t i = 0, n = cs.size(); i < n; ++i)
     if (cs[i].tiles == "default" && cs[i].spec.arch == "sm_90a" &&
         cs[i].spec.headDim <= 192) {
+      const std::string other = cs[i].spec.causal ? "tiles" : "persistent";
       Case c = cs[i];
-      c.spec.tuning.grid = c.spec.causal ? "tiles" : "persistent";
-      c.tiles += " " + c.spec.tuning.grid;
+      c.spec.tuning.grid = other;
+      c.tiles += " " + other;
       cs.push_back(c);
+      for (const std::string &grid : {std::string(), other}) {
+        Case r = cs[i];
+        r.spec.tuning.grid = grid;
+        r.spec.tuning.epilogue = "registers";
+        r.tiles += (grid.empty() ? "" : " " + grid) + " registers";
+        cs.push_back(r);
+      }
     }
   // Warp specialisation (kv_sync producer / pingpong) at the tiles it
   // allows: two consumer warpgroups with up to 232 registers each.

@@ -182,8 +182,10 @@ TEST_CASE("tuning.grid: the metadata's grid rule, and persistent refused off "
     CompiledKernel k = compiled(s);
     INFO(s.canonical());
     CHECK(k.meta.gridRule == "attention_fwd_v1");
-    CHECK_THAT(k.meta.mappingWhy,
-               Catch::EndsWith("; kv_sync tma, rescale threshold, grid tiles"));
+    CHECK_THAT(
+        k.meta.mappingWhy,
+        Catch::EndsWith(
+            "; kv_sync tma, rescale threshold, grid tiles, epilogue tma"));
   }
   // Persistent on the tma schedule (the default for causal attention at
   // D64-D192's default tiles, or named): the same parameters and block
@@ -195,7 +197,8 @@ TEST_CASE("tuning.grid: the metadata's grid rule, and persistent refused off "
     s.tuning.grid = kvSync[0] ? "persistent" : ""; // the default
     CompiledKernel k = compiled(s);
     CHECK(k.meta.gridRule == "attention_fwd_persistent_v1");
-    CHECK_THAT(k.meta.mappingWhy, Catch::EndsWith(", grid persistent"));
+    CHECK_THAT(k.meta.mappingWhy,
+               Catch::EndsWith(", grid persistent, epilogue tma"));
     KernelSpec tiles = s;
     tiles.tuning.grid = "tiles";
     CompiledKernel t = compiled(tiles);
@@ -369,16 +372,31 @@ TEST_CASE("kv_sync tma: one producer thread copies by TMA from tensor maps "
     CompiledKernel k = compiled(s);
     CHECK(k.meta.mapping == "wgmma");
     CHECK(k.meta.block[0] == 2 * v.blockM + 128);
-    // The v1 parameters, then the three tensor maps with their box rows.
-    REQUIRE(k.meta.params.size() == 25);
-    const char *names[] = {"q_tmap", "k_tmap", "v_tmap"};
-    for (int t = 0; t < 3; ++t) {
+    // The v1 parameters, then the four tensor maps with their box rows (O's
+    // by default: epilogue tma, one warpgroup's 64 rows).
+    REQUIRE(k.meta.params.size() == 26);
+    const char *names[] = {"q_tmap", "k_tmap", "v_tmap", "o_tmap"};
+    const int64_t boxRows[] = {v.blockM, v.blockN, v.blockN, 64};
+    for (int t = 0; t < 4; ++t) {
       CHECK(k.meta.params[22 + t].name == names[t]);
       CHECK(k.meta.params[22 + t].kind == ParamKind::TensorMap);
-      CHECK(k.meta.params[22 + t].boxRows == (t ? v.blockN : v.blockM));
+      CHECK(k.meta.params[22 + t].boxRows == boxRows[t]);
       CHECK(k.ptx.find(".param .align 64 .b8 attention_fwd_param_" +
                        std::to_string(22 + t) + "[128]") != std::string::npos);
     }
+    // O through shared memory (stmatrix) and a TMA store; LSE alone from
+    // registers.
+    CHECK(k.ptx.find("stmatrix.sync.aligned.m8n8.x4.shared.b16") !=
+          std::string::npos);
+    CHECK(k.ptx.find("cp.async.bulk.tensor.4d.global.shared::cta.tile."
+                     "bulk_group") != std::string::npos);
+    CHECK(k.ptx.find("cp.async.bulk.wait_group.read") != std::string::npos);
+    KernelSpec registerStores = s;
+    registerStores.tuning.epilogue = "registers";
+    CompiledKernel r0 = compiled(registerStores);
+    CHECK(r0.meta.params.size() == 25);
+    CHECK(r0.ptx.find("cp.async.bulk.tensor.4d.global") == std::string::npos);
+    CHECK(r0.ptx.find("stmatrix") == std::string::npos);
     // D / 64 boxes per tile, each completing on the tile's full barrier,
     // which first expects the tile's bytes; no cp.async of tiles left.
     CHECK(k.ptx.find("cp.async.bulk.tensor.4d.shared::cluster.global.tile."
