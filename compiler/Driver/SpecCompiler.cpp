@@ -5,6 +5,7 @@
 #include "attnc/runtime/Decode.h"
 #include "attnc/runtime/Launch.h"
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+#include "compiler/Conversion/TileToGPU/WGMMASupport.h"
 #include "compiler/Frontend/BuildAttnIR.h"
 #include "compiler/Frontend/BuildElementwiseIR.h"
 #include "compiler/LaunchABI.h"
@@ -352,6 +353,11 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
     tile.epilogue = "registers";
   }
   if (choice.mapping != GPUMapping::WGMMA || tile.kvSync != "tma")
+    tile.epilogue = "registers";
+  // The default's TMA store where O's staging buffer fits (persistent).
+  if (spec.tuning.epilogue.empty() && tile.epilogue == "tma" &&
+      !wgmma::tmaEpilogueFits(spec.headDim, tile.blockM, tile.blockN,
+                              tile.kvStages, tile.persistent))
     tile.epilogue = "registers";
   CompiledKernel out;
   ATTNC_ASSIGN_OR_RETURN(out.ptx,

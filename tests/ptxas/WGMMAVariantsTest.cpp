@@ -432,3 +432,27 @@ TEST_CASE("kv_sync tma: one producer thread copies by TMA from tensor maps "
     CHECK_FALSE(res.spills());
   }
 }
+
+TEST_CASE("tuning.epilogue: the default's TMA store only where O's staging "
+          "buffer fits beside the tiles",
+          "[ptxas][wgmma][epilogue]") {
+  // Persistent (causal) at three stages: Q 32 KiB + rings 192 KiB leave no
+  // room for O's 32 KiB, so the default stores O from registers; named,
+  // the mapping refuses it. One block per tile stages O in Q's buffer.
+  KernelSpec s = sm90(128, "bf16");
+  s.causal = true;
+  s.tuning.stages = 3;
+  CompiledKernel k = compiled(s);
+  CHECK(k.meta.gridRule == "attention_fwd_persistent_v1");
+  CHECK_THAT(k.meta.mappingWhy, Catch::EndsWith(", epilogue registers"));
+  KernelSpec tiles = s;
+  tiles.tuning.grid = "tiles";
+  CHECK_THAT(compiled(tiles).meta.mappingWhy,
+             Catch::EndsWith(", grid tiles, epilogue tma"));
+  KernelSpec named = s;
+  named.tuning.epilogue = "tma";
+  Result<CompiledKernel> r = SpecCompiler().compile(named);
+  REQUIRE_FALSE(r.isOk());
+  CHECK_THAT(r.status().message(),
+             Catch::Contains("O's staging buffer (32768 bytes)"));
+}

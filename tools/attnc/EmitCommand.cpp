@@ -2,6 +2,7 @@
 #include "tools/attnc/Commands.h"
 
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+#include "compiler/Conversion/TileToGPU/WGMMASupport.h"
 #include "compiler/Frontend/BuildAttnIR.h"
 #include "compiler/Frontend/BuildDecodeIR.h"
 #include "compiler/Frontend/BuildElementwiseIR.h"
@@ -445,6 +446,11 @@ int runEmit(EmitOptions &o) {
       if (!epilogue.empty())
         tile.epilogue = epilogue;
       if (choice.mapping != GPUMapping::WGMMA || tile.kvSync != "tma")
+        tile.epilogue = "registers";
+      // The default's TMA store where O's staging buffer fits (persistent).
+      if (epilogue.empty() && tile.epilogue == "tma" &&
+          !wgmma::tmaEpilogueFits(headDimOf(*module), tile.blockM, tile.blockN,
+                                  tile.kvStages, tile.persistent))
         tile.epilogue = "registers";
       if (choice.mapping == GPUMapping::WGMMA)
         fmt::print(stderr,

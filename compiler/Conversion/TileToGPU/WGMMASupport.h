@@ -74,6 +74,18 @@ inline int64_t oStagingBytes(int64_t headDim, int64_t blockM) {
   return blockM * headDim * 2;
 }
 
+/// Whether epilogue=tma fits these tiles: with persistent blocks O's
+/// staging buffer must fit beside the Q tile and the K/V rings (D128 at
+/// 128x176 or with 3 stages, and D256, do not); one block per tile stages
+/// O in Q's buffer. The drivers' default falls back to registers where it
+/// does not; named, the mapping refuses it.
+inline bool tmaEpilogueFits(int64_t headDim, int64_t blockM, int64_t blockN,
+                            int64_t stages, bool persistent) {
+  return !persistent || smemBytes(headDim, blockM, blockN, stages) +
+                                oStagingBytes(headDim, blockM) <=
+                            kSmemLimit;
+}
+
 /// Why a variant cannot take the wgmma mapping ("" when it can), as the end
 /// of a sentence "the wgmma mapping ...".
 /// `leftWindow`: the variant has a sliding window with a left bound (at
