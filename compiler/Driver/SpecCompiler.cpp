@@ -354,10 +354,10 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   }
   if (choice.mapping != GPUMapping::WGMMA || tile.kvSync != "tma")
     tile.epilogue = "registers";
-  // The default's TMA store where O's staging buffer fits (persistent).
+  // The default's TMA store where it fits and pays (tmaEpilogueByDefault).
   if (spec.tuning.epilogue.empty() && tile.epilogue == "tma" &&
-      !wgmma::tmaEpilogueFits(spec.headDim, tile.blockM, tile.blockN,
-                              tile.kvStages, tile.persistent))
+      !wgmma::tmaEpilogueByDefault(spec.headDim, tile.blockM, tile.blockN,
+                                   tile.kvStages, tile.persistent))
     tile.epilogue = "registers";
   CompiledKernel out;
   ATTNC_ASSIGN_OR_RETURN(out.ptx,

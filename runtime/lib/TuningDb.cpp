@@ -158,23 +158,27 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
     // with these tiles then, which has no kv_sync.
     if (spec.windowLeft < 0 || spec.headDim <= 192) {
       t.kvSync = "tma";
-      // The grid of the tma kernels. Persistent CTAs (min(work items, SMs)
-      // CTAs looping over pairs of items, a long and a short causal query
-      // tile together) for causal attention without a left window bound:
-      // H200 S4k D128 592.7 vs 561.5 TFLOP/s, D64 409.2 vs 395.5 against
-      // one CTA per tile. Not without the mask, where the items are alike:
-      // D128 648.0 vs 651.6, D64 428.5 vs 454.3 (bench/NOTES-hopper.md
-      // session 9); nor at D256, where the item loop's registers make the
-      // consumers spill (persistentFits). The one place the default is
-      // switched: defaultTileOptions (Pipelines.cpp) reads it.
-      t.grid = spec.causal && spec.windowLeft < 0 && spec.headDim <= 192
+      // The grid and O's epilogue of the tma kernels, from the A/B of all
+      // four at B4 S4k on the H200 (bench/NOTES-hopper.md session 10,
+      // TFLOP/s; tiles / persistent, O from registers / by TMA):
+      //   D128          644.6 / 652.2 tiles, 657.1 / 676.9 persistent
+      //   D128 causal   559.2 / 574.0 tiles, 595.7 / 615.6 persistent
+      //   D64           450.5 / 456.9 tiles, 449.4 / 452.5 persistent
+      //   D64 causal    396.1 / 404.1 tiles, 415.4 / 397.6 persistent
+      // Persistent CTAs (min(work items, SMs) CTAs looping over pairs of
+      // items, a long and a short causal query tile together) for causal
+      // attention without a left window bound up to D192, and at D128
+      // without the mask too; never at D256, where the item loop's
+      // registers make the consumers spill (persistentFits). The TMA store
+      // of O everywhere but on persistent CTAs at other head dims than
+      // 128 (their causal KV loop leaves the uniform datapath with it:
+      // D64 750 SASS instructions per tile against 695; the compiler's
+      // tmaEpilogueByDefault). The one place both defaults are switched:
+      // defaultTileOptions (Pipelines.cpp) reads them.
+      t.grid = spec.windowLeft < 0 && spec.headDim <= 192 &&
+                       (spec.causal || spec.headDim == 128)
                    ? "persistent"
                    : "tiles";
-      // How O is written: staged in shared memory and stored by TMA (the
-      // o_tmap parameter) rather than from the accumulator registers. The
-      // GPU A/B against "registers" is pending (the emitter is another
-      // change). The one place the default is switched: defaultTileOptions
-      // (Pipelines.cpp) reads it; without kv_sync "tma" it stays "".
       t.epilogue = "tma";
     }
     return t;

@@ -580,14 +580,15 @@ std::vector<Case> benchCases() {
       cs.push_back(c);
     }
   // The other grid beside sm_90a's default at its default tiles (issue
-  // #6, persistent blocks measured): one block per tile for causal, whose
-  // default is persistent, and persistent blocks without the mask.
+  // #6, persistent blocks measured; heuristicTuning's grid is the default).
   // And O's epilogue (issue #6, session 10): the register stores beside
   // the default's TMA store, on both grids.
   for (size_t i = 0, n = cs.size(); i < n; ++i)
     if (cs[i].tiles == "default" && cs[i].spec.arch == "sm_90a" &&
         cs[i].spec.headDim <= 192) {
-      const std::string other = cs[i].spec.causal ? "tiles" : "persistent";
+      const std::string other = heuristicTuning(cs[i].spec).grid == "persistent"
+                                    ? "tiles"
+                                    : "persistent";
       Case c = cs[i];
       c.spec.tuning.grid = other;
       c.tiles += " " + other;

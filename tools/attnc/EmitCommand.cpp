@@ -447,10 +447,11 @@ int runEmit(EmitOptions &o) {
         tile.epilogue = epilogue;
       if (choice.mapping != GPUMapping::WGMMA || tile.kvSync != "tma")
         tile.epilogue = "registers";
-      // The default's TMA store where O's staging buffer fits (persistent).
+      // The default's TMA store where it fits and pays (tmaEpilogueByDefault).
       if (epilogue.empty() && tile.epilogue == "tma" &&
-          !wgmma::tmaEpilogueFits(headDimOf(*module), tile.blockM, tile.blockN,
-                                  tile.kvStages, tile.persistent))
+          !wgmma::tmaEpilogueByDefault(headDimOf(*module), tile.blockM,
+                                       tile.blockN, tile.kvStages,
+                                       tile.persistent))
         tile.epilogue = "registers";
       if (choice.mapping == GPUMapping::WGMMA)
         fmt::print(stderr,

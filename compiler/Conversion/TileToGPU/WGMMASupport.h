@@ -86,6 +86,18 @@ inline bool tmaEpilogueFits(int64_t headDim, int64_t blockM, int64_t blockN,
                             kSmemLimit;
 }
 
+/// Whether the drivers' default stores O by TMA (tuning.epilogue unset):
+/// where it fits, and on persistent CTAs at head dim 128 only (at D64 and
+/// D192 their causal KV loop lost the uniform datapath with it, and D64
+/// causal measured 397.6 against 415.4 TFLOP/s with registers; H200,
+/// bench/NOTES-hopper.md session 10).
+inline bool tmaEpilogueByDefault(int64_t headDim, int64_t blockM,
+                                 int64_t blockN, int64_t stages,
+                                 bool persistent) {
+  return tmaEpilogueFits(headDim, blockM, blockN, stages, persistent) &&
+         (!persistent || headDim == 128);
+}
+
 /// Why a variant cannot take the wgmma mapping ("" when it can), as the end
 /// of a sentence "the wgmma mapping ...".
 /// `leftWindow`: the variant has a sliding window with a left bound (at
