@@ -85,7 +85,7 @@ step attention-bench-mbarrier timeout 120 "$stage/bin/attnc-gpu-attention" --bun
 # the schedule's name) beside the default's.
 step attention-gpu-producer timeout 90 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only producer
 step attention-gpu-pingpong timeout 90 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only pingpong
-step attention-gpu-tma timeout 240 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only tma
+step attention-gpu-tma timeout 400 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only tma
 step attention-bench-specialised timeout 300 bash -c "for s in default producer pingpong tma; do $stage/bin/attnc-gpu-attention --bundle $stage/bundle --bench --only \$s || exit 1; done"
 # The default tiles (and rescale=exact beside the default threshold).
 step attention-bench-default timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only default
