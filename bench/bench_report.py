@@ -33,9 +33,11 @@ GRID_SPEC = {
 
 
 # ------------------------------------------------------------------ cells
-def ok_cell(value, ms, err=None, note="", first_call_s=None):
+def ok_cell(value, ms, err=None, note="", first_call_s=None, spread=None):
+    """spread: (max - min) of the round medians over the median time (None: one round)."""
     return {"status": "ok", "value": float(value), "ms": float(ms),
-            "err": None if err is None else float(err), "note": note, "first_call_s": first_call_s}
+            "err": None if err is None else float(err), "note": note, "first_call_s": first_call_s,
+            "spread": None if spread is None else float(spread)}
 
 
 def na_cell(reason):
@@ -110,6 +112,8 @@ def cell_detail(cell):
     parts = []
     if cell.get("ms") is not None:
         parts.append(f"{cell['ms']:.3f} ms")
+    if cell.get("spread") is not None:
+        parts.append(f"spread {100 * cell['spread']:.1f}%")
     if cell.get("err") is not None:
         parts.append(f"err {_fmt_err(cell['err'])}")
     if cell.get("first_call_s") is not None:

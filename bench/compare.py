@@ -52,8 +52,14 @@ def parse_args(argv=None):
     ap.add_argument("--quick", action="store_true", help="few reps: a smoke run, not numbers to quote")
     ap.add_argument("--out", default=os.path.join(BENCH_DIR, "RESULTS.md"), help="markdown output path")
     ap.add_argument("--seed", type=int, default=None, help="default: fresh from the clock (printed)")
-    ap.add_argument("--warmup", type=int, default=None, help="warm-up calls per cell (default 5, quick 2)")
-    ap.add_argument("--reps", type=int, default=None, help="timed calls per cell (default 30, quick 5)")
+    ap.add_argument("--warmup", type=int, default=None,
+                    help="warm-up calls per cell and round (default 3, quick 2)")
+    ap.add_argument("--reps", type=int, default=None,
+                    help="timed calls per cell, over all rounds (default 40, quick 5)")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="rounds per row: each round times every implementation of the row in turn, "
+                         "starting one further along each time, so the card's drifting clock and "
+                         "power state fall on all of them alike (default 5, quick 1)")
     ap.add_argument("--layout", choices=["bshd", "bhsd"], default="bshd",
                     help="memory layout of Q/K/V/KV-cache allocations (default bshd)")
     ap.add_argument("--timer", choices=["events", "do_bench"], default="events",
@@ -69,29 +75,32 @@ def parse_args(argv=None):
     except ValueError as e:
         ap.error(str(e))
     if args.warmup is None:
-        args.warmup = 2 if args.quick else 5
+        args.warmup = 2 if args.quick else 3
     if args.reps is None:
-        args.reps = 5 if args.quick else 30
-    if args.warmup < 0 or args.reps < 1:
-        ap.error("--warmup must be >= 0 and --reps >= 1")
+        args.reps = 5 if args.quick else 40
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 5
+    if args.warmup < 0 or args.reps < 1 or not 1 <= args.rounds <= args.reps:
+        ap.error("--warmup must be >= 0, --reps >= 1 and 1 <= --rounds <= --reps")
     if args.seed is None:
         args.seed = int(time.time_ns() % (2**31 - 1))
     return args
 
 
 # =============================================================== timing
-def time_ms(runners, warmup, reps, timer="events"):
-    """Median over `reps` calls, each bracketed by CUDA events, rotating among runners
-    (one per input set), after `warmup` untimed calls. timer="do_bench": Triton's
-    do_bench (median; it zeroes a 256 MB buffer between calls to flush L2, outside the
-    timed region; its warm-up and repetition budgets are in ms)."""
+def time_calls(runners, warmup, reps, timer="events"):
+    """Times in ms of `reps` calls, each bracketed by CUDA events, rotating among
+    runners (one per input set), after `warmup` untimed calls. timer="do_bench":
+    one time, Triton's do_bench median (it zeroes a 256 MB buffer between calls to
+    flush L2, outside the timed region; its warm-up and repetition budgets are in ms)."""
     n = len(runners)
     if timer == "do_bench":
         from triton.testing import do_bench
 
         it = itertools.cycle(runners)
         rep_ms = 20 if reps < 20 else 100
-        return float(do_bench(lambda: next(it)(), warmup=max(5, 5 * warmup), rep=rep_ms, return_mode="median"))
+        return [float(do_bench(lambda: next(it)(), warmup=max(5, 5 * warmup), rep=rep_ms,
+                               return_mode="median"))]
     for i in range(warmup):
         runners[i % n]()
     torch.cuda.synchronize()
@@ -102,7 +111,25 @@ def time_ms(runners, warmup, reps, timer="events"):
         runners[i % n]()
         end.record()
     torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in events)
+    return [s.elapsed_time(e) for s, e in events]
+
+
+def time_ms(runners, warmup, reps, timer="events"):
+    """Median of time_calls (the ceilings: one implementation, one round)."""
+    return statistics.median(time_calls(runners, warmup, reps, timer))
+
+
+def round_orders(names, rounds):
+    """The order of the implementations in each round: round r starts r places
+    further along (a rotation), so each one is timed first, right after another
+    one, and last equally often when rounds is a multiple of len(names)."""
+    n = len(names)
+    return [[names[(r + i) % n] for i in range(n)] for r in range(rounds)] if n else []
+
+
+def split_reps(reps, rounds):
+    """Timed calls per round: reps spread over the rounds as evenly as they go."""
+    return [reps // rounds + (1 if r < reps % rounds else 0) for r in range(rounds)]
 
 
 def _reason_with_warnings(e, wl):
@@ -117,9 +144,61 @@ def _reason_with_warnings(e, wl):
     return R.short_reason(reason, 180)
 
 
-def measure_cell(name, make, n_sets, check, metric, args):
-    """make(i) -> (callable, note) for input set i; check(out) -> (err, why_wrong);
-    metric(ms) -> TFLOP/s or TB/s. Never raises (except KeyboardInterrupt)."""
+def measure_row(makers, n_sets, check, metric, args):
+    """Every implementation of a row: set up, first call, checked (prepare_cell),
+    then the correct ones timed in interleaved rounds (time_row). Returns
+    {name: cell}."""
+    cells, ready = {}, {}
+    for name, mk in makers.items():
+        got = prepare_cell(name, mk, n_sets, check)
+        if isinstance(got, dict):
+            cells[name] = got
+        else:
+            ready[name] = got
+    cells.update(time_row(ready, metric, args))
+    return {name: cells[name] for name in makers}
+
+
+def time_row(ready, metric, args):
+    """ready: {name: (runners, err, note, first_s)}. args.rounds rounds; in each,
+    every implementation is warmed up and timed for its share of args.reps calls,
+    in round_orders' order. A cell's time is the median of all its calls; its
+    spread is the range of its round medians over that median."""
+    names = list(ready)
+    times = {name: [] for name in names}
+    round_medians = {name: [] for name in names}
+    failed = {}
+    for order, reps in zip(round_orders(names, args.rounds), split_reps(args.reps, args.rounds)):
+        for name in order:
+            if name in failed:
+                continue
+            try:
+                t = time_calls(ready[name][0], args.warmup, reps, args.timer)
+            except Exception as e:  # noqa: BLE001
+                log(f"    {name:10s} error while timing: {R.exc_reason(e, 300)}")
+                failed[name] = R.error_cell("timing: " + R.exc_reason(e))
+                continue
+            times[name] += t
+            round_medians[name].append(statistics.median(t))
+    cells = {}
+    for name in names:
+        if name in failed:
+            cells[name] = failed[name]
+            continue
+        _, err, note, first_s = ready[name]
+        ms = statistics.median(times[name])
+        spread = (max(round_medians[name]) - min(round_medians[name])) / ms
+        value = metric(ms)
+        log(f"    {name:10s} {value:9.2f}  ({ms:.3f} ms, spread {100 * spread:.1f}%, err {err:.1e}, "
+            f"1st call {first_s:.1f} s)" + (f" [{note}]" if note else ""))
+        cells[name] = R.ok_cell(value, ms, err, note, round(first_s, 2), spread=spread)
+    return cells
+
+
+def prepare_cell(name, make, n_sets, check):
+    """make(i) -> (callable, note) for input set i; check(out) -> (err, why_wrong).
+    Returns a final cell (n/a, error, WRONG) or (runners, err, note, first_s) for
+    time_row. Never raises (except KeyboardInterrupt)."""
     try:
         runners, note = [], ""
         for i in range(n_sets):
@@ -156,17 +235,8 @@ def measure_cell(name, make, n_sets, check, metric, args):
     if why:
         log(f"    {name:10s} WRONG: {why}")
         return R.wrong_cell(err, why, first_s)
-
-    try:
-        ms = time_ms(runners, args.warmup, args.reps, args.timer)
-    except Exception as e:  # noqa: BLE001
-        log(f"    {name:10s} error while timing: {R.exc_reason(e, 300)}")
-        _free()
-        return R.error_cell("timing: " + R.exc_reason(e))
-    value = metric(ms)
-    log(f"    {name:10s} {value:9.2f}  ({ms:.3f} ms, err {err:.1e}, 1st call {first_s:.1f} s)"
-        + (f" [{note}]" if note else ""))
-    return R.ok_cell(value, ms, err, note, round(first_s, 2))
+    log(f"    {name:10s} correct (err {err:.1e}, 1st call {first_s:.1f} s)")
+    return runners, err, note, first_s
 
 
 def _free():
@@ -384,7 +454,7 @@ def run_prefill(args, l2_bytes):
             R.ATTNC: hook_maker(attnc_impl, "prefill", sets, causal=causal, scale=scale),
             R.REFERENCE: hook_maker(reference_impl, "prefill", sets, causal=causal, scale=scale),
         }
-        cells = {name: measure_cell(name, mk, n_sets, check, metric, args) for name, mk in makers.items()}
+        cells = measure_row(makers, n_sets, check, metric, args)
         rows.append({"key": list(prob.key), "label": prob.label,
                      "params": {"D": D, "S": S, "causal": causal, "B": B, "H": H, "flops": prob.flops,
                                 "n_sets": n_sets},
@@ -458,10 +528,7 @@ def run_decode(args, l2_bytes):
             R.ATTNC: hook_maker(attnc_impl, "decode", sets, causal=False, scale=scale),
             R.REFERENCE: hook_maker(reference_impl, "decode", sets, causal=False, scale=scale),
         }
-        cells = {}
-        for name, mk in makers.items():
-            cells[name] = measure_cell(name, mk, n_sets, check, metric, args)
-            _free()  # drop expanded K/V copies
+        cells = measure_row(makers, n_sets, check, metric, args)
         rows.append({"key": list(prob.key), "label": prob.label,
                      "params": {"B": B, "L": L, "Hq": Hq, "Hkv": Hkv, "D": D, "kv_bytes": prob.kv_bytes,
                                 "n_sets": n_sets},
@@ -543,7 +610,7 @@ def run_elementwise(args, l2_bytes):
             "compile": lambda i: peer_make(_compiled(eager))(i),
             R.ATTNC: hook_maker(attnc_impl, prob.op, sets, **kw),
         }
-        cells = {name: measure_cell(name, mk, n_sets, check, metric, args) for name, mk in makers.items()}
+        cells = measure_row(makers, n_sets, check, metric, args)
         rows.append({"key": list(prob.key), "label": prob.label,
                      "params": {"op": prob.op, "T": T, "N": N, "bytes": prob.bytes,
                                 "unfused_bytes": prob.unfused_bytes, "n_sets": n_sets},
@@ -593,8 +660,10 @@ def collect_meta(args):
         "command": shlex.join([os.path.basename(sys.executable)] + sys.argv),
         "seed": args.seed,
         "layout": f"{args.layout.upper()} (q/k/v and KV cache)",
-        "timing": (f"CUDA events around each call, {args.warmup} warm-up calls then median of "
-                   f"{args.reps} timed calls, back to back{' (--quick: smoke run)' if args.quick else ''}; "
+        "timing": (f"CUDA events around each call; per row, {args.rounds} rounds, each timing every "
+                   f"implementation in turn (the order rotated one place per round) for {args.warmup} "
+                   f"warm-up calls and its share of {args.reps} timed calls, back to back; the median "
+                   f"of the {args.reps} calls{' (--quick: smoke run)' if args.quick else ''}; "
                    "triton.testing.do_bench not used") if args.timer == "events" else (
                    "triton.testing.do_bench(return_mode='median', warmup=%d ms, rep=%d ms), which zeroes a "
                    "256 MB buffer before each call (L2 flush, untimed)%s" % (
@@ -603,6 +672,7 @@ def collect_meta(args):
         "timer": args.timer,
         "warmup": args.warmup,
         "reps": args.reps,
+        "rounds": args.rounds,
         "quick": args.quick,
         "tolerance": G.RELATIVE_L2_TOL,
         "notes": (["--expand-kv: SDPA decode peers were given expanded K/V on purpose"]
@@ -657,7 +727,7 @@ def main(argv=None):
     meta = collect_meta(args)
     log(f"attnc bench: {meta['device']}, driver {meta['driver']}, torch {meta['torch']} (CUDA {meta['cuda']}), "
         f"triton {meta['triton']}, cuDNN {meta['cudnn']}")
-    log(f"seed {args.seed}; grids {args.grid_list}; warmup {args.warmup}, reps {args.reps}; layout {args.layout}")
+    log(f"seed {args.seed}; grids {args.grid_list}; warmup {args.warmup}, reps {args.reps}, rounds {args.rounds}; layout {args.layout}")
     l2_bytes = meta["l2_bytes"] or 60 * 10**6
 
     results = {"meta": meta, "ceilings": {}, "grids": {}}

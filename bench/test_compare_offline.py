@@ -406,10 +406,11 @@ def test_compare_imports_without_torch_and_writes_outputs():
         check("torch" not in sys.modules, "importing compare must not import torch")
     a = compare.parse_args([])
     eq(a.grid_list, ["prefill", "decode", "elementwise"], "default grids")
-    eq((a.warmup, a.reps), (5, 30), "default reps (>= 20 timed)")
+    eq((a.warmup, a.reps, a.rounds), (3, 40, 5), "default reps (>= 20 timed) over 5 rounds")
     check(a.out.endswith(os.path.join("bench", "RESULTS.md")), a.out)
     a = compare.parse_args(["--grids", "decode", "--quick", "--seed", "7", "--out", "/tmp/x.md"])
-    eq((a.grid_list, a.warmup, a.reps, a.seed, a.out), (["decode"], 2, 5, 7, "/tmp/x.md"), "flags")
+    eq((a.grid_list, a.warmup, a.reps, a.rounds, a.seed, a.out), (["decode"], 2, 5, 1, 7, "/tmp/x.md"),
+       "flags")
     with tempfile.TemporaryDirectory() as td:
         res = fake_results()
         args = compare.parse_args(["--out", os.path.join(td, "md", "RESULTS.md"), "--no-plots"])
@@ -427,6 +428,60 @@ def test_compare_imports_without_torch_and_writes_outputs():
         j = json.load(open(os.path.join(td, "envout", "results.json")))
         eq(j["meta"]["seed"], 1234, "json")
         check("## Notes" in md, "notes")
+
+
+@test
+def test_interleaved_rounds_share_a_drifting_clock():
+    """Two identical implementations on a card that slows down call after call
+    (heat, power cap): timed back to back (one round) the second one looks
+    slower; in rotated rounds their medians agree, and the drift shows as spread."""
+    import compare
+
+    eq(compare.round_orders(["a", "b", "c"], 4), [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"],
+                                                 ["a", "b", "c"]], "rotations")
+    eq(compare.split_reps(40, 5), [8] * 5, "even split")
+    eq(compare.split_reps(7, 3), [3, 2, 2], "uneven split")
+    clock = {"calls": 0}
+
+    def fake_time_calls(runners, warmup, reps, timer="events"):
+        out = []
+        for _ in range(warmup):
+            clock["calls"] += 1
+        for _ in range(reps):
+            clock["calls"] += 1
+            out.append(runners[0]() * (1.0 + 0.001 * clock["calls"]))  # 0.1% slower per call
+        return out
+
+    real = compare.time_calls
+    compare.time_calls = fake_time_calls
+    try:
+        for rounds, want_close in ((1, False), (4, True)):
+            clock["calls"] = 0
+            args = compare.parse_args(["--reps", "40", "--rounds", str(rounds), "--warmup", "2"])
+            ready = {name: ([lambda: 1.0], 1e-3, "", 0.1) for name in ("same1", "same2")}
+            cells = compare.time_row(ready, lambda ms: 1.0 / ms, args)
+            a, b = cells["same1"]["ms"], cells["same2"]["ms"]
+            rel = abs(a - b) / a
+            if want_close:
+                check(rel < 0.005, f"rotated rounds: medians {a:.4f} vs {b:.4f}")
+                check(cells["same1"]["spread"] > 0.01, f"spread {cells['same1']['spread']}")
+            else:
+                check(rel > 0.03, f"back to back: medians {a:.4f} vs {b:.4f} should differ by the drift")
+                eq(cells["same1"]["spread"], 0.0, "one round: no spread")
+        # A failing timer makes an error cell for that implementation only.
+        def boom(*_a, **_k):
+            raise RuntimeError("launch failed")
+
+        compare.time_calls = lambda runners, *a, **k: (boom() if runners[0]() < 0 else
+                                                        fake_time_calls(runners, *a, **k))
+        args = compare.parse_args(["--reps", "4", "--rounds", "2"])
+        cells = compare.time_row({"ok": ([lambda: 1.0], 1e-3, "", 0.1), "bad": ([lambda: -1.0], 1e-3, "", 0.1)},
+                                 lambda ms: 1.0 / ms, args)
+        eq((cells["ok"]["status"], cells["bad"]["status"]), ("ok", "error"), "timing error cell")
+        check("launch failed" in cells["bad"]["note"], cells["bad"]["note"])
+        check("spread" in R.cell_detail(cells["ok"]), R.cell_detail(cells["ok"]))
+    finally:
+        compare.time_calls = real
 
 
 @test

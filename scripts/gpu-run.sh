@@ -142,6 +142,17 @@ step ncu-persistent timeout 300 bash -c "for sel in 'default persistent:14' 'def
   --metrics 'sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,$ncu_stalls' \
   -k regex:attention --launch-skip \${sel##*:} --launch-count 1 \
   $stage/bin/attnc-gpu-attention --bundle $stage/bundle --bench --only \"\${sel%:*}\"; done"
+# Issue #6: why D128 without the mask is further from cuDNN at S=16k (B=1)
+# than at S=4k (B=4): the same 2048 work items, 4x the KV tiles each. Tail
+# (sm__cycles_active min/avg/max), L2 hits, DRAM bytes and the tensor pipe,
+# attnc's default and cuDNN, both shapes.
+ncu_long='--section SpeedOfLight --section ComputeWorkloadAnalysis --section LaunchStats --metrics gpu__time_duration.sum,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min,lts__t_sector_hit_rate.pct,dram__bytes_read.sum'
+step ncu-prefill-long timeout 300 bash -c "for bs in '4 4096' '1 16384'; do set -- \$bs; \
+  $ncu_bin --clock-control none $ncu_long -k regex:attention --launch-skip 3 --launch-count 1 \
+  $stage/bin/attnc-bench --bundle $stage/bundle --heads 16 --kv-heads 16 --head-dim 128 \
+  --batch \$1 --seq-len \$2 --arch sm_90a --reps 2; done; for l in '' --long; do \
+  $ncu_bin --clock-control none $ncu_long -k regex:sdpa --launch-skip 3 --launch-count 1 \
+  python3 bench/ncu_fa2.py --cudnn \$l; done"
 step ncu-prefill-cudnn timeout 300 bash -c "for c in '' --causal; do $ncu_bin --clock-control none --set full \
   --metrics '$ncu_stalls' -k regex:sdpa --launch-skip 3 --launch-count 1 \
   python3 bench/ncu_fa2.py --cudnn \$c; done"

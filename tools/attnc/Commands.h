@@ -34,7 +34,8 @@ struct EmitOptions {
                        // pingpong | tma ("": the default)
   std::string rescale; // wgmma: threshold | exact ("": the default, threshold)
   std::string grid;    // wgmma: tiles | persistent (kv-sync tma; "": the
-                       // default, tiles)
+                       // default, heuristicTuning's: persistent for causal
+                       // up to D192 and for D128)
   // wgmma: registers | tma (kv-sync tma; "": the default, tma on the tma
   // schedule)
   std::string epilogue;
