@@ -224,8 +224,10 @@ step decode-timeline timeout 180 python3 bench/decode_timeline.py
 # The same for prefill at D=128, with compare.py's event timer beside it.
 step prefill-timeline timeout 180 python3 bench/prefill_timeline.py
 # Issue #6: clock and power of the D128 prefill kernels run back to back,
-# attnc beside cuDNN (nvidia-smi, read-only queries).
+# attnc beside cuDNN, and its sm_80 kernels beside FA2 (nvidia-smi,
+# read-only queries).
 step power-draw timeout 120 python3 bench/power_draw.py
+step power-draw-sm80 timeout 120 env ATTNC_BENCH_ARCH=sm_80 python3 bench/power_draw.py
 # Issue #5: the portable sm_80 kernels beside the same peers (their table in
 # the logs; $OUT keeps the default grid's).
 step compare-sm80 timeout 300 env -u OUT ATTNC_BENCH_ARCH=sm_80 python3 bench/compare.py \
