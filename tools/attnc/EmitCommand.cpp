@@ -20,7 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/core.h>
@@ -484,14 +484,18 @@ int runEmit(EmitOptions &o) {
     os << "\n";
   }
 
-  std::string err;
-  auto out = openOutputFile(o.output.empty() ? "-" : o.output, &err);
-  if (!out) {
-    fmt::print(stderr, "attnc: error: {}\n", err);
+  // Written whole to a temporary file and renamed over the output, before
+  // anything else is printed: an interrupted run (a full disk, a signal, a
+  // reader of stderr gone) leaves the old file or none, never a partial one.
+  if (llvm::Error e = llvm::writeToOutput(
+          o.output.empty() ? "-" : o.output, [&](llvm::raw_ostream &os) {
+            os << text;
+            return llvm::Error::success();
+          })) {
+    fmt::print(stderr, "attnc: error: cannot write the output: {}\n",
+               llvm::toString(std::move(e)));
     return 1;
   }
-  out->os() << text;
-  out->keep();
   if (!o.output.empty())
     fmt::print(stderr, "attnc: wrote {} to {}\n",
                o.stage == "ptx" ? "PTX" : o.stage + " IR", o.output);
