@@ -19,8 +19,8 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/core.h>
@@ -487,11 +487,11 @@ int runEmit(EmitOptions &o) {
   // Written whole to a temporary file and renamed over the output, before
   // anything else is printed: an interrupted run (a full disk, a signal, a
   // reader of stderr gone) leaves the old file or none, never a partial one.
-  if (llvm::Error e = llvm::writeToOutput(
-          o.output.empty() ? "-" : o.output, [&](llvm::raw_ostream &os) {
-            os << text;
-            return llvm::Error::success();
-          })) {
+  if (llvm::Error e = llvm::writeToOutput(o.output.empty() ? "-" : o.output,
+                                          [&](llvm::raw_ostream &os) {
+                                            os << text;
+                                            return llvm::Error::success();
+                                          })) {
     fmt::print(stderr, "attnc: error: cannot write the output: {}\n",
                llvm::toString(std::move(e)));
     return 1;
