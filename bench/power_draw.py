@@ -1,18 +1,18 @@
 """Clock and power while a prefill kernel runs back to back, attnc beside cuDNN.
 
-Under ncu (one launch after idle) attnc's and cuDNN's D=128 non-causal kernels
-take the same time at S=16k (3.19 ms each, 2026-12-03), while compare.py's
-back-to-back timing puts attnc 2-3% behind: the card then runs at its power
-limit, and a kernel that draws more power per FLOP runs at a lower clock.
-This measures that: each implementation runs back to back for SECONDS, in
-alternating turns, while `nvidia-smi` samples the SM clock, the power draw
-and the temperature every 100 ms (read-only queries; no setting is changed).
-Per turn: TFLOP/s (CUDA events over the turn's calls), median SM clock and
-power, and TFLOP per kJ. Run on the GPU machine with ATTNC_LIBRARY and
-ATTNC_CACHE_DIR set (as scripts/gpu-run.sh does):
+At the card's power limit the SM clock depends on the kernel: one that draws
+more energy per cycle runs at a lower clock, so a short burst (compare.py) and
+a sustained run can rank two kernels differently. This measures the sustained
+case: each implementation runs back to back for SECONDS, in alternating turns,
+while `nvidia-smi` samples the SM clock, the power draw and the temperature
+every 100 ms (read-only queries; no setting is changed). Per turn: TFLOP/s
+(CUDA events over the turn's calls, a sync every 10 calls included), the median
+SM clock and power, and TFLOP/s per W. Run on the GPU machine with
+ATTNC_LIBRARY and ATTNC_CACHE_DIR set (as scripts/gpu-run.sh does):
 python3 bench/power_draw.py
 With ATTNC_BENCH_ARCH=sm_80 attnc runs its portable mma.sync kernels and the
-peer is FA2 (SDPA's flash backend), issue #5's comparison.
+peer is FA2 (SDPA's flash backend), issue #5's comparison. Results from
+2026-12-03: bench/RESULTS.md, "Session 11 steps".
 """
 import os
 import statistics
