@@ -620,6 +620,15 @@ LogicalResult WGMMAEmitter::emitStore(tile::StoreOp op) {
 // the previous item's store has read it, and the block's last store is
 // waited for after the item loop. ncu counted 50% excess sectors on the
 // register stores (16 of every 32 bytes per instruction).
+//
+// Persistent blocks avoid the two `.aligned` instructions here, stmatrix
+// and bar.sync: each thread stores its fragments with st.shared.b32 into
+// the same layout, and the warpgroup meets at a non-aligned barrier.sync.
+// With either of them after a causal KV loop (whose length ptxas cannot
+// prove warp-uniform) ptxas wrapped that loop for reconvergence and took
+// its counter and wgmma descriptors out of the uniform datapath: D128 828
+// SASS instructions per KV tile against 752 (bench/NOTES-hopper.md,
+// "Session 11").
 LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
   const Frags &o = frags[op.getValue()];
   const int64_t blockM = launch.getBlockM();
@@ -641,8 +650,19 @@ LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
   Value epilogueBarrier = asI32(add(wg, 1 + consumerThreads() / 128));
   Value wgThreads = LLVM::ConstantOp::create(b, loc, b.getI32Type(), 128);
   auto syncWarpgroup = [&] {
-    NVVM::BarrierOp::create(b, loc, TypeRange{}, epilogueBarrier, wgThreads,
-                            NVVM::BarrierReductionAttr(), Value());
+    if (!persistent) {
+      NVVM::BarrierOp::create(b, loc, TypeRange{}, epilogueBarrier, wgThreads,
+                              NVVM::BarrierReductionAttr(), Value());
+      return;
+    }
+    // The memory clobber keeps LLVM from moving shared-memory accesses
+    // across it, as it would not move them across bar.sync.
+    LLVM::InlineAsmOp::create(
+        b, loc, TypeRange{}, ValueRange{epilogueBarrier, wgThreads},
+        "barrier.sync $0, $1;", "r,r,~{memory}", /*has_side_effects=*/true,
+        /*is_align_stack=*/false, LLVM::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+        ArrayAttr());
   };
   Value staging = persistent ? scratchAddress(0) : bufferAddress(qBuffer);
   if (persistent) {
@@ -668,7 +688,35 @@ LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
   Value chunkXor = arith::XOrIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, m, idx(2)), rowInMatrix);
   auto sharedPtrT = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  for (int64_t p = 0; p < n8 / 2; ++p) {
+  if (persistent) {
+    // Lane (g, t) holds columns 8j + 2t, 8j + 2t + 1 of rows g and g + 8
+    // of its warp's 16 for each n8 tile j: 4 bytes at chunk (j % 8) ^ g
+    // (the row's index mod 8 is g), byte 4t, of column block j / 8.
+    Value gq = arith::DivUIOp::create(b, loc, lane, idx(4));
+    Value tq = arith::RemUIOp::create(b, loc, lane, idx(4));
+    Value rowG = add(add(mul(wg, 64), mul(warpInGroup, 16)), gq);
+    Value threadBase = arith::AddIOp::create(
+        b, loc, staging,
+        arith::IndexCastOp::create(
+            b, loc, b.getI64Type(),
+            add(mul(rowG, wgmma::kSwizzleBytes), mul(tq, 4))));
+    for (int64_t j = 0; j < n8; ++j) {
+      Value chunk = arith::XOrIOp::create(b, loc, gq, idx(j % 8));
+      for (int64_t h = 0; h < 2; ++h) {
+        Value at = arith::AddIOp::create(
+            b, loc, threadBase,
+            arith::IndexCastOp::create(
+                b, loc, b.getI64Type(),
+                add(mul(chunk, 16), (j / 8) * blockM * wgmma::kSwizzleBytes +
+                                        8 * h * wgmma::kSwizzleBytes)));
+        LLVM::StoreOp::create(
+            b, loc,
+            LLVM::BitcastOp::create(b, loc, b.getI32Type(), row2(o.regs[j], h)),
+            LLVM::IntToPtrOp::create(b, loc, sharedPtrT, at));
+      }
+    }
+  }
+  for (int64_t p = 0; !persistent && p < n8 / 2; ++p) {
     int64_t block = p / 4;
     Value chunk = arith::XOrIOp::create(b, loc, chunkXor, idx(2 * (p % 4)));
     Value at = arith::AddIOp::create(

@@ -34,13 +34,20 @@
 // Persistent blocks stage O in a buffer of their own (the producer reloads
 // Q meanwhile), so before writing an item's O the warpgroup's first thread
 // waits until the previous item's store has read it; the block's last store
-// is waited for after the item loop.
+// is waited for after the item loop. They use no `.aligned` instruction
+// there (after a causal KV loop either one took that loop out of ptxas's
+// uniform datapath): each thread stores its 32 fragments (D128: 16 n8 tiles
+// x rows g, g + 8) with 4-byte shared stores instead of stmatrix, and the
+// warpgroup meets at a non-aligned barrier.sync instead of bar.sync.
 // PERSISTENT-LABEL: gpu.func @attention_fwd
 // PERSISTENT: nvvm.setmaxregister  increase 240
 // PERSISTENT: scf.for
 // PERSISTENT: nvvm.cp.async.bulk.wait_group 0 {read}
-// PERSISTENT: nvvm.barrier id
-// PERSISTENT-COUNT-8: nvvm.stmatrix
+// PERSISTENT: llvm.inline_asm has_side_effects asm_dialect = att "barrier.sync $0, $1;", "r,r,~{memory}"
+// PERSISTENT-COUNT-32: llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr<3>
+// PERSISTENT-NOT: nvvm.stmatrix
+// PERSISTENT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// PERSISTENT-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "barrier.sync $0, $1;"
 // PERSISTENT: nvvm.cp.async.bulk.commit.group
 // PERSISTENT-NOT: nvvm.cp.async.bulk.wait_group
 // PERSISTENT: scf.yield %{{.*}}, %{{.*}} : i32, i32
