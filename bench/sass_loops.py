@@ -34,7 +34,8 @@ KINDS = ("HGMMA", "R2UR", "BAR", "SYNCS", "MUFU", "SHFL", "LDS", "STS", "STSM",
          "STG", "UTMALDG")
 
 
-def find_nvdisasm(explicit):
+def find_nvdisasm(explicit, required=True):
+    """nvdisasm's path; None when not found and not required."""
     for cand in (explicit, os.environ.get("NVDISASM"),
                  shutil.which("nvdisasm"), "/usr/local/cuda/bin/nvdisasm"):
         if cand and os.path.exists(cand):
@@ -46,6 +47,8 @@ def find_nvdisasm(explicit):
         hits = glob.glob(os.path.join(root, "nvidia", "*", "bin", "nvdisasm"))
         if hits:
             return hits[0]
+    if not required:
+        return None
     sys.exit("sass_loops: nvdisasm not found: pip install "
              "nvidia-cuda-nvdisasm, or pass --nvdisasm PATH")
 

@@ -53,4 +53,21 @@ if ! python3 -c "import numpy" 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check numpy ||
     python3 -m pip install --quiet --disable-pip-version-check --break-system-packages numpy
 fi
+# The SASS check (ctest ptxas-sass-uniform-loop) needs nvdisasm, which the
+# minimal CUDA Toolkit lacks; NVIDIA publishes it on PyPI (6 MB). Best effort:
+# without it that test reports itself skipped.
+have_nvdisasm() {
+  command -v nvdisasm >/dev/null || [ -x "$cuda/bin/nvdisasm" ] ||
+    python3 - <<'PY'
+import glob, site, sys
+roots = site.getsitepackages() + [site.getusersitepackages(), "/opt/nvdisasm"]
+sys.exit(not any(glob.glob(r + "/nvidia/*/bin/nvdisasm") for r in roots))
+PY
+}
+if ! have_nvdisasm; then
+  python3 -m pip install --quiet --disable-pip-version-check nvidia-cuda-nvdisasm 2>/dev/null ||
+    python3 -m pip install --quiet --disable-pip-version-check --break-system-packages \
+      nvidia-cuda-nvdisasm 2>/dev/null ||
+    echo "setup: warning: nvdisasm not installed (pip install nvidia-cuda-nvdisasm); the SASS check will be skipped" >&2
+fi
 echo "setup: ok (LLVM/MLIR 22, CUDA $ver at $cuda)"

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""The persistent KV loop stays in the uniform datapath with the TMA epilogue.
+
+ptxas keeps the KV loop's counter and wgmma descriptors in uniform registers
+only while it can: an `.aligned` instruction (stmatrix, bar.sync) in the
+epilogue after a causal KV loop made it wrap the loop for reconvergence and
+move them to vector registers, R2UR before every HGMMA (bench/NOTES-hopper.md,
+sessions 10 and 11: D128 causal 828 SASS instructions per tile against 752).
+This assembles the persistent kernels with both epilogues and checks that the
+TMA epilogue's KV loop is no longer than the register epilogue's and moves no
+more values into uniform registers.
+
+Needs nvdisasm, which the CUDA Toolkit's minimal install lacks (PyPI:
+nvidia-cuda-nvdisasm; bench/sass_loops.py finds it): without it the test
+reports itself skipped (exit 77).
+
+Usage: sass_uniform_loop_test.py ATTNC PTXAS
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+import sass_loops  # noqa: E402
+
+SKIP = 77
+# (head dim, causal): the causal ones are where it broke; D128 without the
+# mask is the default that must not regress either.
+VARIANTS = ((128, True), (64, True), (128, False))
+SLACK = 8  # instructions: the two kernels' loops may differ by a few moves
+
+
+def kv_loop(attnc, ptxas, nvdisasm, d, causal, epilogue, tmp):
+    ptx = os.path.join(tmp, f"d{d}{'c' if causal else ''}-{epilogue}.ptx")
+    cmd = [attnc, "emit", "--head-dim", str(d), "--arch", "sm_90a", "--emit", "ptx",
+           "--grid", "persistent", "--epilogue", epilogue, "-o", ptx]
+    if causal:
+        cmd.append("--causal")
+    subprocess.run(cmd, check=True, capture_output=True)
+    sass = sass_loops.disassemble(ptx, "sm_90a", nvdisasm, ptxas)
+    _, found = sass_loops.loops(sass)
+    # The KV loop: one tile's wgmmas (Q·Kᵀ: D / 16 k-steps; P·V: 128 / 16
+    # at the default 128x128 tiles), the smallest loop that issues exactly
+    # those (the item loop around it issues the peeled first tile's too).
+    per_tile = d // 16 + 128 // 16
+    bodies = [body for _, _, body in found if sass_loops.count(body, "HGMMA") == per_tile]
+    if not bodies:
+        sys.exit(f"FAIL: no loop with {per_tile} HGMMA in {ptx}")
+    return min(bodies, key=len)
+
+
+def main():
+    attnc, ptxas = sys.argv[1], sys.argv[2]
+    nvdisasm = sass_loops.find_nvdisasm(None, required=False)
+    if not nvdisasm:
+        print("skipped: nvdisasm not found (pip install nvidia-cuda-nvdisasm)")
+        return SKIP
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for d, causal in VARIANTS:
+            tma = kv_loop(attnc, ptxas, nvdisasm, d, causal, "tma", tmp)
+            regs = kv_loop(attnc, ptxas, nvdisasm, d, causal, "registers", tmp)
+            r2ur = (sass_loops.count(tma, "R2UR"), sass_loops.count(regs, "R2UR"))
+            ok = len(tma) <= len(regs) + SLACK and r2ur[0] <= r2ur[1]
+            failed += not ok
+            print(f"{'PASS' if ok else 'FAIL'} D{d}{' causal' if causal else ''}: KV loop "
+                  f"{len(tma)} instructions, R2UR {r2ur[0]} with the TMA epilogue; "
+                  f"{len(regs)}, R2UR {r2ur[1]} with registers")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
