@@ -671,37 +671,24 @@ LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
     });
     syncWarpgroup();
   }
-  // Lane l gives the row address of matrix l / 8, row l % 8: matrix m holds
-  // n8 tile 2p + m / 2, rows g + 8 (m % 2).
-  Value m = arith::DivUIOp::create(b, loc, lane, idx(8));
-  Value rowInMatrix = arith::RemUIOp::create(b, loc, lane, idx(8));
   Value warpInGroup = arith::RemUIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, tid, idx(32)), idx(4));
-  Value row = add(add(add(mul(wg, 64), mul(warpInGroup, 16)),
-                      mul(arith::RemUIOp::create(b, loc, m, idx(2)), 8)),
-                  rowInMatrix);
-  Value laneBase = arith::AddIOp::create(
-      b, loc, staging,
-      arith::IndexCastOp::create(b, loc, b.getI64Type(),
-                                 mul(row, wgmma::kSwizzleBytes)));
-  // Chunk (2 (p % 4) + m / 2) ^ (row % 8) = 2 (p % 4) ^ (m / 2 ^ row % 8).
-  Value chunkXor = arith::XOrIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, m, idx(2)), rowInMatrix);
+  Value warpRows = add(mul(wg, 64), mul(warpInGroup, 16));
   auto sharedPtrT = LLVM::LLVMPointerType::get(b.getContext(), 3);
   if (persistent) {
     // Lane (g, t) holds columns 8j + 2t, 8j + 2t + 1 of rows g and g + 8
     // of its warp's 16 for each n8 tile j: 4 bytes at chunk (j % 8) ^ g
     // (the row's index mod 8 is g), byte 4t, of column block j / 8.
-    Value gq = arith::DivUIOp::create(b, loc, lane, idx(4));
-    Value tq = arith::RemUIOp::create(b, loc, lane, idx(4));
-    Value rowG = add(add(mul(wg, 64), mul(warpInGroup, 16)), gq);
+    Value fragRow = arith::DivUIOp::create(b, loc, lane, idx(4));
+    Value fragCol = arith::RemUIOp::create(b, loc, lane, idx(4));
     Value threadBase = arith::AddIOp::create(
         b, loc, staging,
         arith::IndexCastOp::create(
             b, loc, b.getI64Type(),
-            add(mul(rowG, wgmma::kSwizzleBytes), mul(tq, 4))));
+            add(mul(add(warpRows, fragRow), wgmma::kSwizzleBytes),
+                mul(fragCol, 4))));
     for (int64_t j = 0; j < n8; ++j) {
-      Value chunk = arith::XOrIOp::create(b, loc, gq, idx(j % 8));
+      Value chunk = arith::XOrIOp::create(b, loc, fragRow, idx(j % 8));
       for (int64_t h = 0; h < 2; ++h) {
         Value at = arith::AddIOp::create(
             b, loc, threadBase,
@@ -715,27 +702,42 @@ LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
             LLVM::IntToPtrOp::create(b, loc, sharedPtrT, at));
       }
     }
+  } else {
+    // Lane l gives the row address of matrix l / 8, row l % 8: matrix m
+    // holds n8 tile 2p + m / 2, rows g + 8 (m % 2).
+    Value m = arith::DivUIOp::create(b, loc, lane, idx(8));
+    Value rowInMatrix = arith::RemUIOp::create(b, loc, lane, idx(8));
+    Value row =
+        add(add(warpRows, mul(arith::RemUIOp::create(b, loc, m, idx(2)), 8)),
+            rowInMatrix);
+    Value laneBase = arith::AddIOp::create(
+        b, loc, staging,
+        arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                   mul(row, wgmma::kSwizzleBytes)));
+    // Chunk (2 (p % 4) + m / 2) ^ (row % 8) = 2 (p % 4) ^ (m / 2 ^ row % 8).
+    Value chunkXor = arith::XOrIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, m, idx(2)), rowInMatrix);
+    for (int64_t p = 0; p < n8 / 2; ++p) {
+      int64_t block = p / 4;
+      Value chunk = arith::XOrIOp::create(b, loc, chunkXor, idx(2 * (p % 4)));
+      Value at = arith::AddIOp::create(
+          b, loc, laneBase,
+          arith::IndexCastOp::create(
+              b, loc, b.getI64Type(),
+              add(mul(chunk, 16), block * blockM * wgmma::kSwizzleBytes)));
+      SmallVector<Value> sources;
+      for (int64_t i = 0; i < 4; ++i)
+        sources.push_back(LLVM::BitcastOp::create(
+            b, loc, b.getI32Type(), row2(o.regs[2 * p + i / 2], i % 2)));
+      NVVM::StMatrixOp::create(
+          b, loc, LLVM::IntToPtrOp::create(b, loc, sharedPtrT, at), sources,
+          NVVM::MMALayout::row,
+          NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+          NVVM::LdStMatrixEltType::B16);
+    }
   }
-  for (int64_t p = 0; !persistent && p < n8 / 2; ++p) {
-    int64_t block = p / 4;
-    Value chunk = arith::XOrIOp::create(b, loc, chunkXor, idx(2 * (p % 4)));
-    Value at = arith::AddIOp::create(
-        b, loc, laneBase,
-        arith::IndexCastOp::create(
-            b, loc, b.getI64Type(),
-            add(mul(chunk, 16), block * blockM * wgmma::kSwizzleBytes)));
-    SmallVector<Value> sources;
-    for (int64_t i = 0; i < 4; ++i)
-      sources.push_back(LLVM::BitcastOp::create(
-          b, loc, b.getI32Type(), row2(o.regs[2 * p + i / 2], i % 2)));
-    NVVM::StMatrixOp::create(
-        b, loc, LLVM::IntToPtrOp::create(b, loc, sharedPtrT, at), sources,
-        NVVM::MMALayout::row,
-        NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
-        NVVM::LdStMatrixEltType::B16);
-  }
-  // stmatrix wrote through the generic proxy; TMA reads through the async
-  // one: fence, then every thread of the warpgroup has written.
+  // The shared stores went through the generic proxy; TMA reads through the
+  // async one: fence, then every thread of the warpgroup has written.
   NVVM::FenceProxyOp::create(
       b, loc, NVVM::ProxyKind::async_shared,
       NVVM::SharedSpaceAttr::get(b.getContext(),
