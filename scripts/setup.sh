@@ -56,13 +56,9 @@ fi
 # The SASS check (ctest ptxas-sass-uniform-loop) needs nvdisasm, which the
 # minimal CUDA Toolkit lacks; NVIDIA publishes it on PyPI (6 MB). Best effort:
 # without it that test reports itself skipped.
+# Found the way the test finds it (bench/sass_loops.py's find_nvdisasm).
 have_nvdisasm() {
-  command -v nvdisasm >/dev/null || [ -x "$cuda/bin/nvdisasm" ] ||
-    python3 - <<'PY'
-import glob, site, sys
-roots = site.getsitepackages() + [site.getusersitepackages(), "/opt/nvdisasm"]
-sys.exit(not any(glob.glob(r + "/nvidia/*/bin/nvdisasm") for r in roots))
-PY
+  python3 -c "import sys; sys.path.insert(0, '$(dirname "$0")/../bench'); import sass_loops; sys.exit(not sass_loops.find_nvdisasm(None, required=False))"
 }
 if ! have_nvdisasm; then
   python3 -m pip install --quiet --disable-pip-version-check nvidia-cuda-nvdisasm 2>/dev/null ||
