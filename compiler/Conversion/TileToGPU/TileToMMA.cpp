@@ -20,7 +20,9 @@
 // with shuffles. K and V tiles are staged in shared memory with padded rows
 // (+8 elements) so that the 8 rows a B fragment reads fall in distinct
 // banks. With q-in-smem, Q is staged the same way and its A fragments are
-// read with ldmatrix at each QKᵀ instead of living in registers.
+// read with ldmatrix at each QKᵀ instead of living in registers. The decode
+// split kernel stages Q too, but reads its fragments into registers once,
+// after the K/V ring's first copies are in flight (see emitFor).
 // A tile value's registers are indexed [m16 tile][fragment]: A [mt][k16],
 // C [mt][n8], row statistics [mt][2].
 //
@@ -68,7 +70,8 @@ public:
              tile::LaunchAttr launch, ArrayRef<Value> buffers, int64_t mTiles,
              bool qInSmem, bool swizzle)
       : TileEmitter(kernel, gpuFunc, launch, buffers), mTiles(mTiles),
-        qInSmem(qInSmem), swizzle(swizzle) {}
+        qInSmem(qInSmem), swizzle(swizzle),
+        qStagedOnce(launch.getRule() == kDecodeSplitRule) {}
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -124,6 +127,17 @@ private:
 
   const int64_t mTiles; // m16 tiles per warp
   const bool qInSmem;
+  // The decode split kernel's Q: one 16-byte cp.async per chunk into
+  // shared memory, issued ahead of the K/V ring's first copies, and read
+  // into registers with ldmatrix once those are in flight. Loaded straight
+  // into the A layout, Q took 32 guarded 4-byte loads per lane and ~400
+  // instructions of addressing before the first K/V copy, with one warp
+  // per program and per scheduler to issue them (bench/NOTES.md, decode
+  // "Session 12").
+  const bool qStagedOnce;
+  SmallVector<std::pair<Value, Value>> pendingQ; // (tile value, buffer)
+  /// Waits for the staged Q tiles and reads them into A registers.
+  void loadPendingQ();
   // Staged tiles unpadded with XOR-swizzled 16-byte chunks (head dims that
   // are multiples of 64; see gpu_emit::swizzledColumn), else padded rows.
   const bool swizzle;
@@ -289,12 +303,14 @@ LogicalResult MMAEmitter::emitRowLoad(tile::LoadOp op) {
       llvm::all_of(op->getUsers(), llvm::IsaPred<tile::LseAccumulateOp>);
   if (elt.isF32() || merged)
     return emitPartialLoad(op, view, batch, head, q0, col0);
-  if (qInSmem) { // staged like K/V; fragments read at each use
+  if (qInSmem || qStagedOnce) { // staged like K/V
     if (nextStage >= buffers.size())
       return op.emitError("more staged tiles than workgroup buffers");
     Value buf = buffers[nextStage++];
     issueStage(op, buf, map.lookup(op.getRow()), /*barrier=*/false);
     frags[op.getResult()] = {Frags::Staged, {buf}};
+    if (qStagedOnce) // into registers before the KV loop (emitFor)
+      pendingQ.push_back({op.getResult(), buf});
     return success();
   }
   Frags f{Frags::A, {}};
@@ -311,6 +327,24 @@ LogicalResult MMAEmitter::emitRowLoad(tile::LoadOp op) {
   }
   frags[op.getResult()] = std::move(f);
   return success();
+}
+
+void MMAEmitter::loadPendingQ() {
+  if (pendingQ.empty())
+    return;
+  SmallVector<Value> bufs;
+  for (auto [value, buf] : pendingQ)
+    bufs.push_back(buf);
+  waitForStaged(bufs);
+  for (auto [value, buf] : pendingQ) {
+    auto t = cast<RankedTensorType>(value.getType());
+    Frags staged = frags[value], f{Frags::A, {}};
+    for (int64_t mt = 0; mt < mTiles; ++mt)
+      for (int64_t kk = 0; kk < t.getDimSize(1) / 16; ++kk)
+        f.regs.push_back(aFragment(staged, mt, kk, t.getElementType()));
+    frags[value] = std::move(f);
+  }
+  pendingQ.clear();
 }
 
 Value MMAEmitter::aFragment(const Frags &a, int64_t mt, int64_t kk, Type elt) {
@@ -664,6 +698,10 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
                                       map.lookup(load.getLength()),
                                       viewT.getDimSize(2), count));
   }
+  // Q into registers: its copy was committed before the ring's, so waiting
+  // for it leaves the ring's first tiles (and the page lookups above) in
+  // flight.
+  loadPendingQ();
   // Loop-carried fragments travel as a flat list of registers (then the
   // carried pages).
   SmallVector<Value> inits;
@@ -790,8 +828,12 @@ void MapTileToMMAPass::runOnOperation() {
     if (t.getRank() == 2)
       swizzle &= t.getDimSize(1) % 64 == 0;
   });
+  // The decode split kernel stages its Q (MMAEmitter::qStagedOnce).
+  bool stageQ =
+      qSmem ||
+      !gpu_emit::kernelsWithRule(getOperation(), kDecodeSplitRule).empty();
   if (failed(gpu_emit::mapKernelsToGPU(
-          getOperation(), swizzle ? 0 : kRowPad, /*stageRowOwned=*/qSmem,
+          getOperation(), swizzle ? 0 : kRowPad, /*stageRowOwned=*/stageQ,
           [&](tile::LaunchAttr launch) {
             return 32 * launch.getBlockM() / rows;
           },

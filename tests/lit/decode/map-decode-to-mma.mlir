@@ -1,11 +1,12 @@
 // RUN: attnc-opt %s -attnc-tile-decode="block-n=32" -attnc-map-combine-to-gpu -attnc-map-tile-to-mma | FileCheck %s
 
 // The split kernel: one warp for the 4 packed rows of a GQA group (padded to
-// 16); K/V tiles of 32 keys copied by cp.async from the paged cache (the
+// 16), staged in shared memory by cp.async and read into registers once;
+// K/V tiles of 32 keys copied by cp.async from the paged cache (the
 // page of each row from the block table: page 16 < 32 keys) into views of
 // dynamic shared memory, each where it stands in the loop; the sequence's
 // length read from kv_lens.
-// CHECK: attnc.launch_info = {decode_combine = {dynamic_smem = 0 : i64, threads = 256 : i64}, decode_split = {dynamic_smem = 8192 : i64, threads = 32 : i64}}
+// CHECK: attnc.launch_info = {decode_combine = {dynamic_smem = 0 : i64, threads = 256 : i64}, decode_split = {dynamic_smem = 10240 : i64, threads = 32 : i64}}
 // The combine (attnc-map-combine-to-gpu, before the mma.sync mapping): 256
 // threads, per query row of the program: each warp's share of the splits,
 // eight splits' LSEs and O vectors loaded before they are folded into the
@@ -32,6 +33,7 @@
 // CHECK: memref.store {{.*}} : memref<?x4x?xf32
 // CHECK: gpu.barrier
 // CHECK: gpu.func @decode_split({{.*}}) kernel attributes {known_block_size = array<i32: 32, 1, 1>
+// CHECK: %[[Q:.*]] = memref.view {{.*}} to memref<16x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[K:.*]] = memref.view {{.*}} to memref<32x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[V:.*]] = memref.view {{.*}} to memref<32x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: memref.load %{{.*}} : memref<?xi32, strided<[1]>>
