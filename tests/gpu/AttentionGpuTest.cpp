@@ -600,17 +600,7 @@ std::vector<Case> benchCases() {
         r.tiles += (grid.empty() ? "" : " " + grid) + " registers";
         cs.push_back(r);
       }
-      // Persistent blocks off head dim 128 store O from registers by
-      // default (wgmma::tmaEpilogueByDefault, from session 10's A/B, taken
-      // while the TMA variant's causal KV loop had left the uniform
-      // datapath); the TMA store beside it, to revisit that choice.
-      if (cs[i].spec.headDim == 64 &&
-          heuristicTuning(cs[i].spec).grid == "persistent") {
-        Case t = cs[i];
-        t.spec.tuning.epilogue = "tma";
-        t.tiles += " tma";
-        cs.push_back(t);
-      }
+
     }
   // Warp specialisation (kv_sync producer / pingpong) at the tiles it
   // allows: two consumer warpgroups with up to 232 registers each.

@@ -87,15 +87,17 @@ inline bool tmaEpilogueFits(int64_t headDim, int64_t blockM, int64_t blockN,
 }
 
 /// Whether the drivers' default stores O by TMA (tuning.epilogue unset):
-/// where it fits, and on persistent CTAs at head dim 128 only (at D64 and
-/// D192 their causal KV loop lost the uniform datapath with it, and D64
-/// causal measured 397.6 against 415.4 TFLOP/s with registers; H200,
-/// bench/NOTES-hopper.md session 10).
+/// wherever it fits. Persistent CTAs off head dim 128 stored from registers
+/// until session 12: their causal KV loop had left the uniform datapath
+/// with the TMA store's .aligned stmatrix/bar.sync (fixed in session 11).
+/// Since then D64 causal measured 421.1 against 414.3 TFLOP/s with
+/// registers (H200, B4 S4k), and D192 causal's KV loop is 524 SASS
+/// instructions per tile against 527 (not measured on the GPU;
+/// bench/NOTES-hopper.md session 12).
 inline bool tmaEpilogueByDefault(int64_t headDim, int64_t blockM,
                                  int64_t blockN, int64_t stages,
                                  bool persistent) {
-  return tmaEpilogueFits(headDim, blockM, blockN, stages, persistent) &&
-         (!persistent || headDim == 128);
+  return tmaEpilogueFits(headDim, blockM, blockN, stages, persistent);
 }
 
 /// Why a variant cannot take the wgmma mapping ("" when it can), as the end
