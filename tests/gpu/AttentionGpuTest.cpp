@@ -600,7 +600,6 @@ std::vector<Case> benchCases() {
         r.tiles += (grid.empty() ? "" : " " + grid) + " registers";
         cs.push_back(r);
       }
-
     }
   // Warp specialisation (kv_sync producer / pingpong) at the tiles it
   // allows: two consumer warpgroups with up to 232 registers each.

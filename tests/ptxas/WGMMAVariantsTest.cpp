@@ -372,9 +372,12 @@ TEST_CASE("kv_sync tma: one producer thread copies by TMA from tensor maps "
     CHECK(k.meta.block[0] == 2 * v.blockM + 128);
     // The v1 parameters, then the tensor maps with their box rows: O's
     // after Q's, K's and V's where the default stores O by TMA (one
-    // warpgroup's 64 rows; all but persistent CTAs off head dim 128, and
-    // persistent ones whose staging buffer would not fit: D64 causal s3).
-    const bool tmaO = !(v.d == 64 && v.causal);
+    // warpgroup's 64 rows): wherever O's staging fits (persistent CTAs
+    // need a buffer of its own beside the rings).
+    const bool persistent =
+        k.meta.mappingWhy.find("grid persistent") != std::string::npos;
+    const bool tmaO =
+        wgmma::tmaEpilogueFits(v.d, v.blockM, v.blockN, v.stages, persistent);
     CHECK(
         k.meta.mappingWhy.find(tmaO ? "epilogue tma" : "epilogue registers") !=
         std::string::npos);

@@ -368,6 +368,65 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
           scf::YieldOp::create(lb, l);
         });
   };
+  // The whole-tile copy unrolled, when the chunks divide evenly among the
+  // threads and a row's chunks among them too (threads a multiple of the
+  // chunks per row) and the tile lies in one page: thread t copies chunks
+  // t + i·threads, all in column (t mod chunks per row) and rows
+  // t / (chunks per row) + i·step. Each copy's source is then one per-tile
+  // base (page, head and first row) plus a per-thread offset plus i times
+  // a fixed stride, so the offsets are loop-invariant and the KV loop
+  // computes one base per tile. A loop over the chunks from tid (an
+  // unknown trip count, which LLVM unrolls by 4 with a remainder) cost the
+  // decode split kernel ~10 integer instructions per 16-byte copy
+  // (bench/NOTES.md, decode "Session 12").
+  auto emitUnrolled = [&]() -> bool {
+    int64_t total = rows * chunksPerRow;
+    if (total % threads || threads % chunksPerRow ||
+        (table && tilePages.size() != 1))
+      return false;
+    int64_t step = threads / chunksPerRow, perThread = total / threads;
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, view);
+    auto strides = meta.getStrides();
+    auto mul = [&](Value x, Value y) -> Value {
+      return arith::MulIOp::create(b, loc, x, y);
+    };
+    auto add = [&](Value x, Value y) -> Value {
+      return arith::AddIOp::create(b, loc, x, y);
+    };
+    Value cpr = indexConst(b, loc, chunksPerRow);
+    Value r0 = arith::DivUIOp::create(b, loc, tid, cpr);
+    Value col0 =
+        mul(arith::RemUIOp::create(b, loc, tid, cpr), indexConst(b, loc, 8));
+    // The tile's first row: in its page (a tile in one page starts on a
+    // multiple of its rows, so its rows are consecutive in the page).
+    Value first = table ? tilePages.front() : batch;
+    Value start = table ? Value(arith::RemUIOp::create(
+                              b, loc, row, indexConst(b, loc, pageSize)))
+                        : row;
+    Value tileOff = add(add(meta.getOffset(), mul(first, strides[0])),
+                        add(mul(head, strides[1]), mul(start, strides[2])));
+    Value threadOff = add(mul(r0, strides[2]), col0);
+    int64_t dyn = ShapedType::kDynamic;
+    auto chunksT =
+        MemRefType::get({perThread, 8}, elt,
+                        StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1}));
+    Value mine = memref::ReinterpretCastOp::create(
+        b, loc, chunksT, meta.getBaseBuffer(),
+        OpFoldResult(add(tileOff, threadOff)),
+        {b.getIndexAttr(perThread), b.getIndexAttr(8)},
+        {OpFoldResult(mul(strides[2], indexConst(b, loc, step))),
+         b.getIndexAttr(1)});
+    Value zero = indexConst(b, loc, 0);
+    for (int64_t i = 0; i < perThread; ++i) {
+      Value r = add(r0, indexConst(b, loc, i * step));
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buf,
+          ValueRange{r, smemColumn(b, loc, r, col0)}, mine,
+          ValueRange{indexConst(b, loc, i), zero}, b.getIndexAttr(8), Value(),
+          b.getUnitAttr()); // .cg
+    }
+    return true;
+  };
   // A whole async tile inside the sequence with no per-row lookups (the
   // common case: every tile but a sequence's last) copies without the
   // per-chunk bounds checks, clamps and selects: a few instructions per
@@ -381,25 +440,26 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(fast.thenBlock());
-      scf::ForOp::create(
-          b, loc, tid, indexConst(b, loc, rows * chunksPerRow),
-          indexConst(b, loc, threads), ValueRange{},
-          [&](OpBuilder &lb, Location l, Value chunk, ValueRange) {
-            auto [r, col] = chunkAt(lb, l, chunk);
-            Value at = arith::AddIOp::create(lb, l, row, r);
-            Value first = batch;
-            if (table) {
-              first = pageOf(lb, l, at);
-              at = arith::RemUIOp::create(lb, l, at,
-                                          indexConst(lb, l, pageSize));
-            }
-            nvgpu::DeviceAsyncCopyOp::create(
-                lb, l, nvgpu::DeviceAsyncTokenType::get(lb.getContext()), buf,
-                ValueRange{r, smemColumn(lb, l, r, col)}, view,
-                ValueRange{first, head, at, col}, lb.getIndexAttr(8), Value(),
-                lb.getUnitAttr()); // .cg
-            scf::YieldOp::create(lb, l);
-          });
+      if (!emitUnrolled())
+        scf::ForOp::create(
+            b, loc, tid, indexConst(b, loc, rows * chunksPerRow),
+            indexConst(b, loc, threads), ValueRange{},
+            [&](OpBuilder &lb, Location l, Value chunk, ValueRange) {
+              auto [r, col] = chunkAt(lb, l, chunk);
+              Value at = arith::AddIOp::create(lb, l, row, r);
+              Value first = batch;
+              if (table) {
+                first = pageOf(lb, l, at);
+                at = arith::RemUIOp::create(lb, l, at,
+                                            indexConst(lb, l, pageSize));
+              }
+              nvgpu::DeviceAsyncCopyOp::create(
+                  lb, l, nvgpu::DeviceAsyncTokenType::get(lb.getContext()), buf,
+                  ValueRange{r, smemColumn(lb, l, r, col)}, view,
+                  ValueRange{first, head, at, col}, lb.getIndexAttr(8), Value(),
+                  lb.getUnitAttr()); // .cg
+              scf::YieldOp::create(lb, l);
+            });
       b.setInsertionPointToStart(fast.elseBlock());
       emitChecked();
     }

@@ -13,12 +13,19 @@
 // CHECK: scf.for %[[IV:.*]] = {{.*}} iter_args({{.*}}, %[[PAGE:.*]] = %[[FIRSTI]]) -> ({{.*}}, index)
 // CHECK: %[[NEXTROW:.*]] = arith.addi %[[IV]], %c32
 // CHECK: memref.load %{{.*}}[%block_id_z, %{{.*}}] : memref<?x?xi32, strided<[?, 1]>>
+// The whole tile: each thread's eight chunks through one view whose offset
+// is the tile's (page, head, first row) plus the thread's own; the chunks
+// step by a fixed stride (unrolled, no per-chunk address arithmetic).
 // CHECK: scf.if %{{.*}} {
-// CHECK: nvgpu.device_async_copy %{{.*}}[%[[PAGE]], %block_id_y, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8 {bypassL1}
+// CHECK: %[[BASE:.*]], %[[OFF:.*]], %{{.*}}:4, %[[ST:.*]]:4 = memref.extract_strided_metadata
+// CHECK: arith.muli %[[PAGE]], %[[ST]]#0
+// CHECK: %[[MINE:.*]] = memref.reinterpret_cast %[[BASE]] to offset: [%{{.*}}], sizes: [8, 8], strides: [%{{.*}}, 1]
+// CHECK-COUNT-8: nvgpu.device_async_copy %[[MINE]][%c{{[0-7]}}{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8 {bypassL1}
 // CHECK: } else {
 // CHECK: nvgpu.device_async_copy %{{.*}}, 8, %{{.*}} {bypassL1}
 // CHECK: nvvm.cp.async.commit.group
-// CHECK: nvgpu.device_async_copy %{{.*}}[%[[PAGE]], %block_id_y, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8 {bypassL1}
+// CHECK: arith.muli %[[PAGE]], %{{.*}}#0
+// CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: nvvm.cp.async.wait.group 1
 // CHECK-NOT: memref.load %{{.*}} : memref<?x?xi32
