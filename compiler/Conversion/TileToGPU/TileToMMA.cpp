@@ -757,8 +757,16 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
           arith::SubIOp::create(b, loc, loop.getInductionVar(),
                                 loop.getLowerBound()),
           loop.getStep());
-      Value stage = arith::RemUIOp::create(b, loc, j, idx(S));
-      Value other = arith::RemUIOp::create(b, loc, add(j, S - 1), idx(S));
+      // In 32 bits: a 64-bit remainder by 3 is ~15 instructions per
+      // iteration (the decode split kernel's loop is issue-bound).
+      auto mod = [&](Value x) -> Value {
+        Type i32 = b.getI32Type();
+        Value r = arith::RemUIOp::create(
+            b, loc, arith::IndexCastUIOp::create(b, loc, i32, x),
+            arith::ConstantIntOp::create(b, loc, i32, S));
+        return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), r);
+      };
+      Value stage = mod(j), other = mod(add(j, S - 1));
       for (Ring &r : rings) {
         r.current = stageView(r.buf, stage);
         r.next = stageView(r.buf, other);
