@@ -81,6 +81,12 @@ inline constexpr const auto &kDecodeSplitParams = kDecodeSplitParamNames;
 /// the tiles of the next stages - 1 iterations in flight.
 inline constexpr const char *kPrefetchPagedAttr = "tile.prefetch_paged";
 
+/// An integer attribute on a decode split kernel: the most query rows of
+/// its tile that can be live (heads per KV head x max_q_len); the rows past
+/// them are padding up to the mma.sync m16. At most 8, the GPU mapping
+/// leaves the softmax of each lane's upper row (g + 8) out.
+inline constexpr const char *kLiveRowsAttr = "tile.live_rows";
+
 /// The combine of the partials (`decode_combine_v2`): grid (ceil(seq_q /
 /// block_m), heads, batch); O [B, Hq, seq_q, D] and LSE [B, Hq, seq_q] with
 /// strides, as in attention_fwd_v1.

@@ -116,6 +116,7 @@ void DecodeBuilder::buildSplit(StringRef name) {
   // tiles (paged, length bounded) into rings while this one is computed.
   if (stages >= 2)
     fn->setAttr(kPrefetchPagedAttr, b.getI64IntegerAttr(stages));
+  fn->setAttr(kLiveRowsAttr, b.getI64IntegerAttr(group * maxQLen));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   // The kernel's parameters by their contract names (kDecodeSplitParams).

@@ -131,6 +131,15 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
     SmallVector<SmallVector<Value>> p(n8);
     for (int64_t r = 0; r < 2; ++r) {
       Value mOld = m.regs[2 * mt + r], lOld = l.regs[2 * mt + r];
+      if (r == 1 && deadUpperRows) { // padding: nothing to compute
+        Value zero = f32Const(b, loc, 0.f);
+        for (int64_t nt = 0; nt < n8; ++nt)
+          p[nt].append({zero, zero});
+        newMax.regs.push_back(mOld);
+        alpha.regs.push_back(f32Const(b, loc, 1.f));
+        newSum.regs.push_back(lOld);
+        continue;
+      }
       // Max and sum as chains: balanced trees measured no faster and
       // raised register pressure (mma.sync 128x64 spilled 92 B instead of
       // 60; bench/NOTES.md "Session 5").

@@ -52,11 +52,18 @@ public:
   /// many log2 units (FlashAttention-4's; the result is the same, the
   /// probabilities are then at most 2^threshold, and the unit-rescale skip
   /// above fires on most tiles instead of a few).
+  /// `deadUpperRows`: register row 1 of every m16 tile (query rows g + 8)
+  /// is padding that no store reads (the decode split kernel's group of at
+  /// most 8 rows): softmax_update gives it p = 0, alpha = 1 and leaves its
+  /// max and sum as they were, so its exponentials, reductions and O
+  /// rescale fold away.
   FragmentMath(mlir::OpBuilder &b, const mlir::Location &loc, int64_t mTiles,
                llvm::DenseMap<mlir::Value, Frags> &frags,
-               bool skipUnitRescale = false, float rescaleThreshold = 0.f)
+               bool skipUnitRescale = false, float rescaleThreshold = 0.f,
+               bool deadUpperRows = false)
       : b(b), loc(loc), mTiles(mTiles), frags(frags),
-        skipUnitRescale(skipUnitRescale), rescaleThreshold(rescaleThreshold) {}
+        skipUnitRescale(skipUnitRescale), rescaleThreshold(rescaleThreshold),
+        deadUpperRows(deadUpperRows) {}
 
   /// tile.score on S's C fragments: register row r of m16 tile mt is query
   /// row row(mt, r) (absolute; called where the scores are built), register
@@ -106,6 +113,7 @@ private:
   llvm::DenseMap<mlir::Value, Frags> &frags;
   const bool skipUnitRescale;
   const float rescaleThreshold;
+  const bool deadUpperRows;
 };
 
 } // namespace attnc::gpu_emit

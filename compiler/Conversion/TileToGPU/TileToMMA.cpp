@@ -71,7 +71,10 @@ public:
              bool qInSmem, bool swizzle)
       : TileEmitter(kernel, gpuFunc, launch, buffers), mTiles(mTiles),
         qInSmem(qInSmem), swizzle(swizzle),
-        qStagedOnce(launch.getRule() == kDecodeSplitRule) {}
+        qStagedOnce(launch.getRule() == kDecodeSplitRule) {
+    auto live = kernel->getAttrOfType<IntegerAttr>(kLiveRowsAttr);
+    deadUpperRows = mTiles == 1 && live && live.getInt() <= 8;
+  }
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -98,7 +101,8 @@ public:
 private:
   gpu_emit::FragmentMath math() {
     return gpu_emit::FragmentMath(b, loc, mTiles, frags,
-                                  /*skipUnitRescale=*/true);
+                                  /*skipUnitRescale=*/true,
+                                  /*rescaleThreshold=*/0.f, deadUpperRows);
   }
   Value idx(int64_t v) { return gpu_emit::indexConst(b, loc, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
@@ -135,6 +139,9 @@ private:
   // per program and per scheduler to issue them (bench/NOTES.md, decode
   // "Session 12").
   const bool qStagedOnce;
+  // Rows g + 8 of the warp's m16 tile are padding (kLiveRowsAttr <= 8):
+  // their softmax is left out (FragmentMath).
+  bool deadUpperRows = false;
   SmallVector<std::pair<Value, Value>> pendingQ; // (tile value, buffer)
   /// Waits for the staged Q tiles and reads them into A registers.
   void loadPendingQ();

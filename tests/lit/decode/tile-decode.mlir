@@ -7,7 +7,7 @@
 // CHECK-SAME: {tile.param = "q"}
 // CHECK-SAME: memref<i32> {tile.param = "block_table"}
 // CHECK-SAME: i64 {tile.param = "v_stride_s"}
-// CHECK-SAME: i64 {tile.param = "write_o"}) attributes {tile.launch = #tile.launch<"decode_split_v3", 16, 32, 2>}
+// CHECK-SAME: i64 {tile.param = "write_o"}) attributes {tile.launch = #tile.launch<"decode_split_v3", 16, 32, 2>, tile.live_rows = 8 : i64}
 // CHECK: %[[SPLIT:.*]] = tile.program_id 0
 // CHECK: %[[KVH:.*]] = tile.program_id 1
 // CHECK: %[[B:.*]] = tile.program_id 2
