@@ -70,11 +70,9 @@ public:
              tile::LaunchAttr launch, ArrayRef<Value> buffers, int64_t mTiles,
              bool qInSmem, bool swizzle)
       : TileEmitter(kernel, gpuFunc, launch, buffers), mTiles(mTiles),
-        qInSmem(qInSmem), swizzle(swizzle),
-        qStagedOnce(launch.getRule() == kDecodeSplitRule) {
-    auto live = kernel->getAttrOfType<IntegerAttr>(kLiveRowsAttr);
-    deadUpperRows = mTiles == 1 && live && live.getInt() <= 8;
-  }
+        qInSmem(qInSmem), qStagedOnce(launch.getRule() == kDecodeSplitRule),
+        deadUpperRows(mTiles == 1 && atMostEightLiveRows(kernel)),
+        swizzle(swizzle) {}
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -141,7 +139,11 @@ private:
   const bool qStagedOnce;
   // Rows g + 8 of the warp's m16 tile are padding (kLiveRowsAttr <= 8):
   // their softmax is left out (FragmentMath).
-  bool deadUpperRows = false;
+  const bool deadUpperRows;
+  static bool atMostEightLiveRows(func::FuncOp kernel) {
+    auto live = kernel->getAttrOfType<IntegerAttr>(kLiveRowsAttr);
+    return live && live.getInt() <= 8;
+  }
   SmallVector<std::pair<Value, Value>> pendingQ; // (tile value, buffer)
   /// Waits for the staged Q tiles and reads them into A registers.
   void loadPendingQ();
@@ -835,18 +837,16 @@ void MapTileToMMAPass::runOnOperation() {
   // addresses take registers (H200, D128 S4k: 128x64 w4 353 -> 328
   // TFLOP/s with 16 B of spills, 128x32 w4 303 -> 317; bench/NOTES.md
   // "Session 5").
-  bool swizzle =
-      swizzleStaged ||
+  const bool hasDecodeSplit =
       !gpu_emit::kernelsWithRule(getOperation(), kDecodeSplitRule).empty();
+  bool swizzle = swizzleStaged || hasDecodeSplit;
   getOperation().walk([&](tile::LoadOp load) {
     auto t = load.getResult().getType();
     if (t.getRank() == 2)
       swizzle &= t.getDimSize(1) % 64 == 0;
   });
   // The decode split kernel stages its Q (MMAEmitter::qStagedOnce).
-  bool stageQ =
-      qSmem ||
-      !gpu_emit::kernelsWithRule(getOperation(), kDecodeSplitRule).empty();
+  bool stageQ = qSmem || hasDecodeSplit;
   if (failed(gpu_emit::mapKernelsToGPU(
           getOperation(), swizzle ? 0 : kRowPad, /*stageRowOwned=*/stageQ,
           [&](tile::LaunchAttr launch) {
