@@ -238,7 +238,8 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
                          Value head, Value row, Value buf, int64_t rows,
                          int64_t dim, Value tid, int64_t threads, bool async,
                          bool barrier, bool commit, Value length, Value table,
-                         ArrayRef<Value> tilePagesIn, bool swizzle) {
+                         ArrayRef<Value> tilePagesIn, bool swizzle,
+                         bool unrollWholeTile) {
   // Nobody may still read the previous tile from this buffer.
   if (barrier)
     gpu::BarrierOp::create(b, loc);
@@ -381,7 +382,7 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
   // (bench/NOTES.md, decode "Session 12").
   auto emitUnrolled = [&]() -> bool {
     int64_t total = rows * chunksPerRow;
-    if (total % threads || threads % chunksPerRow ||
+    if (!unrollWholeTile || total % threads || threads % chunksPerRow ||
         (table && tilePages.size() != 1))
       return false;
     int64_t step = threads / chunksPerRow, perThread = total / threads;

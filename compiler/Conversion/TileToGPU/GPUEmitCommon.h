@@ -92,15 +92,19 @@ mlir::Value tileNeedsMasks(mlir::OpBuilder &b, mlir::Location loc,
 /// tilePageCount(rows, page size) whole pages, are those pages, looked up
 /// ahead by the caller (see tilePagesOf); else they are looked up here.
 /// `swizzle`: `buf` is unpadded and chunk c of row r lands at chunk
-/// swizzledColumn(r, c) (see there).
+/// swizzledColumn(r, c) (see there). `unrollWholeTile`: an async tile
+/// inside the sequence that the threads divide evenly is copied by an
+/// unrolled sequence of cp.async from one per-tile base (else by a loop
+/// over the chunks from tid); the caller decides, since it is not faster
+/// everywhere (see TileToMMA's issueStage).
 void stageRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value view,
                mlir::Value batch, mlir::Value head, mlir::Value row,
                mlir::Value buf, int64_t rows, int64_t dim, mlir::Value tid,
                int64_t threads, bool async = false, bool barrier = true,
                bool commit = true, mlir::Value length = {},
                mlir::Value table = {},
-               llvm::ArrayRef<mlir::Value> tilePages = {},
-               bool swizzle = false);
+               llvm::ArrayRef<mlir::Value> tilePages = {}, bool swizzle = false,
+               bool unrollWholeTile = false);
 
 /// The XOR-swizzled shared-memory layout of a staged tile whose rows are a
 /// multiple of 64 elements (128 bytes): the 16-byte chunk c of row r is

@@ -62,6 +62,10 @@ namespace {
 /// (D + 8) · 2 bytes puts the 8 rows of a B fragment in distinct banks.
 constexpr int64_t kRowPad = 8;
 
+/// Prefill tiles at most this wide (elements per row) are copied by
+/// unrolled cp.async sequences (see MMAEmitter::issueStage).
+constexpr int64_t kUnrollCopiesMaxDim = 64;
+
 using gpu_emit::Frags;
 
 class MMAEmitter : public gpu_emit::TileEmitter<MMAEmitter> {
@@ -431,13 +435,20 @@ LogicalResult MMAEmitter::emitPartialLoad(tile::LoadOp op, Value view,
 void MMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
                             bool barrier) {
   auto t = op.getResult().getType();
+  // Unrolled whole-tile copies (one base address per tile) where they were
+  // measured faster: the decode split kernel (its KV loop 685 -> 500 SASS
+  // instructions, issue-bound) and prefill at head dim <= 64 (D64 +8%).
+  // At D128 and D256 the same copies made prefill 4-8% slower on the H200
+  // (A/B in one GPU session, bench/NOTES.md "Session 13"), so those keep
+  // the loop over the chunks.
+  bool unroll = qStagedOnce || t.getDimSize(1) <= kUnrollCopiesMaxDim;
   gpu_emit::stageRows(
       b, loc, map.lookup(op.getSource()), map.lookup(op.getBatch()),
       map.lookup(op.getHead()), row, buf, t.getDimSize(0), t.getDimSize(1), tid,
       2 * launch.getBlockM() / mTiles, /*async=*/true, barrier,
       /*commit=*/true, op.getLength() ? map.lookup(op.getLength()) : Value(),
       op.isPaged() ? map.lookup(op.getBlockTable()) : Value(),
-      pageAhead.lookup(op), swizzle);
+      pageAhead.lookup(op), swizzle, unroll);
   groupOf[buf] = committedGroups++;
 }
 
