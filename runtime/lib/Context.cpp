@@ -425,7 +425,7 @@ Result<const Kernel *> Context::getKernel(const KernelSpec &requested) {
 
 TuningChoice Context::chooseTuning(const KernelSpec &spec,
                                    const ProblemSize &size) const {
-  return attnc::chooseTuning(tuningDb(), gpuName_, spec, size);
+  return attnc::chooseTuning(tuningDb(), gpuName_, spec, size, smCount_);
 }
 
 Result<const Kernel *> Context::getKernelFor(const KernelSpec &spec,
@@ -433,7 +433,7 @@ Result<const Kernel *> Context::getKernelFor(const KernelSpec &spec,
                                              TuningChoice *out) {
   TuningChoice choice = chooseTuning(spec, size);
   KernelSpec tuned = spec;
-  if (choice.fromDatabase)
+  if (choice.fromDatabase || choice.fromSizeRule)
     tuned.tuning = choice.tuning;
   if (logTuning_) {
     std::string line = "attnc: tuning of " + untunedSpecKey(spec) + " for " +

@@ -112,13 +112,23 @@ int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
   return bestSplits;
 }
 
+int decodeProgramsPerSm(const KernelSpec &spec) {
+  const int64_t stages =
+      spec.tuning.stages > 0 ? spec.tuning.stages : kDecodeDefaultStages;
+  const int64_t inFlight = std::max<int64_t>(1, stages - 1) *
+                           std::max<int64_t>(1, decodeBlockN(spec));
+  const int64_t programs =
+      (kDecodeRowsInFlightPerSm + inFlight / 2) / inFlight; // rounded
+  return int(std::clamp<int64_t>(programs, 2, kDecodeProgramsPerSm));
+}
+
 int64_t decodeSplitsFor(const KernelSpec &spec, const DecodeArgs &args,
                         int smCount, int slotsPerSm) {
   return args.numSplits > 0
              ? args.numSplits
-             : chooseDecodeSplits(args.q.shape[0], spec.kvHeads, args.maxKvLen,
-                                  smCount, slotsPerSm, kDecodeProgramsPerSm,
-                                  decodeBlockN(spec));
+             : chooseDecodeSplits(
+                   args.q.shape[0], spec.kvHeads, args.maxKvLen, smCount,
+                   slotsPerSm, decodeProgramsPerSm(spec), decodeBlockN(spec));
 }
 
 int decodeResidentPerSm(int regsPerThread, int threads, int64_t sharedBytes) {

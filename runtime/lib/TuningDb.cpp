@@ -6,6 +6,7 @@
 
 #include "FileSystem.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -201,8 +202,34 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
   return t;
 }
 
+std::optional<TuningConfig>
+decodeSizeRule(const KernelSpec &spec, const ProblemSize &size, int smCount) {
+  if (spec.op != "decode" || spec.arch != "sm_90a" || spec.headDim != 128 ||
+      spec.pageSize <= 0 || spec.pageSize % 32 != 0 || smCount <= 0 ||
+      spec.kvHeads <= 0)
+    return std::nullopt;
+  // Live rows of a program: the query heads of one KV head times the query
+  // rows per sequence (the measured kernel has 4).
+  const int64_t rows =
+      spec.heads / spec.kvHeads * std::max<int64_t>(1, spec.maxQLen);
+  if (rows > 8)
+    return std::nullopt;
+  // The bucket's batch (a power of two, problemBucket), so that every size
+  // of one bucket gets one answer (callers cache per bucket).
+  int64_t batch = 1;
+  while (batch < size.batch)
+    batch *= 2;
+  if (batch * spec.kvHeads >= smCount)
+    return std::nullopt; // one split fills the GPU
+  TuningConfig t;
+  t.blockN = 32;
+  t.stages = 3;
+  return t;
+}
+
 TuningChoice chooseTuning(const TuningDb *db, const std::string &gpu,
-                          const KernelSpec &spec, const ProblemSize &size) {
+                          const KernelSpec &spec, const ProblemSize &size,
+                          int smCount) {
   TuningChoice choice;
   if (!(spec.tuning == TuningConfig{})) {
     choice.tuning = spec.tuning;
@@ -225,6 +252,17 @@ TuningChoice chooseTuning(const TuningDb *db, const std::string &gpu,
                       "x the heuristic";
       return choice;
     }
+  }
+  if (auto t = decodeSizeRule(spec, size, smCount)) {
+    choice.tuning = *t;
+    choice.fromSizeRule = true;
+    choice.why =
+        std::string(db ? "no database entry for " + gpu + ", " + bucket + "; "
+                       : "no tuning database; ") +
+        "decode size rule: " + std::to_string(size.batch) + " x " +
+        std::to_string(spec.kvHeads) + " KV heads split over " +
+        std::to_string(smCount) + " SMs, 32-key tiles two per SM";
+    return choice;
   }
   choice.tuning = heuristicTuning(spec);
   choice.why =

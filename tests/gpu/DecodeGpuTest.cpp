@@ -639,7 +639,7 @@ bool runMergeCase(Context &ctx, std::mt19937_64 &rng) {
 /// count policy (a launch argument).
 struct Variant {
   int64_t blockN = 0, stages = 0; // 0: the compiler's default
-  // Auto: the runtime's choice (kDecodeProgramsPerSm per SM); Fill: every
+  // Auto: the runtime's choice (decodeProgramsPerSm per SM); Fill: every
   // resident slot (the policy before session 5).
   // Fixed: `fixed` splits (`--splits a,b,...`).
   enum Splits { Auto, Fill, Double, Half, Fixed } splits = Auto;
@@ -665,7 +665,8 @@ const char *splitsName(Variant::Splits s) {
 /// The compiled variants the sweep times (block_n x stages); the first is
 /// the default.
 std::vector<std::pair<int64_t, int64_t>> sweepKnobs() {
-  return {{0, 0}, {16, 1}, {32, 1}, {16, 2}, {16, 4}, {32, 2}, {32, 3}};
+  return {{0, 0},  {16, 1}, {32, 1}, {16, 2}, {16, 4},
+          {32, 2}, {32, 3}, {32, 4}, {64, 2}};
 }
 
 std::vector<Variant> sweepVariants() {
@@ -690,7 +691,7 @@ int64_t splitsOf(const Context &ctx, const Kernel &kernel, const Variant &v,
   const int64_t blockN = decodeBlockN(kernel.spec());
   int64_t autoSplits = chooseDecodeSplits(
       batch, kernel.spec().kvHeads, len, ctx.smCount(),
-      kernel.decodeResidentPerSm(), kDecodeProgramsPerSm, blockN);
+      kernel.decodeResidentPerSm(), decodeProgramsPerSm(kernel.spec()), blockN);
   switch (v.splits) {
   case Variant::Auto:
     return autoSplits;
@@ -834,8 +835,16 @@ void bench(Context &ctx, bool sweep, int onlyRow,
   }
   std::vector<Variant> variants =
       sweep ? sweepVariants() : std::vector<Variant>{Variant{}};
-  for (int64_t n : fixedSplits)
-    variants.push_back({0, 0, Variant::Fixed, n});
+  // --splits: each count on the default kernel, or with --sweep on every
+  // compiled variant.
+  for (int64_t n : fixedSplits) {
+    if (!sweep) {
+      variants.push_back({0, 0, Variant::Fixed, n});
+      continue;
+    }
+    for (auto [bn, st] : sweepKnobs())
+      variants.push_back({bn, st, Variant::Fixed, n});
+  }
   if (sweep) {
     // Correctness of every compiled variant before any timing.
     int bad = 0;

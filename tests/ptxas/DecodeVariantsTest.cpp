@@ -108,8 +108,9 @@ void assemblesOne(const KernelSpec &spec, const char *entry) {
 // reported, since the sweep times them anyway).
 TEST_CASE("decode sweep variants assemble for sm_90a", "[ptxas][decode]") {
   // The GPU sweep's knobs (tests/gpu/DecodeGpuTest.cpp sweepKnobs).
-  const std::pair<int64_t, int64_t> knobs[] = {
-      {0, 0}, {16, 1}, {32, 1}, {16, 2}, {16, 4}, {32, 2}, {32, 3}};
+  const std::pair<int64_t, int64_t> knobs[] = {{0, 0},  {16, 1}, {32, 1},
+                                               {16, 2}, {16, 4}, {32, 2},
+                                               {32, 3}, {32, 4}, {64, 2}};
   for (int64_t page : {16, 256})
     for (auto [bn, st] : knobs) {
       KernelSpec spec = decode(32, 8, 128, "bf16", page, 1, "sm_90a");

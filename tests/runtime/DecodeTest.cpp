@@ -141,6 +141,23 @@ TEST_CASE("decode arguments are checked with clear messages", "[decode]") {
                                   "is \"attention_fwd\", not \"decode\"");
 }
 
+TEST_CASE("programs per SM keep ~128 key rows in flight", "[decode]") {
+  KernelSpec s = decodeSpec();
+  auto perSm = [&](int64_t blockN, int64_t stages) {
+    s.tuning.blockN = blockN;
+    s.tuning.stages = stages;
+    return decodeProgramsPerSm(s);
+  };
+  CHECK(perSm(0, 0) == kDecodeProgramsPerSm); // 16 keys x 2 in flight: 4
+  CHECK(perSm(16, 3) == 4);
+  CHECK(perSm(32, 3) == 2); // 64 rows in flight each
+  CHECK(perSm(16, 4) == 3); // 48: 2.67, rounded
+  CHECK(perSm(32, 2) == 4); // 32
+  CHECK(perSm(16, 1) == 4); // one tile, copied where it is used: at most 4
+  CHECK(perSm(64, 2) == 2);
+  CHECK(perSm(32, 4) == 2); // 96: 1.33, at least 2
+}
+
 TEST_CASE("decode splits fill the GPU and the plan packs the contract",
           "[decode]") {
   // One long sequence: many splits; a big batch: few; short: one. The
@@ -158,6 +175,10 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
   CHECK(chooseDecodeSplits(1, 8, 100, 132) == 1);
   CHECK(chooseDecodeSplits(1, 1, 1 << 20, 132) == 256); // the cap
   CHECK(chooseDecodeSplits(4, 8, 0, 0) == 1);
+  // Two programs per SM (the 32-key, 3-stage kernel): 264 slots. B1: 33
+  // splits (264 programs of 124 tiles); B16: 2 (256 programs).
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 4, 2, 32) == 33);
+  CHECK(chooseDecodeSplits(16, 8, 32768, 132, 4, 2, 32) == 2);
 
   KernelSpec s = decodeSpec();
   DecodeArgs a = goodArgs();

@@ -230,3 +230,73 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   CHECK(own.tuning.blockN == 16);
   CHECK(own.why == "the spec names its tuning");
 }
+
+TEST_CASE("decode size rule: 32-key tiles where the launch must split",
+          "[tuning][decode]") {
+  KernelSpec s;
+  s.op = "decode";
+  s.heads = 32;
+  s.kvHeads = 8;
+  s.headDim = 128;
+  s.pageSize = 256;
+  s.maxQLen = 1;
+  s.arch = "sm_90a";
+  auto rule = [&](const KernelSpec &spec, int64_t batch, int sms = 132) {
+    return decodeSizeRule(spec, {batch, 1, 32768}, sms);
+  };
+  // B1 and B16 (8 and 128 KV heads' programs on 132 SMs) split: the rule.
+  for (int64_t b : {1, 9, 16}) {
+    auto t = rule(s, b);
+    REQUIRE(t);
+    CHECK(t->blockN == 32);
+    CHECK(t->stages == 3);
+  }
+  // One split fills the GPU (the bucket's batch 32 or 64): the default.
+  CHECK_FALSE(rule(s, 17));
+  CHECK_FALSE(rule(s, 64));
+  CHECK_FALSE(rule(s, 1, 0)); // SM count unknown
+  KernelSpec other = s;
+  other.pageSize = 16; // a 32-key tile would span two pages
+  CHECK_FALSE(rule(other, 1));
+  other = s;
+  other.headDim = 64;
+  CHECK_FALSE(rule(other, 1));
+  other = s;
+  other.arch = "sm_80";
+  CHECK_FALSE(rule(other, 1));
+  other = s;
+  other.maxQLen = 4; // 16 live rows per program
+  CHECK_FALSE(rule(other, 1));
+  other = s;
+  other.op = "attention_fwd";
+  CHECK_FALSE(rule(other, 1));
+
+  // chooseTuning: after the database, before the heuristic; a spec with its
+  // own tuning keeps it.
+  TuningChoice c = chooseTuning(nullptr, "NVIDIA H200", s, {16, 1, 32768}, 132);
+  CHECK(c.fromSizeRule);
+  CHECK_FALSE(c.fromDatabase);
+  CHECK(c.tuning.blockN == 32);
+  CHECK_THAT(c.why, Catch::Contains("decode size rule"));
+  CHECK_FALSE(
+      chooseTuning(nullptr, "NVIDIA H200", s, {16, 1, 32768}).fromSizeRule);
+  KernelSpec pinned = s;
+  pinned.tuning.blockN = 16;
+  TuningChoice own =
+      chooseTuning(nullptr, "NVIDIA H200", pinned, {16, 1, 32768}, 132);
+  CHECK_FALSE(own.fromSizeRule);
+  CHECK(own.tuning.blockN == 16);
+  TuningDb db;
+  TuningRecord r;
+  r.gpu = "NVIDIA H200";
+  r.arch = "sm_90a";
+  r.spec = untunedSpecKey(s);
+  r.bucket = problemBucket({16, 1, 32768});
+  r.tuning.blockN = 16;
+  r.ms = 1.0;
+  db.record(r);
+  TuningChoice fromDb =
+      chooseTuning(&db, "NVIDIA H200", s, {16, 1, 32768}, 132);
+  CHECK(fromDb.fromDatabase);
+  CHECK(fromDb.tuning.blockN == 16);
+}

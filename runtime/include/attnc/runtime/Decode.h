@@ -76,9 +76,25 @@ struct DecodeArgs {
 // bench/NOTES.md "Session 5").
 inline constexpr int kDecodeProgramsPerSm = 4;
 
-// The compiler's decode K/V tile when tuning.block_n is 0 (compiler/
-// Pipelines: the decode sweep's winner).
+// The compiler's decode K/V tile and ring depth when tuning.block_n /
+// tuning.stages are 0 (compiler/Pipelines, DecodeTileOptions).
 inline constexpr int64_t kDecodeDefaultBlockN = 16;
+inline constexpr int64_t kDecodeDefaultStages = 3;
+
+// Key rows the split programs of one SM aim to keep in flight together:
+// each program has (stages - 1) tiles of block_n keys in flight while it
+// computes on one. 128 rows (64 KiB of K+V at D = 128, bf16) are four
+// programs of the default 16-key, 3-stage kernel (kDecodeProgramsPerSm)
+// and two of the 32-key one: on the H200 the 32-key kernel read fastest at
+// two per SM (B1 L128k 4.00-4.07 TB/s at 33 splits against 3.96-4.00 at 66;
+// B16 L32k 4.42-4.45 at 2 splits against 4.30-4.32 at 4), and 16-key
+// 4-stage at about three (bench/NOTES.md, decode "Session 13").
+inline constexpr int64_t kDecodeRowsInFlightPerSm = 128;
+
+// The split programs per SM the split count aims for with this kernel:
+// kDecodeRowsInFlightPerSm / ((stages - 1) x block_n), rounded, within
+// [2, kDecodeProgramsPerSm].
+int decodeProgramsPerSm(const KernelSpec &spec);
 
 // The split count: the one whose busiest SM has the fewest K/V tiles to
 // read (programs = batch x kv_heads x splits dealt evenly over smCount SMs,

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -97,13 +98,29 @@ struct TuningChoice {
   TuningConfig tuning;
   int64_t decodeSplits = 0; // decode: DecodeArgs::numSplits (0: runtime's)
   bool fromDatabase = false;
+  // The built-in size rule (decodeSizeRule) chose `tuning`: like a database
+  // entry, it becomes the spec's tuning.
+  bool fromSizeRule = false;
   std::string why; // one line for logs and `attnc tune choose`
 };
 
+/// The built-in choice for a decode size without a database entry, or
+/// nullopt (the compiler's default then): 32-key tiles, 3 stages, when the
+/// launch must split to fill the GPU (bucket batch x kv_heads < smCount) on
+/// sm_90a at head dim 128 with pages a multiple of 32 keys and at most 8
+/// live rows per program; those programs then run two per SM
+/// (decodeProgramsPerSm). Measured on the H200 (bench/NOTES.md, decode
+/// "Session 13"); the decode sweep did not favour it at B = 64 (one split)
+/// or page 16 (a 32-key tile spans two pages). smCount 0: unknown, no rule.
+std::optional<TuningConfig>
+decodeSizeRule(const KernelSpec &spec, const ProblemSize &size, int smCount);
+
 /// The spec's own tuning when it has one; else the database's entry for
-/// (gpu, arch, spec, bucket of `size`); else the heuristic.
+/// (gpu, arch, spec, bucket of `size`); else decodeSizeRule (when smCount
+/// is known); else the heuristic.
 TuningChoice chooseTuning(const TuningDb *db, const std::string &gpu,
-                          const KernelSpec &spec, const ProblemSize &size);
+                          const KernelSpec &spec, const ProblemSize &size,
+                          int smCount = 0);
 
 } // namespace attnc
 
