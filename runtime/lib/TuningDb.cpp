@@ -12,14 +12,17 @@
 
 namespace attnc {
 
+int64_t decodeBucketBatch(int64_t batch) {
+  int64_t bound = 1;
+  while (bound < batch)
+    bound *= 2;
+  return bound;
+}
+
 std::string problemBucket(const ProblemSize &size) {
   std::string kind = size.seqQ <= 16 ? "decode" : "prefill";
-  if (kind == "decode") {
-    int64_t batch = 1;
-    while (batch < size.batch)
-      batch *= 2;
-    kind += " b<=" + std::to_string(batch);
-  }
+  if (kind == "decode")
+    kind += " b<=" + std::to_string(decodeBucketBatch(size.batch));
   if (size.seqKV > 131072)
     return kind + " kv>131072";
   int64_t bound = 1024;
@@ -214,12 +217,9 @@ decodeSizeRule(const KernelSpec &spec, const ProblemSize &size, int smCount) {
       spec.heads / spec.kvHeads * std::max<int64_t>(1, spec.maxQLen);
   if (rows > 8)
     return std::nullopt;
-  // The bucket's batch (a power of two, problemBucket), so that every size
-  // of one bucket gets one answer (callers cache per bucket).
-  int64_t batch = 1;
-  while (batch < size.batch)
-    batch *= 2;
-  if (batch * spec.kvHeads >= smCount)
+  // The bucket's batch, so that every size of one bucket gets one answer
+  // (callers cache per bucket).
+  if (decodeBucketBatch(size.batch) * spec.kvHeads >= smCount)
     return std::nullopt; // one split fills the GPU
   TuningConfig t;
   t.blockN = 32;

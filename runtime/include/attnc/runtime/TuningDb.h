@@ -43,6 +43,9 @@ struct ProblemSize {
 /// best split count, scales with the batch).
 std::string problemBucket(const ProblemSize &size);
 
+/// The batch a decode bucket stands for: the power of two at or above it.
+int64_t decodeBucketBatch(int64_t batch);
+
 struct TuningRecord {
   std::string gpu;    // the device name, e.g. "NVIDIA H200"
   std::string arch;   // "sm_80", "sm_90a"
