@@ -74,6 +74,9 @@ step templates-gpu "$stage/bin/templates_gpu_test"
 # before it, PASS/FAIL after). attention-gpu runs the defaults (on sm_90a
 # the tma schedule since session 8) and none of the cases named for a
 # kv_sync schedule: those have steps of their own below.
+# The stream-K tail's cases first, under a short timeout: a block waiting
+# for a slot nobody fills would hang (session 14).
+step attention-gpu-stream-k timeout 180 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only stream-K
 step attention-gpu timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle"
 # The wgmma K/V rings on per-stage mbarriers (tuning.kv_sync "mbarrier",
 # issue #6): correctness first, then the bench rows beside the CTA barrier.

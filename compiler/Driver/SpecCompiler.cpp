@@ -398,6 +398,13 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   if (tile.epilogue == "tma")
     meta.params.push_back({kAttentionOutputTensorMapParam, ParamKind::TensorMap,
                            kAttentionOutputTensorMapBoxRows});
+  // Persistent blocks over items of equal KV length: the stream-K tail's
+  // schedule (i32) and workspace, last (Launch.h).
+  if (gpu_emit::hasStreamK(*module, meta.entry)) {
+    for (const char *name : kAttentionStreamKParams)
+      meta.params.push_back({name, ParamKind::I32});
+    meta.params.push_back({kAttentionWorkspaceParam, ParamKind::Ptr});
+  }
   return out;
 }
 

@@ -180,6 +180,7 @@ void attnc::buildWGMMAPipeline(OpPassManager &pm, const TileOptions &options) {
   wgmma.kvSync = options.kvSync;
   wgmma.rescale = options.rescale;
   wgmma.persistent = options.persistent;
+  wgmma.streamK = options.streamK;
   wgmma.epilogue = options.epilogue;
   pm.addPass(createMapTileToWGMMA(wgmma));
   addGPUToNVVM(pm);

@@ -33,6 +33,9 @@ struct TileOptions {
   // (attention_fwd_v1). defaultTileOptions takes heuristicTuning's grid
   // (tiles, i.e. false, until the GPU A/B).
   bool persistent = false;
+  // wgmma mapping, persistent CTAs over items of equal KV length: the
+  // stream-K tail (a workspace parameter; MapTileToWGMMA's stream-k).
+  bool streamK = true;
   // wgmma mapping: how O is written, "registers" (each thread stores its
   // accumulator fragments) or "tma" (kv-sync "tma" only: each consumer
   // warpgroup stages its 64 rows in shared memory and one thread stores them

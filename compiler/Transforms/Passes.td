@@ -184,6 +184,13 @@ def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
            "setmaxnreg once per block, so the producer loads the next item's "
            "Q and K/V tiles under the current item's last tiles and "
            "epilogue)">,
+    Option<"streamK", "stream-k", "bool", /*default=*/"true",
+           "persistent only, where every work item has the same KV tiles "
+           "(no causal or window bound): the kernel takes a workspace "
+           "parameter, and with it cuts the last, partial round of items "
+           "into pieces along the keys so that every block ends at about "
+           "the same time; the piece that starts an item merges the others' "
+           "partials (the stream-K tail)">,
     Option<"epilogue", "epilogue", "std::string", /*default=*/"\"registers\"",
            "How O is written: registers (each thread stores its accumulator "
            "fragments to global memory; the pass's default) or tma "

@@ -15,6 +15,11 @@ _DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}
 # Per-process state: one Context per CUDA device index.
 _contexts = {}
 _contexts_lock = threading.Lock()
+# Workspace bytes per (kernel, q shape, k shape) (a persistent kernel's
+# stream-K tail; 0: none), and per (device, stream) one zeroed buffer that
+# every launch on that stream shares (launches leave it zeroed).
+_workspace_bytes = {}
+_workspaces = {}
 # Tests point this at a fake libcuda.so.1; None means the real driver.
 _driver_library = None
 
@@ -171,7 +176,22 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
             lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]),
                               dtype=torch.float32, device=device)
         stream = torch.cuda.current_stream(device).cuda_stream
-        ctx.launch(kernel, describe(q), describe(k), describe(v),
-                   describe(o), None if lse is None else describe_lse(lse),
-                   stream=stream)
+        descs = (describe(q), describe(k), describe(v), describe(o),
+                 None if lse is None else describe_lse(lse))
+        key = (kernel, tuple(q.shape), tuple(k.shape))
+        need = _workspace_bytes.get(key)
+        if need is None:
+            need = _workspace_bytes[key] = ctx.workspace_size(kernel, *descs)
+        workspace = None
+        if need:
+            wkey = (device.index, stream)
+            workspace = _workspaces.get(wkey)
+            if workspace is None or workspace.numel() < need:
+                # torch's allocations are 512-byte aligned; zeroed once.
+                workspace = _workspaces[wkey] = torch.zeros(
+                    need, dtype=torch.uint8, device=device)
+        ctx.launch(kernel, *descs, stream=stream,
+                   workspace=0 if workspace is None else workspace.data_ptr(),
+                   workspace_bytes=0 if workspace is None
+                   else workspace.numel())
     return (o, lse) if return_lse else o

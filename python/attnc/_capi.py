@@ -66,7 +66,10 @@ class _Tensor(ctypes.Structure):
 
 
 class _AttentionArgs(ctypes.Structure):
-    _fields_ = [(name, _Tensor) for name in ("q", "k", "v", "o", "lse")]
+    _fields_ = [(name, _Tensor) for name in ("q", "k", "v", "o", "lse")] + [
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
+    ]
 
 
 class _DecodeArgs(ctypes.Structure):
@@ -141,6 +144,10 @@ _SIGNATURES = {
     "attnc_attention_launch": (
         _status, [ctypes.c_void_p, ctypes.c_void_p,
                   ctypes.POINTER(_AttentionArgs), ctypes.c_void_p]),
+    "attnc_attention_workspace_size": (
+        _status, [ctypes.c_void_p, ctypes.c_void_p,
+                  ctypes.POINTER(_AttentionArgs),
+                  ctypes.POINTER(ctypes.c_size_t)]),
     "attnc_get_kernel_json": (
         _status, [ctypes.c_void_p, ctypes.c_char_p,
                   ctypes.POINTER(ctypes.c_void_p)]),
@@ -474,10 +481,26 @@ class Context:
                                       ctypes.byref(args), stream or None),
                "attnc_row_launch")
 
-    def launch(self, kernel, q, k, v, o, lse=None, stream=0):
-        """Launches ``kernel`` on ``stream`` (an integer CUstream, 0: the
-        legacy default stream); validates the arguments first."""
+    def workspace_size(self, kernel, q, k, v, o, lse=None):
+        """Bytes of workspace a launch of ``kernel`` with these arguments
+        can take (0: none): the stream-K tail of a persistent kernel."""
         args = _args_to_c(q, k, v, o, lse)
+        out = ctypes.c_size_t()
+        _check(lib().attnc_attention_workspace_size(self._handle, kernel,
+                                                    ctypes.byref(args),
+                                                    ctypes.byref(out)),
+               "attnc_attention_workspace_size")
+        return out.value
+
+    def launch(self, kernel, q, k, v, o, lse=None, stream=0, workspace=0,
+               workspace_bytes=0):
+        """Launches ``kernel`` on ``stream`` (an integer CUstream, 0: the
+        legacy default stream); validates the arguments first. workspace:
+        an optional device pointer of workspace_size() bytes, 256-byte
+        aligned, zeroed before its first use (launches leave it zeroed)."""
+        args = _args_to_c(q, k, v, o, lse)
+        args.workspace = workspace or None
+        args.workspace_bytes = int(workspace_bytes)
         _check(lib().attnc_attention_launch(self._handle, kernel,
                                             ctypes.byref(args),
                                             stream or None),

@@ -114,8 +114,12 @@ attnc::TensorArg tensorFromC(const attnc_tensor &t) {
 }
 
 attnc::AttentionArgs argsFromC(const attnc_attention_args &a) {
-  return {tensorFromC(a.q), tensorFromC(a.k), tensorFromC(a.v),
-          tensorFromC(a.o), tensorFromC(a.lse)};
+  attnc::AttentionArgs args{tensorFromC(a.q), tensorFromC(a.k),
+                            tensorFromC(a.v), tensorFromC(a.o),
+                            tensorFromC(a.lse)};
+  args.workspace = a.workspace;
+  args.workspaceBytes = a.workspace_bytes;
+  return args;
 }
 
 const attnc::Kernel *kernelFromC(const attnc_kernel *kernel) {
@@ -314,7 +318,11 @@ attnc_status attnc_attention_workspace_size(attnc_context *ctx,
     if (!ctx || !kernel || !args || !bytes)
       return fail(ATTNC_ERROR_INVALID_ARGUMENT,
                   "ctx, kernel, args or bytes is NULL");
-    *bytes = ctx->impl->workspaceSize(*kernelFromC(kernel), argsFromC(*args));
+    auto size =
+        ctx->impl->workspaceSize(*kernelFromC(kernel), argsFromC(*args));
+    if (!size.isOk())
+      return fail(size.status());
+    *bytes = *size;
     return ATTNC_OK;
   });
 }

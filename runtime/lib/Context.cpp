@@ -477,9 +477,13 @@ Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
                                            options_.persistentBlocks > 0
                                                ? options_.persistentBlocks
                                                : smCount_));
+  ATTNC_RETURN_IF_ERROR(checkAttentionWorkspace(
+      args, attentionWorkspaceBytes(kernel.plan_, kernel.meta_, kernel.spec_,
+                                    geometry)));
   PackedParams packed;
-  ATTNC_RETURN_IF_ERROR(
-      packAttentionParams(kernel.plan_, kernel.spec_, args, packed, driver_));
+  ATTNC_RETURN_IF_ERROR(packAttentionParams(
+      kernel.plan_, kernel.spec_, args, packed, driver_,
+      attentionStreamKSchedule(kernel.plan_, kernel.meta_, args, geometry)));
   ScopedContext scope(*driver_, ctx_);
   if (scope.result() != CUDA_SUCCESS)
     return driver_->check(scope.result(), "cuCtxPushCurrent");
@@ -517,11 +521,18 @@ Status Context::launch(const Kernel &kernel, const RowArgs &args,
   return Status::ok();
 }
 
-size_t Context::workspaceSize(const Kernel &kernel,
-                              const AttentionArgs &args) const {
-  (void)kernel;
-  (void)args;
-  return 0;
+Result<size_t> Context::workspaceSize(const Kernel &kernel,
+                                      const AttentionArgs &args) const {
+  if (kernel.combine_ || !isAttentionFwdGridRule(kernel.meta_.gridRule))
+    return size_t(0);
+  ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
+  ATTNC_ASSIGN_OR_RETURN(LaunchGeometry geometry,
+                         attentionGeometry(kernel.meta_, args,
+                                           options_.persistentBlocks > 0
+                                               ? options_.persistentBlocks
+                                               : smCount_));
+  return attentionWorkspaceBytes(kernel.plan_, kernel.meta_, kernel.spec_,
+                                 geometry);
 }
 
 Result<size_t> Context::decodeWorkspaceSize(const Kernel &kernel,

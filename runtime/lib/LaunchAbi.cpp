@@ -55,6 +55,14 @@ constexpr NamedSource kSources[] = {
      ValueType::TensorMap},
     {kAttentionOutputTensorMapParam, ParamSource::OTensorMap,
      ValueType::TensorMap},
+    {kAttentionStreamKParams[0], ParamSource::SkRounds, ValueType::Integer},
+    {kAttentionStreamKParams[1], ParamSource::SkRoundRem, ValueType::Integer},
+    {kAttentionStreamKParams[2], ParamSource::SkUnits, ValueType::Integer},
+    {kAttentionStreamKParams[3], ParamSource::SkUnitsRem, ValueType::Integer},
+    {kAttentionStreamKParams[4], ParamSource::SkTiles, ValueType::Integer},
+    {kAttentionStreamKParams[5], ParamSource::SkTilesMul, ValueType::Integer},
+    {kAttentionStreamKParams[6], ParamSource::SkTilesShr, ValueType::Integer},
+    {kAttentionWorkspaceParam, ParamSource::Workspace, ValueType::Pointer},
 };
 constexpr size_t kContractParams = 22;
 
@@ -103,13 +111,30 @@ const void *pointerValue(ParamSource source, const AttentionArgs &args) {
     return args.v.data;
   case ParamSource::O:
     return args.o.data;
+  case ParamSource::Workspace:
+    return args.workspace;
   default:
     return args.lse.data;
   }
 }
 
-int64_t integerValue(ParamSource source, const AttentionArgs &args) {
+int64_t integerValue(ParamSource source, const AttentionArgs &args,
+                     const StreamKSchedule &sk) {
   switch (source) {
+  case ParamSource::SkRounds:
+    return sk.rounds;
+  case ParamSource::SkRoundRem:
+    return sk.roundRem;
+  case ParamSource::SkUnits:
+    return sk.units;
+  case ParamSource::SkUnitsRem:
+    return sk.unitsRem;
+  case ParamSource::SkTiles:
+    return sk.tiles;
+  case ParamSource::SkTilesMul:
+    return sk.tilesMul;
+  case ParamSource::SkTilesShr:
+    return sk.tilesShr;
   case ParamSource::Batch:
     return args.q.shape[0];
   case ParamSource::SeqQ:
@@ -240,7 +265,8 @@ planAttentionParams(const std::vector<KernelParam> &params) {
 
 Status packAttentionParams(const std::vector<ParamSlot> &plan,
                            const KernelSpec &spec, const AttentionArgs &args,
-                           PackedParams &out, const DriverApi *driver) {
+                           PackedParams &out, const DriverApi *driver,
+                           const StreamKSchedule &schedule) {
   out.count = plan.size();
   size_t tensorMaps = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
@@ -255,12 +281,12 @@ Status packAttentionParams(const std::vector<ParamSlot> &plan,
       break;
     }
     case ParamKind::I64: {
-      int64_t value = integerValue(slot.source, args);
+      int64_t value = integerValue(slot.source, args, schedule);
       std::memcpy(&storage, &value, sizeof(value));
       break;
     }
     case ParamKind::I32: {
-      int64_t value = integerValue(slot.source, args);
+      int64_t value = integerValue(slot.source, args, schedule);
       if (value < INT32_MIN || value > INT32_MAX)
         return Status(ErrorCode::InvalidArgument,
                       "kernel parameter '" + std::string(slot.name) +
@@ -356,6 +382,87 @@ Result<LaunchGeometry> attentionGeometry(const KernelMetadata &meta,
     geometry.block[i] = static_cast<uint32_t>(meta.block[i]);
   geometry.dynamicSmem = static_cast<uint32_t>(meta.dynamicSmem);
   return geometry;
+}
+
+size_t attentionWorkspaceBytes(const std::vector<ParamSlot> &plan,
+                               const KernelMetadata &meta,
+                               const KernelSpec &spec,
+                               const LaunchGeometry &geometry) {
+  bool takesOne = std::any_of(plan.begin(), plan.end(), [](const ParamSlot &s) {
+    return s.source == ParamSource::Workspace;
+  });
+  if (!takesOne)
+    return 0;
+  return static_cast<size_t>(streamKWorkspaceBytes(
+      geometry.grid[0], std::max<int64_t>(1, meta.blockM / 64), spec.headDim));
+}
+
+std::pair<uint32_t, uint32_t> unsignedDivisor(uint32_t d) {
+  // CUTLASS's FastDivmod construction: p = 31 + ceil(log2 d), m =
+  // ceil(2^p / d) (< 2^32 as 2^ceil(log2 d) < 2d); exact for x < 2^31.
+  uint32_t log2 = 0;
+  while ((uint64_t(1) << log2) < d)
+    ++log2;
+  uint32_t p = 31 + log2;
+  uint64_t m = ((uint64_t(1) << p) + d - 1) / d;
+  return {static_cast<uint32_t>(m), p - 32};
+}
+
+StreamKSchedule streamKSchedule(int64_t items, int64_t blocks, int64_t tiles,
+                                bool tail) {
+  StreamKSchedule sk;
+  if (blocks < 1 || tiles < 1)
+    return sk;
+  sk.rounds = items / blocks;
+  int64_t rest = items % blocks;
+  int64_t units = rest * tiles;
+  sk.tiles = tiles;
+  if (tiles > 1 && tiles <= INT32_MAX) {
+    auto [mul, shr] = unsignedDivisor(static_cast<uint32_t>(tiles));
+    sk.tilesMul = static_cast<int32_t>(mul); // the same bits as an i32
+    sk.tilesShr = shr;
+  }
+  if (tail && rest > 0 && tiles <= INT32_MAX && units < (int64_t(1) << 31)) {
+    sk.units = units / blocks;
+    sk.unitsRem = units % blocks;
+  } else {
+    sk.roundRem = rest;
+  }
+  return sk;
+}
+
+StreamKSchedule attentionStreamKSchedule(const std::vector<ParamSlot> &plan,
+                                         const KernelMetadata &meta,
+                                         const AttentionArgs &args,
+                                         const LaunchGeometry &geometry) {
+  int64_t blockN = 0;
+  bool takesSchedule = false;
+  for (const ParamSlot &slot : plan) {
+    if (slot.source == ParamSource::KTensorMap)
+      blockN = slot.boxRows;
+    takesSchedule = takesSchedule || slot.source == ParamSource::SkRounds;
+  }
+  if (!takesSchedule || blockN < 1 || meta.blockM < 1)
+    return {};
+  int64_t seqQ = args.q.shape[2], seqKv = args.k.shape[2];
+  int64_t items = (seqQ + meta.blockM - 1) / meta.blockM * args.q.shape[1] *
+                  args.q.shape[0];
+  return streamKSchedule(items, geometry.grid[0], (seqKv + blockN - 1) / blockN,
+                         args.workspace != nullptr);
+}
+
+Status checkAttentionWorkspace(const AttentionArgs &args, size_t needed) {
+  if (!args.workspace || needed == 0)
+    return Status::ok();
+  if (reinterpret_cast<uintptr_t>(args.workspace) % 256 != 0)
+    return Status(ErrorCode::InvalidArgument,
+                  "workspace: data pointer is not 256-byte aligned");
+  if (args.workspaceBytes < needed)
+    return Status(ErrorCode::InvalidArgument,
+                  "workspace has " + std::to_string(args.workspaceBytes) +
+                      " bytes; this launch needs " + std::to_string(needed) +
+                      " (attention workspace size)");
+  return Status::ok();
 }
 
 } // namespace attnc

@@ -479,6 +479,42 @@ std::vector<Case> correctnessCases() {
   c.qScale = 2.f;
   c.kRamp = 6.f;
   persistent(c, 4);
+  // The stream-K tail (persistent, no causal or window bound, with the
+  // workspace runCase passes): the last round's items cut into pieces that
+  // span two blocks or more (middle pieces at 5 blocks), merged with very
+  // different row maxima (the K ramp), at D64 and with softcap, and a tail
+  // of 8 units over the runtime's 132 blocks (an item in 8 pieces).
+  c = {"D128 GQA 8/2, B=3, Sq=1000 Skv=1999 (192 items, stream-K)",
+       spec(8, 2, 128, "bf16"),
+       3,
+       1000,
+       1999,
+       true};
+  persistent(c, 5);
+  c = {"K ramp x7, Q x 2, D128, Sq=900 Skv=2100 (stream-K)",
+       spec(4, 4, 128, "bf16"),
+       1,
+       900,
+       2100,
+       false};
+  c.qScale = 2.f;
+  c.kRamp = 6.f;
+  persistent(c, 3);
+  c = {"D64 fp16, Sq=777 Skv=1001, softcap 30 (stream-K)",
+       spec(6, 3, 64, "fp16"),
+       2,
+       777,
+       1001,
+       true};
+  c.spec.softcap = 30.0;
+  persistent(c, 7);
+  c = {"D128, H=19, Sq=896 Skv=1024 (133 items, stream-K)",
+       spec(19, 19, 128, "bf16"),
+       1,
+       896,
+       1024,
+       true};
+  persistent(c, 0);
   c = {"D128 causal, B=4 H=8, S=1536 (384 items)",
        spec(8, 8, 128, "bf16"),
        4,
@@ -670,6 +706,34 @@ test::AttentionComparison runCase(Context &ctx, const Case &c,
   args.lse = {reinterpret_cast<void *>(dlse.ptr),
               {c.batch, hq, c.seqQ, 1},
               {int64_t(hq) * c.seqQ, c.seqQ, 1, 1}};
+  // Persistent kernels over items of equal KV length take the stream-K
+  // tail's workspace: zeroed once, garbage after the flags (so that a
+  // piece merging a slot nobody wrote shows), and its flags must be zero
+  // again after the launch.
+  auto wsBytes = ctx.workspaceSize(**kernel, args);
+  if (!wsBytes.isOk()) {
+    std::fprintf(stderr, "workspaceSize: %s\n",
+                 wsBytes.status().message().c_str());
+    std::exit(1);
+  }
+  DeviceBuffer dws(api, *wsBytes);
+  size_t flagBytes = 0;
+  if (*wsBytes) {
+    // The flags' bytes: the layout's, for the grid whose size it is.
+    int64_t groups = (*kernel)->metadata().blockM / 64;
+    for (int64_t g = 1; g <= 1 << 20 && !flagBytes; ++g)
+      if (size_t(streamKWorkspaceBytes(g, groups, d)) == *wsBytes)
+        flagBytes = size_t(streamKWorkspaceBytes(g, groups, d) -
+                           g * groups * (d / 8 + 1) * 128 * 16);
+    if (!flagBytes) {
+      std::fprintf(stderr, "workspace of %zu bytes fits no grid\n", *wsBytes);
+      std::exit(1);
+    }
+    CHECK_CU(api->cuMemsetD8(dws.ptr, 0xFF, *wsBytes));
+    CHECK_CU(api->cuMemsetD8(dws.ptr, 0, flagBytes));
+    args.workspace = dws.get();
+    args.workspaceBytes = *wsBytes;
+  }
   Status st = ctx.launch(**kernel, args, nullptr);
   if (!st.isOk()) {
     std::fprintf(stderr, "launch: %s\n", st.message().c_str());
@@ -678,6 +742,15 @@ test::AttentionComparison runCase(Context &ctx, const Case &c,
   CHECK_CU(api->cuCtxSynchronize());
   CHECK_CU(api->cuMemcpyDtoH(o.data(), dout.ptr, nq * 2));
   CHECK_CU(api->cuMemcpyDtoH(lse.data(), dlse.ptr, lse.size() * 4));
+  if (flagBytes) {
+    std::vector<uint8_t> flags(flagBytes);
+    CHECK_CU(api->cuMemcpyDtoH(flags.data(), dws.ptr, flagBytes));
+    if (std::any_of(flags.begin(), flags.end(), [](uint8_t x) { return x; })) {
+      std::printf("FAIL %s: the stream-K flags were not all cleared\n",
+                  c.name.c_str());
+      std::exit(1);
+    }
+  }
 
   templates::ReferenceProblem p;
   p.batch = c.batch;
@@ -710,7 +783,8 @@ std::string mappingOf(Context &ctx, const Case &c) {
   return (*kernel)->metadata().mapping;
 }
 
-double timeCase(Context &ctx, const Case &c, int reps) {
+double timeCase(Context &ctx, const Case &c, int reps,
+                bool useWorkspace = true) {
   const DriverApi *api = &ctx.driver();
   if (!api->cuEventCreate || !api->cuEventElapsedTime) {
     std::fprintf(stderr, "the driver has no event API\n");
@@ -737,6 +811,13 @@ double timeCase(Context &ctx, const Case &c, int reps) {
   args.k = {reinterpret_cast<void *>(dk.ptr), {c.batch, hq, c.seqKV, d}, st};
   args.v = {reinterpret_cast<void *>(dv.ptr), {c.batch, hq, c.seqKV, d}, st};
   args.o = {reinterpret_cast<void *>(dout.ptr), {c.batch, hq, c.seqQ, d}, st};
+  auto wsBytes = ctx.workspaceSize(**kernel, args);
+  DeviceBuffer dws(api, wsBytes.isOk() ? *wsBytes : 0);
+  if (useWorkspace && wsBytes.isOk() && *wsBytes) {
+    CHECK_CU(api->cuMemsetD8(dws.ptr, 0, *wsBytes));
+    args.workspace = dws.get();
+    args.workspaceBytes = *wsBytes;
+  }
   CUevent start, stop;
   CHECK_CU(api->cuEventCreate(&start, 0));
   CHECK_CU(api->cuEventCreate(&stop, 0));
@@ -815,14 +896,33 @@ int main(int argc, char **argv) {
     for (const Case &c : benchCases()) {
       if (!selected(c, only))
         continue;
-      double ms = timeCase(**ctx, c, 10);
       double flops = 4.0 * c.batch * c.spec.heads * double(c.seqQ) * c.seqKV *
                      c.spec.headDim * (c.spec.causal ? 0.5 : 1.0);
-      std::printf("bench %-18s tiles %-10s %-8s B=%d H=%lld S=%d: %.3f ms, "
-                  "%.1f TFLOP/s\n",
-                  c.name.c_str(), c.tiles.c_str(), mappingOf(**ctx, c).c_str(),
-                  c.batch, (long long)c.spec.heads, c.seqQ, ms,
-                  flops / (ms * 1e-3) / 1e12);
+      // Kernels with the stream-K tail: with the workspace, then without
+      // (the last round as whole items), alternating, as an A/B.
+      const Kernel &k = kernelFor(**ctx, c.spec);
+      AttentionArgs probe;
+      auto st =
+          test::attentionStrides(c.spec.heads, c.seqQ, c.spec.headDim, c.bshd);
+      probe.q = probe.o = {reinterpret_cast<void *>(256),
+                           {c.batch, c.spec.heads, c.seqQ, c.spec.headDim},
+                           st};
+      probe.k = probe.v = {reinterpret_cast<void *>(256),
+                           {c.batch, c.spec.heads, c.seqKV, c.spec.headDim},
+                           st};
+      auto ws = (*ctx)->workspaceSize(k, probe);
+      bool ab = ws.isOk() && *ws > 0;
+      for (int round = 0; round < (ab ? 4 : 1); ++round) {
+        bool withWs = round % 2 == 0;
+        double ms = timeCase(**ctx, c, 10, withWs);
+        std::printf("bench %-18s tiles %-10s %-8s B=%d H=%lld S=%d: %.3f ms, "
+                    "%.1f TFLOP/s%s\n",
+                    c.name.c_str(), c.tiles.c_str(),
+                    mappingOf(**ctx, c).c_str(), c.batch,
+                    (long long)c.spec.heads, c.seqQ, ms,
+                    flops / (ms * 1e-3) / 1e12,
+                    ab ? (withWs ? " [stream-K tail]" : " [no tail]") : "");
+      }
     }
     return 0;
   }

@@ -8,7 +8,10 @@ move them to vector registers, R2UR before every HGMMA (bench/NOTES-hopper.md,
 sessions 10 and 11: D128 causal 828 SASS instructions per tile against 752).
 This assembles the persistent kernels with both epilogues and checks that the
 TMA epilogue's KV loop is no longer than the register epilogue's and moves no
-more values into uniform registers.
+more values into uniform registers. The same for the stream-K tail (session
+14: a piece's dynamic first key and one thread's spin on a flag each took
+the loop out of the uniform datapath, 654 and 698 instructions per tile
+against 617): the kernel with the tail against --no-stream-k.
 
 Needs nvdisasm, which the CUDA Toolkit's minimal install lacks (PyPI:
 nvidia-cuda-nvdisasm; bench/sass_loops.py finds it): without it the test
@@ -31,10 +34,11 @@ VARIANTS = ((128, True), (64, True), (128, False))
 SLACK = 8  # instructions: the two kernels' loops may differ by a few moves
 
 
-def kv_loop(attnc, ptxas, nvdisasm, d, causal, epilogue, tmp):
-    ptx = os.path.join(tmp, f"d{d}{'c' if causal else ''}-{epilogue}.ptx")
+def kv_loop(attnc, ptxas, nvdisasm, d, causal, epilogue, tmp, extra=()):
+    tag = "".join(extra).replace("-", "")
+    ptx = os.path.join(tmp, f"d{d}{'c' if causal else ''}-{epilogue}{tag}.ptx")
     cmd = [attnc, "emit", "--head-dim", str(d), "--arch", "sm_90a", "--emit", "ptx",
-           "--grid", "persistent", "--epilogue", epilogue, "-o", ptx]
+           "--grid", "persistent", "--epilogue", epilogue, "-o", ptx, *extra]
     if causal:
         cmd.append("--causal")
     subprocess.run(cmd, check=True, capture_output=True)
@@ -67,6 +71,16 @@ def main():
             print(f"{'PASS' if ok else 'FAIL'} D{d}{' causal' if causal else ''}: KV loop "
                   f"{len(tma)} instructions, R2UR {r2ur[0]} with the TMA epilogue; "
                   f"{len(regs)}, R2UR {r2ur[1]} with registers")
+        for d in (128, 64):
+            tail = kv_loop(attnc, ptxas, nvdisasm, d, False, "tma", tmp)
+            plain = kv_loop(attnc, ptxas, nvdisasm, d, False, "tma", tmp,
+                            ("--no-stream-k",))
+            r2ur = (sass_loops.count(tail, "R2UR"), sass_loops.count(plain, "R2UR"))
+            ok = len(tail) <= len(plain) + SLACK and r2ur[0] <= r2ur[1]
+            failed += not ok
+            print(f"{'PASS' if ok else 'FAIL'} D{d} stream-K tail: KV loop "
+                  f"{len(tail)} instructions, R2UR {r2ur[0]}; without it "
+                  f"{len(plain)}, R2UR {r2ur[1]}")
     return 1 if failed else 0
 
 

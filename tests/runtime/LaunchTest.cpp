@@ -7,8 +7,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <random>
+#include <vector>
 
 using namespace attnc;
 using namespace attnc::test;
@@ -502,4 +505,167 @@ TEST_CASE("a TMA epilogue's kernel gets O's tensor map after Q, K and V's",
   REQUIRE_FALSE(mistyped.isOk());
   CHECK(mistyped.status().message() ==
         "kernel parameter 'o_tmap' has kind ptr; expected tensormap");
+}
+
+TEST_CASE("the divisor's magic numbers divide exactly below 2^31",
+          "[launch][stream-k]") {
+  std::mt19937_64 rng(12345);
+  std::vector<uint32_t> divisors;
+  for (uint32_t d = 2; d < 2000; ++d)
+    divisors.push_back(d);
+  for (int i = 0; i < 2000; ++i)
+    divisors.push_back(uint32_t(rng() % (uint64_t(1) << 31)) | 2u);
+  for (uint32_t d : {uint32_t(1) << 30, (uint32_t(1) << 31) - 1})
+    divisors.push_back(d);
+  for (uint32_t d : divisors) {
+    auto [mul, shr] = unsignedDivisor(d);
+    auto divide = [&](uint32_t x) {
+      return uint32_t((uint64_t(x) * mul) >> 32) >> shr;
+    };
+    std::vector<uint32_t> xs = {0, 1, d - 1, d, d + 1, (uint32_t(1) << 31) - 1};
+    for (int i = 0; i < 200; ++i)
+      xs.push_back(uint32_t(rng() % (uint64_t(1) << 31)));
+    for (uint32_t x : xs) {
+      if (x >= (uint32_t(1) << 31))
+        continue;
+      INFO("d " << d << " x " << x);
+      REQUIRE(divide(x) == x / d);
+    }
+  }
+}
+
+namespace {
+
+/// One piece of a block's work as the wgmma mapping computes it from the
+/// schedule (TileToWGMMA.cpp, emitPersistent and emitStreamKFixup).
+struct Piece {
+  int64_t item, lo, hi;
+  bool starts() const { return lo == 0; }
+};
+
+/// The kernel's side of the schedule, written again here as the model the
+/// test checks: block c's pieces, and for a piece that starts an item but
+/// does not end it, the last block whose partial it merges.
+std::vector<Piece> piecesOf(const StreamKSchedule &sk, int64_t blocks,
+                            int64_t c) {
+  auto divide = [&](int64_t x) {
+    if (sk.tiles == 1)
+      return x;
+    uint32_t mul = uint32_t(int32_t(sk.tilesMul));
+    return int64_t(uint32_t((uint64_t(x) * mul) >> 32) >> sk.tilesShr);
+  };
+  int64_t whole = sk.rounds + (c < sk.roundRem ? 1 : 0);
+  int64_t s = c * sk.units + std::min(c, sk.unitsRem);
+  int64_t e = s + sk.units + (c < sk.unitsRem ? 1 : 0);
+  int64_t first = divide(s);
+  int64_t pieces = s < e ? divide(e - 1) - first + 1 : 0;
+  std::vector<Piece> out;
+  for (int64_t k = 0; k < whole + pieces; ++k) {
+    if (k < whole) {
+      out.push_back({c + blocks * k, 0, sk.tiles});
+      continue;
+    }
+    int64_t j = first + (k - whole), jFirst = j * sk.tiles;
+    out.push_back({sk.rounds * blocks + j, std::max(s, jFirst) - jFirst,
+                   std::min(e, jFirst + sk.tiles) - jFirst});
+  }
+  return out;
+}
+
+int64_t lastBlockOf(const StreamKSchedule &sk, int64_t tailItem) {
+  int64_t u = tailItem * sk.tiles + sk.tiles - 1;
+  int64_t big = sk.unitsRem * (sk.units + 1);
+  return u < big ? u / (sk.units + 1)
+                 : sk.unitsRem + (u - big) / std::max<int64_t>(sk.units, 1);
+}
+
+} // namespace
+
+TEST_CASE("the stream-K schedule covers every KV tile of every item once",
+          "[launch][stream-k]") {
+  for (int64_t items : {1, 7, 131, 132, 133, 200, 2048, 4096})
+    for (int64_t blocks : {1, 3, 64, 132})
+      for (int64_t tiles : {1, 2, 3, 8, 32, 129})
+        for (bool tail : {false, true}) {
+          if (blocks > items)
+            continue;
+          StreamKSchedule sk = streamKSchedule(items, blocks, tiles, tail);
+          INFO("items " << items << " blocks " << blocks << " tiles " << tiles
+                        << " tail " << tail);
+          std::vector<std::vector<int>> seen(items, std::vector<int>(tiles, 0));
+          std::vector<int> starts(items, 0);
+          for (int64_t c = 0; c < blocks; ++c) {
+            std::vector<Piece> mine = piecesOf(sk, blocks, c);
+            int notStarting = 0;
+            for (size_t i = 0; i < mine.size(); ++i) {
+              const Piece &p = mine[i];
+              REQUIRE(p.item >= 0);
+              REQUIRE(p.item < items);
+              REQUIRE(p.lo < p.hi);
+              REQUIRE(p.hi <= tiles);
+              for (int64_t t = p.lo; t < p.hi; ++t)
+                ++seen[p.item][t];
+              starts[p.item] += p.starts();
+              if (!p.starts()) {
+                // The block's slot: only its first tail piece may need it.
+                ++notStarting;
+                CHECK(i == size_t(sk.rounds));
+              }
+              if (p.starts() && p.hi < tiles) {
+                // It waits only for later blocks, which hold the rest.
+                int64_t last = lastBlockOf(sk, p.item - sk.rounds * blocks);
+                REQUIRE(last > c);
+                REQUIRE(last < blocks);
+                int64_t covered = p.hi;
+                for (int64_t other = c + 1; other <= last; ++other)
+                  for (const Piece &q : piecesOf(sk, blocks, other))
+                    if (q.item == p.item) {
+                      CHECK(q.lo == covered);
+                      CHECK_FALSE(q.starts());
+                      covered = q.hi;
+                    }
+                CHECK(covered == tiles);
+              }
+            }
+            CHECK(notStarting <= 1);
+          }
+          for (int64_t w = 0; w < items; ++w) {
+            CHECK(starts[w] == 1);
+            for (int64_t t = 0; t < tiles; ++t)
+              REQUIRE(seen[w][t] == 1);
+          }
+          if (!tail)
+            CHECK(sk.units == 0);
+          // With the tail, the blocks' work differs by at most one tile.
+          if (tail && items % blocks) {
+            int64_t most = 0, least = INT64_MAX;
+            for (int64_t c = 0; c < blocks; ++c) {
+              int64_t work = 0;
+              for (const Piece &p : piecesOf(sk, blocks, c))
+                work += p.hi - p.lo;
+              most = std::max(most, work);
+              least = std::min(least, work);
+            }
+            CHECK(most - least <= 1);
+          }
+        }
+}
+
+TEST_CASE("a launch without a workspace has no stream-K tail",
+          "[launch][stream-k]") {
+  StreamKSchedule sk = streamKSchedule(2048, 132, 32, /*tail=*/false);
+  CHECK(sk.rounds == 15);
+  CHECK(sk.roundRem == 2048 - 15 * 132);
+  CHECK(sk.units == 0);
+  CHECK(sk.unitsRem == 0);
+  StreamKSchedule with = streamKSchedule(2048, 132, 32, /*tail=*/true);
+  CHECK(with.roundRem == 0);
+  CHECK(with.units == (68 * 32) / 132);
+  CHECK(with.unitsRem == (68 * 32) % 132);
+  // A tail past 2^31 units falls back to whole items.
+  StreamKSchedule huge =
+      streamKSchedule(int64_t(131) + 132, 132, int64_t(1) << 24, true);
+  CHECK(huge.units == 0);
+  CHECK(huge.roundRem == 131);
+  CHECK(streamKWorkspaceBytes(132, 2, 128) == 1280 + 132 * 2 * 17 * 128 * 16);
 }

@@ -39,6 +39,7 @@ struct EmitOptions {
   // wgmma: registers | tma (kv-sync tma; "": the default, tma on the tma
   // schedule)
   std::string epilogue;
+  bool noStreamK = false;
   int64_t blockM = 0; // 0: the mapping's default for the head dim
   int64_t blockN = 0;
   int64_t warps = 0;     // 0: one warp per 16 query rows (mma)

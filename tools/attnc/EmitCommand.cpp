@@ -122,6 +122,9 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "(staged in shared memory, stored by a TMA copy of the "
                    "o_tmap tensor map; the default)")
       ->check(CLI::IsMember({"registers", "tma"}));
+  emit->add_flag("--no-stream-k", o.noStreamK,
+                 "wgmma mapping with --grid persistent: no stream-K tail "
+                 "(no workspace parameter; the last round runs whole items)");
   emit->add_option("--block-m", o.blockM,
                    "Query rows per program (row kernels: rows per program)")
       ->check(CLI::PositiveNumber);
@@ -445,6 +448,7 @@ int runEmit(EmitOptions &o) {
       }
       if (!epilogue.empty())
         tile.epilogue = epilogue;
+      tile.streamK = !o.noStreamK;
       if (choice.mapping != GPUMapping::WGMMA || tile.kvSync != "tma")
         tile.epilogue = "registers";
       // The default's TMA store where it fits and pays (tmaEpilogueByDefault).

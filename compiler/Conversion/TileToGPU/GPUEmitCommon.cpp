@@ -675,6 +675,22 @@ gpu_emit::launchInfo(ModuleOp module, StringRef kernel) {
   return KernelLaunchInfo{threads.getInt(), smem.getInt()};
 }
 
+void gpu_emit::recordStreamK(ModuleOp module, StringRef kernel) {
+  Builder b(module.getContext());
+  SmallVector<Attribute> names;
+  if (auto earlier = module->getAttrOfType<ArrayAttr>("attnc.stream_k"))
+    llvm::append_range(names, earlier.getValue());
+  names.push_back(b.getStringAttr(kernel));
+  module->setAttr("attnc.stream_k", b.getArrayAttr(names));
+}
+
+bool gpu_emit::hasStreamK(ModuleOp module, StringRef kernel) {
+  auto names = module->getAttrOfType<ArrayAttr>("attnc.stream_k");
+  return names && llvm::any_of(names, [&](Attribute a) {
+           return cast<StringAttr>(a).getValue() == kernel;
+         });
+}
+
 SmallVector<tile::LoadOp> gpu_emit::prefetchableLoads(scf::ForOp loop) {
   SmallVector<tile::LoadOp> out;
   for (auto load : loop.getBody()->getOps<tile::LoadOp>()) {

@@ -81,6 +81,12 @@ typedef struct attnc_tensor {
 
 typedef struct attnc_attention_args {
   attnc_tensor q, k, v, o, lse; /* lse.data NULL unless has_lse */
+  /* Optional (NULL: none): the stream-K tail's workspace of a persistent
+   * kernel, attnc_attention_workspace_size bytes, 256-byte aligned, zeroed
+   * once before its first use (launches leave it zeroed); one per stream
+   * of concurrent launches. */
+  void *workspace;
+  size_t workspace_bytes;
 } attnc_attention_args;
 
 typedef struct attnc_context_options {
@@ -142,6 +148,8 @@ ATTNC_API const char *attnc_kernel_key(const attnc_kernel *kernel);
 /* Checks launch arguments against a spec; needs no GPU. */
 ATTNC_API attnc_status attnc_attention_validate(
     const attnc_spec *spec, const attnc_attention_args *args);
+/* The workspace a launch with these arguments can take (0: none; see
+ * attnc_attention_args.workspace). */
 ATTNC_API attnc_status
 attnc_attention_workspace_size(attnc_context *ctx, const attnc_kernel *kernel,
                                const attnc_attention_args *args, size_t *bytes);

@@ -148,9 +148,15 @@ public:
   Status launch(const Kernel &kernel, const RowArgs &args,
                 CUstream stream) const;
 
-  // Bytes of scratch memory a launch needs from the caller (split-KV).
-  // No kernel needs any yet.
-  size_t workspaceSize(const Kernel &kernel, const AttentionArgs &args) const;
+  // Bytes of workspace a launch with these arguments can take: the stream-K
+  // tail's of a persistent kernel over items of equal KV length (Launch.h,
+  // streamKWorkspaceBytes; it depends on the grid, so on the sizes and this
+  // device's SMs), 0 for every other kernel. The workspace is optional:
+  // without one the kernel runs its last round as whole items. It must be
+  // zeroed once before its first use; launches leave it zeroed. Launches
+  // that may run at the same time need workspaces of their own.
+  Result<size_t> workspaceSize(const Kernel &kernel,
+                               const AttentionArgs &args) const;
 
   // Op "decode" (Decode.h): validates, then enqueues the split kernel and
   // the combine back to back on `stream`; no allocation, no

@@ -37,6 +37,7 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace attnc {
@@ -64,6 +65,27 @@ inline constexpr std::array<const char *, 3> kAttentionTensorMapParams = {
 inline constexpr const char *kAttentionOutputTensorMapParam = "o_tmap";
 inline constexpr int64_t kAttentionOutputTensorMapBoxRows = 64;
 
+// Persistent kernels whose work items all have the same KV length (no
+// causal or window bound) take a workspace pointer last: with it, the
+// items of the last, partial round are cut into pieces along the keys so
+// that every block ends at about the same time, and the piece that starts
+// an item merges the others' partials (the stream-K tail). Null: the tail
+// runs as whole items. Layout: one u32 flag per (block, consumer
+// warpgroup), padded to 256 bytes, then per (block, warpgroup) a slot of
+// head_dim / 8 + 1 chunks of 128 threads x 16 bytes. The flags must be
+// zero before the first launch; every launch leaves them zero.
+inline constexpr const char *kAttentionWorkspaceParam = "workspace";
+// Before the workspace, the tail's schedule as i32 parameters
+// (StreamKSchedule, in this order).
+inline constexpr std::array<const char *, 7> kAttentionStreamKParams = {
+    "sk_rounds", "sk_round_rem", "sk_units",    "sk_units_rem",
+    "sk_tiles",  "sk_tiles_mul", "sk_tiles_shr"};
+inline constexpr int64_t
+streamKWorkspaceBytes(int64_t blocks, int64_t warpgroups, int64_t headDim) {
+  return (blocks * warpgroups * 4 + 255) / 256 * 256 +
+         blocks * warpgroups * (headDim / 8 + 1) * 128 * 16;
+}
+
 // A tensor in the logical [B, H, S, D] layout; strides in elements. For LSE
 // only dims 0..2 ([B, Hq, Sq]) are used and shape[3], stride[3] must be 1.
 struct TensorArg {
@@ -74,6 +96,12 @@ struct TensorArg {
 
 struct AttentionArgs {
   TensorArg q, k, v, o, lse;
+  // Optional: the stream-K tail's workspace of a persistent kernel
+  // (attentionWorkspaceBytes; 256-byte aligned, zeroed before its first
+  // use). Null: the kernel runs without the tail. Kernels without a
+  // workspace parameter ignore it.
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
 };
 
 // The longest sequence (queries, keys, or a decode cache's max_blocks x
@@ -135,7 +163,35 @@ enum class ParamSource : uint8_t {
   VTensorMap,
   // A TMA store of O (tuning.epilogue "tma"): O's tensor map.
   OTensorMap,
+  // Persistent kernels over items of equal KV length: the stream-K tail's
+  // schedule (StreamKSchedule, kAttentionStreamKParams) and workspace
+  // (AttentionArgs::workspace).
+  SkRounds,
+  SkRoundRem,
+  SkUnits,
+  SkUnitsRem,
+  SkTiles,
+  SkTilesMul,
+  SkTilesShr,
+  Workspace,
 };
+
+// The stream-K tail's schedule of one launch of a persistent kernel (its
+// sk_* parameters). With G blocks, `items` work items of T KV tiles each:
+// every block runs `rounds` whole items (blocks c < roundRem one more), and
+// the tail's (item, tile) units are dealt as block c taking `units` of them
+// (blocks c < unitsRem one more) in order. Without a tail (no workspace,
+// or the tail's units past 2^31), roundRem = items mod G and units = 0.
+// floor(x / T) = umulhi(x, tilesMul) >> tilesShr for 0 <= x < 2^31 and
+// T > 1 (tilesMul as the i32 of the same bits).
+struct StreamKSchedule {
+  int64_t rounds = 0, roundRem = 0, units = 0, unitsRem = 0;
+  int64_t tiles = 1, tilesMul = 0, tilesShr = 0;
+};
+StreamKSchedule streamKSchedule(int64_t items, int64_t blocks, int64_t tiles,
+                                bool tail);
+// The multiplier and shift of floor(x / d) for 0 <= x < 2^31, d >= 2.
+std::pair<uint32_t, uint32_t> unsignedDivisor(uint32_t d);
 
 struct ParamSlot {
   ParamSource source;
@@ -170,8 +226,8 @@ struct PackedParams {
 // of 16 bytes).
 Status packAttentionParams(const std::vector<ParamSlot> &plan,
                            const KernelSpec &spec, const AttentionArgs &args,
-                           PackedParams &out,
-                           const DriverApi *driver = nullptr);
+                           PackedParams &out, const DriverApi *driver = nullptr,
+                           const StreamKSchedule &schedule = {});
 
 struct LaunchGeometry {
   std::array<uint32_t, 3> grid{};
@@ -189,6 +245,26 @@ struct LaunchGeometry {
 Result<LaunchGeometry> attentionGeometry(const KernelMetadata &meta,
                                          const AttentionArgs &args,
                                          int smCount);
+
+// The workspace bytes a launch of this geometry takes (0: the kernel has no
+// workspace parameter): streamKWorkspaceBytes for its blocks, block_m / 64
+// consumer warpgroups and the spec's head dim.
+size_t attentionWorkspaceBytes(const std::vector<ParamSlot> &plan,
+                               const KernelMetadata &meta,
+                               const KernelSpec &spec,
+                               const LaunchGeometry &geometry);
+
+// A workspace given to a launch that takes one must be 256-byte aligned and
+// hold `needed` bytes (a null one is allowed: no stream-K tail).
+Status checkAttentionWorkspace(const AttentionArgs &args, size_t needed);
+
+// The schedule a launch of this geometry runs (a default one for kernels
+// without the stream-K parameters): with a tail when the arguments carry a
+// workspace. The KV tile is the K tensor map's box.
+StreamKSchedule attentionStreamKSchedule(const std::vector<ParamSlot> &plan,
+                                         const KernelMetadata &meta,
+                                         const AttentionArgs &args,
+                                         const LaunchGeometry &geometry);
 
 } // namespace attnc
 
