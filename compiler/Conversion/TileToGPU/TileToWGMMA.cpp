@@ -304,8 +304,8 @@ private:
   // every item, with a workspace at launch; see emitPersistent): the
   // block's current piece, KV tiles [pieceLo, pieceHi) of an item of
   // itemKVTiles (index values; null: the whole loop), and what the fixup
-  // after the KV loop needs: the tail's units (i64, tiles), the first unit
-  // of the piece's item (i64) and this block (i32).
+  // after the KV loop needs: the first tail unit of the piece's item and
+  // this block (i32).
   bool streamK = false;
   scf::ForOp streamKLoop; // the kernel's KV loop (tile level)
   Value workspace;        // the kernel's workspace parameter (!llvm.ptr)
