@@ -183,6 +183,18 @@ int main(int argc, char **argv) {
   };
   AttentionArgs args{
       dense(q, hq), dense(k, hkv), dense(v, hkv), dense(o1, hq), {}};
+  // A persistent kernel's stream-K workspace, as attnc.attention passes it
+  // (zeroed once; launches leave it so).
+  auto wsBytes = (*ctx)->workspaceSize(**kernel, args);
+  if (!wsBytes.isOk())
+    die(wsBytes.status().message());
+  CUdeviceptr ws = 0;
+  if (*wsBytes) {
+    CHECK_CU(api.cuMemAlloc(&ws, *wsBytes));
+    CHECK_CU(api.cuMemsetD8(ws, 0, *wsBytes));
+    args.workspace = reinterpret_cast<void *>(ws);
+    args.workspaceBytes = *wsBytes;
+  }
   auto fused = [&] {
     Status st = (*ctx)->launch(**kernel, args, nullptr);
     if (!st.isOk())
