@@ -456,6 +456,12 @@ Result<const Kernel *> Context::getKernelFor(const KernelSpec &spec,
   return getKernel(tuned);
 }
 
+// The persistent grid's cap: the options' block count when set (tests
+// with a few blocks), else the device's SMs.
+static int persistentGridCap(int persistentBlocks, int smCount) {
+  return persistentBlocks > 0 ? persistentBlocks : smCount;
+}
+
 Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
                        CUstream stream) const {
   if (kernel.combine_)
@@ -472,11 +478,11 @@ Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
                       (kernel.spec_.op == "kv_append" ? "launchKVAppend"
                                                       : "launchMerge"));
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
-  ATTNC_ASSIGN_OR_RETURN(LaunchGeometry geometry,
-                         attentionGeometry(kernel.meta_, args,
-                                           options_.persistentBlocks > 0
-                                               ? options_.persistentBlocks
-                                               : smCount_));
+  ATTNC_ASSIGN_OR_RETURN(
+      LaunchGeometry geometry,
+      attentionGeometry(
+          kernel.meta_, args,
+          persistentGridCap(options_.persistentBlocks, smCount_)));
   ATTNC_RETURN_IF_ERROR(checkAttentionWorkspace(
       args, attentionWorkspaceBytes(kernel.plan_, kernel.meta_, kernel.spec_,
                                     geometry)));
@@ -526,11 +532,11 @@ Result<size_t> Context::workspaceSize(const Kernel &kernel,
   if (kernel.combine_ || !isAttentionFwdGridRule(kernel.meta_.gridRule))
     return size_t(0);
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
-  ATTNC_ASSIGN_OR_RETURN(LaunchGeometry geometry,
-                         attentionGeometry(kernel.meta_, args,
-                                           options_.persistentBlocks > 0
-                                               ? options_.persistentBlocks
-                                               : smCount_));
+  ATTNC_ASSIGN_OR_RETURN(
+      LaunchGeometry geometry,
+      attentionGeometry(
+          kernel.meta_, args,
+          persistentGridCap(options_.persistentBlocks, smCount_)));
   return attentionWorkspaceBytes(kernel.plan_, kernel.meta_, kernel.spec_,
                                  geometry);
 }
