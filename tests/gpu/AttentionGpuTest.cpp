@@ -783,8 +783,10 @@ std::string mappingOf(Context &ctx, const Case &c) {
   return (*kernel)->metadata().mapping;
 }
 
-double timeCase(Context &ctx, const Case &c, int reps,
-                bool useWorkspace = true) {
+/// The median time of `reps` launches; with `useWorkspace`, a kernel that
+/// takes a stream-K workspace gets one (`takesWorkspace`: whether it does).
+double timeCase(Context &ctx, const Case &c, int reps, bool useWorkspace,
+                bool *takesWorkspace) {
   const DriverApi *api = &ctx.driver();
   if (!api->cuEventCreate || !api->cuEventElapsedTime) {
     std::fprintf(stderr, "the driver has no event API\n");
@@ -813,6 +815,7 @@ double timeCase(Context &ctx, const Case &c, int reps,
   args.o = {reinterpret_cast<void *>(dout.ptr), {c.batch, hq, c.seqQ, d}, st};
   auto wsBytes = ctx.workspaceSize(**kernel, args);
   DeviceBuffer dws(api, wsBytes.isOk() ? *wsBytes : 0);
+  *takesWorkspace = wsBytes.isOk() && *wsBytes > 0;
   if (useWorkspace && wsBytes.isOk() && *wsBytes) {
     CHECK_CU(api->cuMemsetD8(dws.ptr, 0, *wsBytes));
     args.workspace = dws.get();
@@ -900,21 +903,10 @@ int main(int argc, char **argv) {
                      c.spec.headDim * (c.spec.causal ? 0.5 : 1.0);
       // Kernels with the stream-K tail: with the workspace, then without
       // (the last round as whole items), alternating, as an A/B.
-      const Kernel &k = kernelFor(**ctx, c.spec);
-      AttentionArgs probe;
-      auto st =
-          test::attentionStrides(c.spec.heads, c.seqQ, c.spec.headDim, c.bshd);
-      probe.q = probe.o = {reinterpret_cast<void *>(256),
-                           {c.batch, c.spec.heads, c.seqQ, c.spec.headDim},
-                           st};
-      probe.k = probe.v = {reinterpret_cast<void *>(256),
-                           {c.batch, c.spec.heads, c.seqKV, c.spec.headDim},
-                           st};
-      auto ws = (*ctx)->workspaceSize(k, probe);
-      bool ab = ws.isOk() && *ws > 0;
+      bool ab = false;
       for (int round = 0; round < (ab ? 4 : 1); ++round) {
         bool withWs = round % 2 == 0;
-        double ms = timeCase(**ctx, c, 10, withWs);
+        double ms = timeCase(**ctx, c, 10, withWs, &ab);
         std::printf("bench %-18s tiles %-10s %-8s B=%d H=%lld S=%d: %.3f ms, "
                     "%.1f TFLOP/s%s\n",
                     c.name.c_str(), c.tiles.c_str(),
