@@ -2086,13 +2086,25 @@ void MapTileToWGMMAPass::runOnOperation() {
                      << " needs two consumer warpgroups or more (block_m >= "
                         "128), not block_m "
                      << launch.getBlockM();
+            // A kernel parameter after the others, named for the runtime
+            // (tile.param); null when it cannot be added.
+            OpBuilder ab(gpuFunc);
+            auto ptrT = LLVM::LLVMPointerType::get(gpuFunc.getContext());
+            auto appendParam = [&](const char *name, Type type) -> Value {
+              unsigned at = gpuFunc.getNumArguments();
+              if (failed(gpuFunc.insertArgument(
+                      at, type,
+                      ab.getDictionaryAttr(ab.getNamedAttr(
+                          "tile.param", ab.getStringAttr(name))),
+                      gpuFunc.getLoc())))
+                return Value();
+              return gpuFunc.getArgument(at);
+            };
             // kv-sync=tma: the Q, K and V tensor maps follow the launch
             // ABI's parameters (q_tmap, k_tmap, v_tmap; built by the
             // runtime, passed by value: attnc-mark-tensor-map-params).
             SmallVector<Value> tensorMaps;
             if (*sync == KVSync::Tma) {
-              OpBuilder ab(gpuFunc);
-              auto ptrT = LLVM::LLVMPointerType::get(gpuFunc.getContext());
               SmallVector<int64_t> indices;
               SmallVector<const char *, 4> names(
                   kAttentionTensorMapParams.begin(),
@@ -2100,15 +2112,11 @@ void MapTileToWGMMAPass::runOnOperation() {
               if (tmaEpilogue) // O's, after them
                 names.push_back(kAttentionOutputTensorMapParam);
               for (const char *name : names) {
-                unsigned at = gpuFunc.getNumArguments();
-                if (failed(gpuFunc.insertArgument(
-                        at, ptrT,
-                        ab.getDictionaryAttr(ab.getNamedAttr(
-                            "tile.param", ab.getStringAttr(name))),
-                        gpuFunc.getLoc())))
+                indices.push_back(gpuFunc.getNumArguments());
+                Value map = appendParam(name, ptrT);
+                if (!map)
                   return failure();
-                indices.push_back(at);
-                tensorMaps.push_back(gpuFunc.getArgument(at));
+                tensorMaps.push_back(map);
               }
               gpuFunc->setAttr("attnc.tensor_map_args",
                                ab.getDenseI64ArrayAttr(indices));
@@ -2123,9 +2131,6 @@ void MapTileToWGMMAPass::runOnOperation() {
             if (tmaEpilogue)
               oTensorMap = tensorMaps.pop_back_val();
             // Persistent blocks over items of equal KV length: the
-            // stream-K tail's workspace, the last parameter (null at
-            // launch: the tail runs as whole items).
-            // Persistent blocks over items of equal KV length: the
             // stream-K schedule (i32, computed by the runtime) and the
             // workspace, the last parameters.
             SmallVector<Value> streamKArgs;
@@ -2134,23 +2139,12 @@ void MapTileToWGMMAPass::runOnOperation() {
             // D128 192x64).
             if (persistent && streamK && launch.getBlockM() == 128 &&
                 itemInvariantKVLoop(kernel, launch)) {
-              OpBuilder ab(gpuFunc);
-              SmallVector<std::pair<const char *, Type>> params;
               for (const char *name : kAttentionStreamKParams)
-                params.push_back({name, ab.getI32Type()});
-              params.push_back(
-                  {kAttentionWorkspaceParam,
-                   LLVM::LLVMPointerType::get(gpuFunc.getContext())});
-              for (auto [name, type] : params) {
-                unsigned at = gpuFunc.getNumArguments();
-                if (failed(gpuFunc.insertArgument(
-                        at, type,
-                        ab.getDictionaryAttr(ab.getNamedAttr(
-                            "tile.param", ab.getStringAttr(name))),
-                        gpuFunc.getLoc())))
-                  return failure();
-                streamKArgs.push_back(gpuFunc.getArgument(at));
-              }
+                streamKArgs.push_back(appendParam(name, ab.getI32Type()));
+              streamKArgs.push_back(
+                  appendParam(kAttentionWorkspaceParam, ptrT));
+              if (llvm::is_contained(streamKArgs, Value()))
+                return failure();
               gpu_emit::recordStreamK(getOperation(), kernel.getName());
             }
             return WGMMAEmitter(kernel, gpuFunc, launch,
