@@ -60,7 +60,7 @@ attentionFwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
   return types;
 }
 
-/// Decode, split over the KV sequence (`decode_split_v3`). Grid:
+/// Decode, split over the KV sequence (`decode_split_v4`). Grid:
 /// (num_splits, kv_heads, batch). Each program computes the GQA group of one
 /// KV head (its Hq / Hkv query heads x seq_q rows) over its chunk of the
 /// sequence and writes a partial O and LSE (f32) into the workspace:
@@ -73,6 +73,10 @@ attentionFwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
 /// seq_q, D] and LSE [B, Hq, seq_q] itself (strides as the combine's; the
 /// same one-matrix rule for o and lse when seq_q > 1: o_stride_h = seq_q ·
 /// o_stride_s, lse_stride_h = seq_q) and the combine is not launched.
+/// v4: write_o = 2 (several splits): each program stores its partials,
+/// then arrives on merge_counts[b, kv_head] (tile.split_arrive, ticket
+/// merge_ticket); the last to arrive merges the group's partials and
+/// writes O and LSE as write_o = 1 does.
 inline constexpr const char *kDecodeSplitRule = kGridRuleDecodeSplit;
 inline constexpr const auto &kDecodeSplitParams = kDecodeSplitParamNames;
 
@@ -139,8 +143,9 @@ decodeSplitParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
   auto ptr = mlir::MemRefType::get({}, elt);
   auto i32Ptr = mlir::MemRefType::get({}, mlir::IntegerType::get(ctx, 32));
   auto f32Ptr = mlir::MemRefType::get({}, mlir::Float32Type::get(ctx));
+  auto i64Ptr = mlir::MemRefType::get({}, mlir::IntegerType::get(ctx, 64));
   llvm::SmallVector<mlir::Type> types{ptr,    ptr,    ptr, i32Ptr, i32Ptr,
-                                      f32Ptr, f32Ptr, ptr, f32Ptr};
+                                      f32Ptr, f32Ptr, ptr, f32Ptr, i64Ptr};
   types.append(kDecodeSplitParams.size() - types.size(),
                mlir::IntegerType::get(ctx, 64));
   return types;

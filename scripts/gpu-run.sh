@@ -97,6 +97,8 @@ step attention-bench timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$sta
 step attention-bench-causal timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only causal
 step decode-gpu "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle"
 step decode-bench "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench
+# 2-8 splits merged by the last split program vs the combine kernel, alternating.
+step decode-ab-merge timeout 180 "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --ab-merge
 # Nsight Compute on the decode bench (skip the check run and warm-ups):
 # split and combine times at B=1 L=128k (row 0), and the split kernel's full
 # section set at B=16 L=32k (row 1). Clocks left alone (--clock-control none).

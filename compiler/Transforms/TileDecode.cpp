@@ -192,30 +192,37 @@ void DecodeBuilder::buildSplit(StringRef name) {
   Value acc = fin.getAcc(), m = fin.getMax(), l = fin.getSum();
   fin.erase();
 
-  // write_o (one split, the runtime's choice): O in the input type and LSE
-  // straight into the caller's tensors, no combine. Otherwise the f32
-  // partials into the workspace, contiguous [splits · B, Hkv, G · seq_q(,
-  // D)], so that (split · B + b, kv_head) holds the group's rows.
-  Value writeO = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ne, param("write_o"),
-      arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0));
-  auto ifOp = scf::IfOp::create(b, loc, writeO, /*withElseRegion=*/true);
+  // write_o (Decode.h): 1 (one split) O in the input type and LSE straight
+  // into the caller's tensors; otherwise the f32 partials into the
+  // workspace, contiguous [splits · B, Hkv, G · seq_q(, D)], so that (split ·
+  // B + b, kv_head) holds the group's rows, and with 2 the last program of
+  // the group to store them merges them and writes O and LSE.
+  auto writeMode = [&](int64_t mode) -> Value {
+    return arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, param("write_o"),
+        arith::ConstantIntOp::create(b, loc, b.getI64Type(), mode));
+  };
+  Value out = view(param("o"), {batch, attr(hkv), groupRows, attr(headDim)},
+                   {arg("o_stride_b"), mul(arg("o_stride_h"), cst(group)),
+                    rowStride(arg("o_stride_h"), arg("o_stride_s")), attr(1)});
+  Value lseOut =
+      op.getLse()
+          ? view(param("lse"), {batch, attr(hkv), groupRows},
+                 {arg("lse_stride_b"), mul(arg("lse_stride_h"), cst(group)),
+                  rowStride(arg("lse_stride_h"), cst(1))})
+          : Value();
+  auto storeResult = [&](Value accV, Value mV, Value lV) {
+    auto done = tile::FinalizeOp::create(b, loc, accV, mV, lV, elt);
+    tile::StoreOp::create(b, loc, done.getOutput(), out, bIdx, kvHead, c0);
+    if (lseOut)
+      tile::StoreOp::create(b, loc, done.getLse(), lseOut, bIdx, kvHead, c0);
+  };
+  auto ifOp = scf::IfOp::create(b, loc, writeMode(kDecodeWriteOneSplit),
+                                /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    Value out =
-        view(param("o"), {batch, attr(hkv), groupRows, attr(headDim)},
-             {arg("o_stride_b"), mul(arg("o_stride_h"), cst(group)),
-              rowStride(arg("o_stride_h"), arg("o_stride_s")), attr(1)});
-    auto done = tile::FinalizeOp::create(b, loc, acc, m, l, elt);
-    tile::StoreOp::create(b, loc, done.getOutput(), out, bIdx, kvHead, c0);
-    if (op.getLse()) {
-      Value lseOut =
-          view(param("lse"), {batch, attr(hkv), groupRows},
-               {arg("lse_stride_b"), mul(arg("lse_stride_h"), cst(group)),
-                rowStride(arg("lse_stride_h"), cst(1))});
-      tile::StoreOp::create(b, loc, done.getLse(), lseOut, bIdx, kvHead, c0);
-    }
+    storeResult(acc, m, l);
 
     b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
     Value splitBatch = add(mul(split, batch), bIdx);
@@ -232,6 +239,37 @@ void DecodeBuilder::buildSplit(StringRef name) {
                           c0);
     tile::StoreOp::create(b, loc, part.getLse(), lsePart, splitBatch, kvHead,
                           c0);
+
+    // write_o = 2: the last program to arrive merges every split's partial
+    // (its own too, just stored: one loop for all) with the LSE weights.
+    auto merge = scf::IfOp::create(b, loc, writeMode(kDecodeWriteLastSplit),
+                                   /*withElseRegion=*/false);
+    b.setInsertionPoint(merge.thenBlock()->getTerminator());
+    Value counts =
+        view(param("merge_counts"), {batch, attr(hkv)}, {attr(hkv), attr(1)});
+    Value last =
+        tile::SplitArriveOp::create(b, loc, b.getI1Type(), counts, bIdx, kvHead,
+                                    param("merge_ticket"), splits);
+    auto ifLast = scf::IfOp::create(b, loc, last, /*withElseRegion=*/false);
+    b.setInsertionPoint(ifLast.thenBlock()->getTerminator());
+    auto oT = RankedTensorType::get({rows, headDim}, b.getF32Type());
+    auto rowT = RankedTensorType::get({rows}, b.getF32Type());
+    auto loop = scf::ForOp::create(b, loc, c0, splits, cst(1),
+                                   ValueRange{splat({rows, headDim}, 0.0f),
+                                              splat({rows}, kNegInf),
+                                              splat({rows}, 0.0f)});
+    {
+      OpBuilder::InsertionGuard loopGuard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value sb = add(mul(loop.getInductionVar(), batch), bIdx);
+      Value o = tile::LoadOp::create(b, loc, oT, oPart, sb, kvHead, c0);
+      Value lse = tile::LoadOp::create(b, loc, rowT, lsePart, sb, kvHead, c0);
+      auto accu = tile::LseAccumulateOp::create(
+          b, loc, oT, rowT, rowT, o, lse, loop.getRegionIterArg(0),
+          loop.getRegionIterArg(1), loop.getRegionIterArg(2));
+      scf::YieldOp::create(b, loc, accu->getResults());
+    }
+    storeResult(loop.getResult(0), loop.getResult(1), loop.getResult(2));
   }
   func::ReturnOp::create(b, loc);
 }

@@ -609,9 +609,9 @@ Status Context::launchDecode(const Kernel &kernel, const DecodeArgs &args,
                       " is not a decode kernel: launch it with launch()");
   ATTNC_RETURN_IF_ERROR(validateDecodeArgs(kernel.spec_, args));
   DecodeLaunchPlan plan;
-  ATTNC_RETURN_IF_ERROR(planDecodeLaunch(kernel.spec_, kernel.meta_, args,
-                                         smCount_, plan,
-                                         kernel.decodeResidentPerSm_));
+  ATTNC_RETURN_IF_ERROR(
+      planDecodeLaunch(kernel.spec_, kernel.meta_, args, smCount_, plan,
+                       kernel.decodeResidentPerSm_, nextDecodeMergeTicket()));
   ScopedContext scope(*driver_, ctx_);
   if (scope.result() != CUDA_SUCCESS)
     return driver_->check(scope.result(), "cuCtxPushCurrent");

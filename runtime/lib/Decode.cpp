@@ -3,6 +3,7 @@
 #include "attnc/runtime/Decode.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -146,8 +147,22 @@ int decodeResidentPerSm(int regsPerThread, int threads, int64_t sharedBytes) {
 size_t decodeWorkspaceBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
                             int64_t splits) {
   size_t lseBytes = size_t(splits) * batch * spec.heads * seqQ * 4;
+  size_t countBytes = size_t(batch) * spec.kvHeads * 8;
   return alignUp(oPartBytes(spec, batch, seqQ, splits), 256) +
-         alignUp(lseBytes, 256);
+         alignUp(lseBytes, 256) + alignUp(countBytes, 256);
+}
+
+uint32_t nextDecodeMergeTicket() {
+  // Consecutive launches get distant tickets (a multiplicative hash of a
+  // process-wide count), so that a stale counter word left by an earlier
+  // launch, or an index in a recycled buffer, is unlikely to match.
+  static std::atomic<uint32_t> launches{0};
+  for (;;) {
+    uint32_t t =
+        (launches.fetch_add(1, std::memory_order_relaxed) + 1) * 0x9E3779B1u;
+    if (t != 0)
+      return t;
+  }
 }
 
 std::vector<KernelParam> decodeSplitV1Params() {
@@ -237,7 +252,8 @@ Status validateDecodeArgs(const KernelSpec &spec, const DecodeArgs &args) {
 
 Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                         const DecodeArgs &args, int smCount,
-                        DecodeLaunchPlan &out, int slotsPerSm) {
+                        DecodeLaunchPlan &out, int slotsPerSm,
+                        uint32_t ticket) {
   const int64_t batch = args.q.shape[0], seqQ = args.q.shape[2];
   const int64_t splits = decodeSplitsFor(spec, args, smCount, slotsPerSm);
   size_t needed = decodeWorkspaceBytes(spec, batch, seqQ, splits);
@@ -250,6 +266,9 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
   char *ws = static_cast<char *>(args.workspace);
   void *oPart = ws;
   void *lsePart = ws + alignUp(oPartBytes(spec, batch, seqQ, splits), 256);
+  void *mergeCounts =
+      static_cast<char *>(lsePart) +
+      alignUp(size_t(splits) * batch * spec.heads * seqQ * 4, 256);
 
   // One split writes O itself when o and lse hold each KV head's group of
   // rows as one strided matrix, as q does (see Decode.h).
@@ -257,12 +276,18 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
   const bool groupRowsO =
       seqQ == 1 || (args.o.stride[1] == seqQ * args.o.stride[2] &&
                     (!lse || args.lse.stride[1] == seqQ));
-  out.runCombine = !(splits == 1 && groupRowsO);
+  out.writeO = !groupRowsO   ? kDecodeWriteCombine
+               : splits == 1 ? kDecodeWriteOneSplit
+               : args.combineKernel || splits > kDecodeMergeMaxSplits
+                   ? kDecodeWriteCombine
+                   : kDecodeWriteLastSplit;
+  out.runCombine = out.writeO == kDecodeWriteCombine;
 
   const void *splitPtrs[kDecodeSplitPointerParams] = {
       args.q.data,     args.kCache.data, args.vCache.data,
       args.blockTable, args.kvLens,      oPart,
-      lsePart,         args.o.data,      args.lse.data};
+      lsePart,         args.o.data,      args.lse.data,
+      mergeCounts};
   for (size_t i = 0; i < kDecodeSplitPointerParams; ++i)
     packPointer(out.split, i, splitPtrs[i]);
   const int64_t splitInts[] = {batch,
@@ -284,7 +309,8 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                                args.o.stride[2],
                                lse ? args.lse.stride[0] : 0,
                                lse ? args.lse.stride[1] : 0,
-                               out.runCombine ? 0 : 1};
+                               out.writeO,
+                               int64_t(ticket)};
   static_assert(std::size(splitInts) + kDecodeSplitPointerParams ==
                 kDecodeSplitParamNames.size());
   for (size_t i = 0; i < std::size(splitInts); ++i)

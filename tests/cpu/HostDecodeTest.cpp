@@ -51,8 +51,9 @@ struct Case {
       false; // pages laid out [page, Hkv, D] per slot (else [Hkv, page, D])
   float softcap = 0.f;
   float qScale = 1.f;
-  // One split writes O and LSE itself (write_o = 1), no combine.
-  bool writeO = false;
+  // write_o: 0 the combine kernel merges the partials; 1 one split writes
+  // O and LSE itself; 2 the last split program of each group merges them.
+  int write = 0;
 };
 
 uint64_t seedFromEnvOrClock() {
@@ -64,10 +65,10 @@ uint64_t seedFromEnvOrClock() {
 #define ATTNC_MEMREF void *, void *, int64_t
 using SplitFn = void (*)(ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF,
                          ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF,
-                         ATTNC_MEMREF, int64_t, int64_t, int64_t, int64_t,
+                         ATTNC_MEMREF, ATTNC_MEMREF, int64_t, int64_t, int64_t,
                          int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                          int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         int64_t, int64_t, int64_t, int64_t);
+                         int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
 using CombineFn = void (*)(ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF,
                            ATTNC_MEMREF, int64_t, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t, int64_t);
@@ -145,25 +146,38 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
     x = toBits(normal(rng) * c.qScale);
   // O: [B, Sq, H, D]; written by the split kernel itself, the group's rows
   // must be one matrix as Q's: [B, H, Sq, D] when Sq > 1.
-  auto os = test::attentionStrides(hq, sq, d, /*bshd=*/!c.writeO || sq == 1);
+  auto os = test::attentionStrides(hq, sq, d, /*bshd=*/c.write == 0 || sq == 1);
   uint16_t nanBits = bf16 ? 0x7FC0 : 0x7E00;
   std::vector<uint16_t> o(q.size(), nanBits);
   float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> lse(size_t(batch) * hq * sq, nan);
   std::vector<float> oPart(size_t(c.splits) * batch * hq * sq * d, nan);
   std::vector<float> lsePart(size_t(c.splits) * batch * hq * sq, nan);
+  // The merge counters start as stale bytes (a recycled workspace): only
+  // a word holding this launch's ticket counts arrivals.
+  const uint32_t ticket = uint32_t(rng() | 1);
+  std::vector<uint64_t> counts(size_t(batch) * hkv);
+  for (auto &w : counts) {
+    w = rng();
+    if (uint32_t(w >> 32) == ticket)
+      w ^= uint64_t(1) << 63;
+  }
 
   auto split = reinterpret_cast<SplitFn>((*kernel)->entryAddress());
   auto combine = reinterpret_cast<CombineFn>(*combineAddr);
 #define ATTNC_PTR(p) (void *)(p), (void *)(p), 0
-  REQUIRE((!c.writeO || c.splits == 1));
+  REQUIRE((c.write != 1 || c.splits == 1));
   split(ATTNC_PTR(q.data()), ATTNC_PTR(kc.data()), ATTNC_PTR(vc.data()),
         ATTNC_PTR(table.data()), ATTNC_PTR(lens.data()),
         ATTNC_PTR(oPart.data()), ATTNC_PTR(lsePart.data()), ATTNC_PTR(o.data()),
-        ATTNC_PTR(lse.data()), batch, sq, c.splits, maxBlocks, numPages, qs[0],
-        qs[1], qs[2], cs[0], cs[1], cs[2], cs[0], cs[1], cs[2], os[0], os[1],
-        os[2], int64_t(hq) * sq, sq, c.writeO ? 1 : 0);
-  if (!c.writeO)
+        ATTNC_PTR(lse.data()), ATTNC_PTR(counts.data()), batch, sq, c.splits,
+        maxBlocks, numPages, qs[0], qs[1], qs[2], cs[0], cs[1], cs[2], cs[0],
+        cs[1], cs[2], os[0], os[1], os[2], int64_t(hq) * sq, sq, c.write,
+        int64_t(ticket));
+  if (c.write == 2) // every group merged: its counter left 0
+    CHECK(std::all_of(counts.begin(), counts.end(),
+                      [](uint64_t w) { return w == 0; }));
+  if (c.write == 0)
     combine(ATTNC_PTR(oPart.data()), ATTNC_PTR(lsePart.data()),
             ATTNC_PTR(o.data()), ATTNC_PTR(lse.data()), batch, sq, c.splits,
             os[0], os[1], os[2], int64_t(hq) * sq, sq);
@@ -213,7 +227,7 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   // Every partial was written (no NaN left in the workspace), or with
   // write_o none was.
   auto isNan = [](float x) { return std::isnan(x); };
-  if (c.writeO)
+  if (c.write == 1)
     CHECK(std::all_of(lsePart.begin(), lsePart.end(), isNan));
   else
     CHECK(std::none_of(lsePart.begin(), lsePart.end(), isNan));
@@ -316,7 +330,7 @@ TEST_CASE("split-KV paged decode on the host matches the float64 reference",
            1,
            {0, 37, 100},
            1};
-    c.writeO = true;
+    c.write = 1;
     cases.push_back(c);
   }
   {
@@ -331,7 +345,56 @@ TEST_CASE("split-KV paged decode on the host matches the float64 reference",
            {3, 70, 129},
            1};
     c.causal = true;
-    c.writeO = true;
+    c.write = 1;
+    cases.push_back(c);
+  }
+  // The last split program merges (write_o = 2): empty splits, an empty
+  // sequence, more splits than tiles, q_len 3 with a causal mask.
+  {
+    Case c{"write_o 2: last split merges, GQA 4/1, D64, page 16, {0, 37, 100}, "
+           "4 splits",
+           4,
+           1,
+           64,
+           "bf16",
+           16,
+           1,
+           1,
+           {0, 37, 100},
+           4};
+    c.write = 2;
+    cases.push_back(c);
+  }
+  {
+    Case c{"write_o 2: q_len 3 of 4, causal, fp16, D128, GQA 4/2, 3 splits",
+           4,
+           2,
+           128,
+           "fp16",
+           64,
+           4,
+           3,
+           {3, 70, 129},
+           3};
+    c.causal = true;
+    c.write = 2;
+    cases.push_back(c);
+  }
+  {
+    Case c{"write_o 2: 8 splits (the most), GQA 8/1, D128, block-n 32, {200, "
+           "31}",
+           8,
+           1,
+           128,
+           "bf16",
+           16,
+           1,
+           1,
+           {200, 31},
+           8};
+    c.blockN = 32;
+    c.qScale = 20.f; // large logits: the partials' maxima far apart
+    c.write = 2;
     cases.push_back(c);
   }
   for (const Case &c : cases)
@@ -462,9 +525,10 @@ TEST_CASE("cascade: shared prefix + suffixes merged by attn.lse_merge",
     split(ATTNC_PTR(q.data() + b0 * d), ATTNC_PTR(kc.data()),
           ATTNC_PTR(vc.data()), ATTNC_PTR(table.data()), ATTNC_PTR(lens.data()),
           ATTNC_PTR(oPart.data()), ATTNC_PTR(lPart.data()), ATTNC_PTR(o.data()),
-          ATTNC_PTR(lse.data()), nb, sq, splits, maxBlocks, numPages, sb, sh,
-          ss, cs[0], cs[1], cs[2], cs[0], cs[1], cs[2], os[0], os[1], os[2],
-          os[3], os[4], /*write_o=*/0);
+          ATTNC_PTR(lse.data()), ATTNC_PTR(nullptr), nb, sq, splits, maxBlocks,
+          numPages, sb, sh, ss, cs[0], cs[1], cs[2], cs[0], cs[1], cs[2], os[0],
+          os[1], os[2], os[3], os[4], /*write_o=*/0,
+          /*merge_ticket=*/1);
     combine(ATTNC_PTR(oPart.data()), ATTNC_PTR(lPart.data()),
             ATTNC_PTR(o.data()), ATTNC_PTR(lse.data()), nb, sq, splits, os[0],
             os[1], os[2], os[3], os[4]);

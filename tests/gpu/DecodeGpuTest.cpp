@@ -13,7 +13,10 @@
 // (block_n, stages, split count) side by side on the same rows, each
 // checked first.
 //
-// Usage: attnc-gpu-decode --bundle DIR [--bench [--sweep]]
+// `--bench --ab-merge` times the default kernel with 2-8 splits merged by
+// the last split program against the combine kernel, alternating.
+//
+// Usage: attnc-gpu-decode --bundle DIR [--bench [--sweep | --ab-merge]]
 //        attnc-gpu-decode --write-specs FILE   (the specs to bundle)
 //
 //===----------------------------------------------------------------------===//
@@ -78,6 +81,11 @@ struct Case {
   // O as [B, H, Sq, D] (else [B, Sq, H, D]): with one split and seq_q > 1
   // the split kernel then writes O itself (write_o).
   bool oBhsd = false;
+  // DecodeArgs::combineKernel: the combine kernel merges even 2-8 splits.
+  bool combineKernel = false;
+  // Launches on the same workspace (the merge counters must come back
+  // usable); the last one's output is checked.
+  int launches = 1;
 };
 
 std::vector<Case> correctnessCases() {
@@ -134,6 +142,35 @@ std::vector<Case> correctnessCases() {
   c.splits = 1;
   c.oBhsd = true;
   c.spec.causal = true;
+  cs.push_back(c);
+  // 2-8 splits: the last split program of each (sequence, KV head) merges
+  // them (write_o = 2) on a workspace of 0xFF bytes (stale counters), three
+  // launches on the same workspace; then the same through the combine
+  // kernel. Two warps per program (GQA 8 x q_len 4 = 32 rows).
+  c = {"4 splits merged by the last, GQA 32/8 D128, page 16, 3 launches",
+       decodeSpec(32, 8, 128, "bf16", 16),
+       {1, 1000, 4097}};
+  c.splits = 4;
+  c.launches = 3;
+  cs.push_back(c);
+  c.name = "4 splits merged by the combine kernel, same shapes";
+  c.combineKernel = true;
+  c.launches = 1;
+  cs.push_back(c);
+  c = {"8 splits merged by the last, empty sequence, softcap 30, page 256",
+       decodeSpec(32, 8, 128, "bf16", 256),
+       {0, 300, 7000}};
+  c.splits = 8;
+  c.spec.softcap = 30.0;
+  cs.push_back(c);
+  c = {"2 warps: 5 splits merged by the last, GQA 16/2, q_len 4, causal",
+       decodeSpec(16, 2, 128, "bf16", 16, 4),
+       {4, 200, 3001}};
+  c.seqQ = 4;
+  c.splits = 5;
+  c.oBhsd = true;
+  c.spec.causal = true;
+  c.launches = 2;
   cs.push_back(c);
   return cs;
 }
@@ -282,12 +319,33 @@ Outputs runDecodeOnCache(Context &ctx, const KernelSpec &spec, const Case &c,
   CHECK_CU(api->cuMemsetD8(ws.ptr, 0xFF, std::max<size_t>(*bytes, 256)));
   args.workspace = ws.get();
   args.workspaceBytes = *bytes;
-  Status st = ctx.launchDecode(*kernel, args, nullptr);
-  if (!st.isOk()) {
-    std::fprintf(stderr, "launchDecode: %s\n", st.message().c_str());
-    std::exit(1);
+  args.combineKernel = c.combineKernel;
+  for (int launch = 0; launch < c.launches; ++launch) {
+    CHECK_CU(api->cuMemsetD8(dout.ptr, 0xFF, q.size() * 2));
+    CHECK_CU(api->cuMemsetD8(dlse.ptr, 0xFF, size_t(batch) * hq * sq * 4));
+    Status st = ctx.launchDecode(*kernel, args, nullptr);
+    if (!st.isOk()) {
+      std::fprintf(stderr, "launchDecode: %s\n", st.message().c_str());
+      std::exit(1);
+    }
+    CHECK_CU(api->cuCtxSynchronize());
   }
-  CHECK_CU(api->cuCtxSynchronize());
+  // The merge counters (the workspace's last [B, Hkv] words): 0 where the
+  // last split program merged, the poison where the combine kernel did;
+  // anything else is a count left behind.
+  {
+    size_t words = size_t(batch) * hkv;
+    size_t region = (words * 8 + 255) / 256 * 256;
+    std::vector<uint64_t> counts(words);
+    CHECK_CU(api->cuMemcpyDtoH(counts.data(), ws.ptr + (*bytes - region),
+                               words * 8));
+    for (uint64_t w : counts)
+      if (w != 0 && w != ~uint64_t(0)) {
+        std::printf("FAIL %s: a merge counter holds %#llx after the launch\n",
+                    c.name, (unsigned long long)w);
+        std::exit(1);
+      }
+  }
   Outputs out{std::vector<uint16_t>(q.size()),
               std::vector<float>(size_t(batch) * hq * sq)};
   CHECK_CU(api->cuMemcpyDtoH(out.o.data(), dout.ptr, q.size() * 2));
@@ -644,6 +702,7 @@ struct Variant {
   // Fixed: `fixed` splits (`--splits a,b,...`).
   enum Splits { Auto, Fill, Double, Half, Fixed } splits = Auto;
   int64_t fixed = 0;
+  bool combineKernel = false; // DecodeArgs::combineKernel
 };
 
 const char *splitsName(Variant::Splits s) {
@@ -826,8 +885,11 @@ std::vector<uint16_t> runOnce(Context &ctx, const Kernel &kernel,
 /// variant of sweepVariants() side by side on each row, each first checked
 /// (against float64 on the correctness case, then against the default's
 /// output on the row itself), then timed; the best per row is marked.
+/// `--ab-merge`: the default kernel with the splits merged by the last split
+/// program and by the combine kernel, alternating three times each.
 void bench(Context &ctx, bool sweep, int onlyRow,
-           const std::vector<int64_t> &fixedSplits, std::mt19937_64 &rng) {
+           const std::vector<int64_t> &fixedSplits, bool abMerge,
+           std::mt19937_64 &rng) {
   const DriverApi *api = &ctx.driver();
   if (!api->cuEventCreate || !api->cuEventElapsedTime) {
     std::fprintf(stderr, "the driver has no event API\n");
@@ -835,6 +897,11 @@ void bench(Context &ctx, bool sweep, int onlyRow,
   }
   std::vector<Variant> variants =
       sweep ? sweepVariants() : std::vector<Variant>{Variant{}};
+  if (abMerge && !sweep) {
+    Variant combine;
+    combine.combineKernel = true;
+    variants = {Variant{}, combine, Variant{}, combine, Variant{}, combine};
+  }
   // --splits: each count on the default kernel, or with --sweep on every
   // compiled variant.
   for (int64_t n : fixedSplits) {
@@ -883,6 +950,7 @@ void bench(Context &ctx, bool sweep, int onlyRow,
           &kernelFor(ctx, benchSpec(row.page, v.blockN, v.stages));
       DecodeArgs args = p.args();
       args.numSplits = splitsOf(ctx, *kernel, v, row.batch, row.len);
+      args.combineKernel = v.combineKernel;
       std::vector<double> out =
           halfsToDoubles(true, runOnce(ctx, *kernel, p, args));
       if (reference.empty())
@@ -898,9 +966,10 @@ void bench(Context &ctx, bool sweep, int onlyRow,
       args.workspaceBytes = bytes.isOk() ? *bytes : 0;
       char name[96];
       std::string bn = v.blockN ? std::to_string(v.blockN) : "dflt";
-      std::snprintf(name, sizeof name, "block_n %-4s stages %lld splits %-6s",
+      std::snprintf(name, sizeof name, "block_n %-4s stages %lld splits %-6s%s",
                     bn.c_str(), (long long)(v.stages ? v.stages : 3),
-                    splitsName(v.splits));
+                    splitsName(v.splits),
+                    v.combineKernel ? " combine-kernel" : "");
       if (!ok) {
         std::printf("bench decode B=%-3d L=%-6d page %-3d %s: WRONG (rel L2 "
                     "%.2e vs the default, %lld non-finite), not timed\n",
@@ -928,7 +997,7 @@ void bench(Context &ctx, bool sweep, int onlyRow,
 
 int main(int argc, char **argv) {
   std::string bundle, writeSpecs;
-  bool doBench = false, sweep = false;
+  bool doBench = false, sweep = false, abMerge = false;
   int onlyRow = -1; // --row i: bench row i only (for a profiler)
   std::vector<int64_t> fixedSplits;
   for (int i = 1; i < argc; ++i) {
@@ -941,6 +1010,8 @@ int main(int argc, char **argv) {
       doBench = true;
     else if (a == "--sweep")
       sweep = true;
+    else if (a == "--ab-merge")
+      abMerge = true;
     else if (a == "--row" && i + 1 < argc)
       onlyRow = std::atoi(argv[++i]);
     else if (a == "--splits" && i + 1 < argc) {
@@ -1011,7 +1082,7 @@ int main(int argc, char **argv) {
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::mt19937_64 rng(seed);
   if (doBench) {
-    bench(**ctx, sweep, onlyRow, fixedSplits, rng);
+    bench(**ctx, sweep, onlyRow, fixedSplits, abMerge, rng);
     return 0;
   }
   int passed = 0, failed = 0;

@@ -119,10 +119,12 @@ def combine_splits():
         return int(launch.params[6])  # o_part, lse_part, o, lse, batch, seq_q
     assert launch.entry == b"decode_split", launch.entry
     # q, k_cache, v_cache, block_table, kv_lens, o_part, lse_part, o, lse,
-    # batch, seq_q, num_splits, ..., write_o (the last).
-    splits, write_o = int(launch.params[11]), int(launch.params[28])
-    assert launch.paramCount == 29 and splits == 1 and write_o == 1, (
+    # merge_counts, batch, seq_q, num_splits, ..., write_o, merge_ticket.
+    splits, write_o = int(launch.params[12]), int(launch.params[29])
+    # write_o 1: one split wrote O; 2: the last of a few splits merged them.
+    assert launch.paramCount == 31 and write_o in (1, 2), (
         launch.paramCount, splits, write_o)
+    assert (splits == 1) == (write_o == 1), (splits, write_o)
     return splits
 
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <set>
 
 using namespace attnc;
 
@@ -184,7 +185,8 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
   DecodeArgs a = goodArgs();
   a.numSplits = 5;
   size_t bytes = decodeWorkspaceBytes(s, 4, 1, 5);
-  CHECK(bytes == 5u * 4 * 32 * 128 * 4 + 5 * 4 * 32 * 4); // both 256-aligned
+  // o_part, lse_part (both 256-aligned here), then the [B, Hkv] counters.
+  CHECK(bytes == 5u * 4 * 32 * 128 * 4 + 5 * 4 * 32 * 4 + 256);
   KernelMetadata meta;
   meta.block = {32, 1, 1};
   DecodeLaunchPlan plan;
@@ -193,7 +195,7 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
         "invalid decode arguments: workspace has " + std::to_string(bytes - 1) +
             " bytes; 5 splits need " + std::to_string(bytes));
   a.workspaceBytes = bytes;
-  REQUIRE(planDecodeLaunch(s, meta, a, 132, plan).isOk());
+  REQUIRE(planDecodeLaunch(s, meta, a, 132, plan, 6, 0xABCD1234u).isOk());
   CHECK(plan.split.count == decodeSplitV1Params().size());
   CHECK(plan.combine.count == decodeCombineV1Params().size());
   auto ptrAt = [](const PackedParams &p, size_t i) {
@@ -226,8 +228,30 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
   CHECK(intAt(plan.split, at("k_stride_h")) == 128);
   CHECK(intAt(plan.split, at("o_stride_s")) == a.o.stride[2]);
   CHECK(intAt(plan.split, at("lse_stride_h")) == a.lse.stride[1]);
-  CHECK(intAt(plan.split, at("write_o")) == 0); // five splits: combined
+  CHECK(ptrAt(plan.split, at("merge_counts")) ==
+        static_cast<char *>(a.workspace) + 5 * 4 * 32 * 128 * 4 +
+            5 * 4 * 32 * 4);
+  CHECK(intAt(plan.split, at("merge_ticket")) == 0xABCD1234);
+  // Five splits: the last program of each group merges them (write_o = 2).
+  CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteLastSplit);
+  CHECK_FALSE(plan.runCombine);
+  // Unless the caller asks for the combine kernel, or there are more
+  // splits than one program merges.
+  a.combineKernel = true;
+  REQUIRE(planDecodeLaunch(s, meta, a, 132, plan).isOk());
+  CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteCombine);
   CHECK(plan.runCombine);
+  a.combineKernel = false;
+  a.numSplits = kDecodeMergeMaxSplits + 1;
+  a.workspaceBytes = decodeWorkspaceBytes(s, 4, 1, a.numSplits);
+  REQUIRE(planDecodeLaunch(s, meta, a, 132, plan).isOk());
+  CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteCombine);
+  CHECK(plan.runCombine);
+  a.numSplits = 5;
+  a.workspaceBytes = bytes;
+  a.combineKernel = true;
+  REQUIRE(planDecodeLaunch(s, meta, a, 132, plan).isOk());
+  a.combineKernel = false;
   CHECK(intAt(plan.combine, 6) == 5);
   CHECK(plan.splitGeometry.grid == std::array<uint32_t, 3>{5, 8, 4});
   CHECK(plan.combineGeometry.grid == std::array<uint32_t, 3>{1, 32, 4});
@@ -258,7 +282,17 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
   rows.lse.stride = {32 * 3, 3, 1};
   rows.workspaceBytes = decodeWorkspaceBytes(s, 4, 3, 2);
   REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
-  CHECK(intAt(plan.split, at("write_o")) == 0);
+  CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteLastSplit);
+  CHECK_FALSE(plan.runCombine);
+  rows.o.stride = {3 * 32 * 128, 128, 32 * 128, 1}; // [B, Sq, H, D]
+  REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
+  CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteCombine);
   CHECK(plan.runCombine);
+  // Tickets: never 0, and not repeated within a long run.
+  std::set<uint32_t> tickets;
+  for (int i = 0; i < 100000; ++i)
+    tickets.insert(nextDecodeMergeTicket());
+  CHECK(tickets.size() == 100000);
+  CHECK(tickets.count(0) == 0);
   CHECK(decodeSplitV1Params()[3].name == "block_table");
 }

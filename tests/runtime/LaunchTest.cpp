@@ -317,7 +317,7 @@ TEST_CASE("grid rule attention_fwd_persistent_v1", "[launch]") {
         "grid rule attention_fwd_persistent_v1 needs block_m >= 1");
   CHECK(isAttentionFwdGridRule(kGridRuleAttentionFwdPersistentV1));
   CHECK(isAttentionFwdGridRule("attention_fwd_v1"));
-  CHECK_FALSE(isAttentionFwdGridRule("decode_split_v3"));
+  CHECK_FALSE(isAttentionFwdGridRule("decode_split_v4"));
 }
 
 namespace {

@@ -13,7 +13,8 @@
 //   emitDot, emitScore, emitSoftmaxUpdate, emitRescale, emitFinalize,
 //   emitStore, emitConstant(arith::ConstantOp on tiles),
 //   emitTrunc(arith::TruncFOp on tiles), emitFor(scf::ForOp),
-//   optionally emitLseAccumulate (the split-KV combine) and emitReturn
+//   optionally emitLseAccumulate (the split-KV combine), emitSplitArrive
+//   (the last split merges) and emitReturn
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_COMPILER_CONVERSION_TILETOGPU_TILEEMITTER_H
@@ -80,6 +81,8 @@ protected:
       return m.emitRescale(rescale);
     if (auto accu = dyn_cast<tile::LseAccumulateOp>(op))
       return m.emitLseAccumulate(accu);
+    if (auto arrive = dyn_cast<tile::SplitArriveOp>(op))
+      return m.emitSplitArrive(arrive);
     if (auto trunc = dyn_cast<arith::TruncFOp>(op);
         trunc && isa<RankedTensorType>(trunc.getType()))
       return m.emitTrunc(trunc);
@@ -133,6 +136,12 @@ protected:
   /// A mapping without a split-KV combine says so at the op.
   mlir::LogicalResult emitLseAccumulate(tile::LseAccumulateOp op) {
     return op.emitError("this GPU mapping has no tile.lse_accumulate");
+  }
+
+  /// A mapping without it says so at the op (its scalar result would
+  /// otherwise be cloned: one arrival per thread).
+  mlir::LogicalResult emitSplitArrive(tile::SplitArriveOp op) {
+    return op.emitError("this GPU mapping has no tile.split_arrive");
   }
 
   Mapping &self() { return static_cast<Mapping &>(*this); }

@@ -90,6 +90,7 @@ public:
   }
   LogicalResult emitRescale(tile::RescaleOp op) { return math().rescale(op); }
   LogicalResult emitLseAccumulate(tile::LseAccumulateOp op);
+  LogicalResult emitSplitArrive(tile::SplitArriveOp op);
   LogicalResult emitTrunc(arith::TruncFOp op) { return math().trunc(op); }
   LogicalResult emitFinalize(tile::FinalizeOp op) {
     return math().finalize(op);
@@ -633,6 +634,95 @@ LogicalResult MMAEmitter::emitLseAccumulate(tile::LseAccumulateOp op) {
   frags[op.getNewAcc()] = std::move(out);
   frags[op.getNewMax()] = std::move(newMax);
   frags[op.getNewSum()] = std::move(newSum);
+  return success();
+}
+
+/// The threadfence-reduction pattern: every thread fences its partial
+/// stores, the block meets, thread 0 counts the arrival with a
+/// release-acquire compare-and-swap (a word of another launch's ticket
+/// counts as zero arrivals; the last arrival writes 0), a reducing barrier
+/// hands the verdict to every thread, and in the last program each fences
+/// again before reading the others' partials.
+LogicalResult MMAEmitter::emitSplitArrive(tile::SplitArriveOp op) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value view = map.lookup(op.getCounts());
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, view);
+  Value at = add(meta.getOffset(),
+                 add(arith::MulIOp::create(b, loc, map.lookup(op.getBatch()),
+                                           meta.getStrides()[0]),
+                     arith::MulIOp::create(b, loc, map.lookup(op.getHead()),
+                                           meta.getStrides()[1])));
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, view);
+  Value addr = arith::IndexCastUIOp::create(
+      b, loc, i64, add(base, arith::MulIOp::create(b, loc, at, idx(8))));
+  Value ptr = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), addr);
+  Value ticket =
+      arith::TruncIOp::create(b, loc, i32, map.lookup(op.getTicket()));
+  Value count =
+      arith::IndexCastUIOp::create(b, loc, i32, map.lookup(op.getCount()));
+  auto asmOp = [&](TypeRange results, ValueRange operands, StringRef text,
+                   StringRef constraints) {
+    return LLVM::InlineAsmOp::create(
+        b, loc, results, operands, text, constraints,
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+        ArrayAttr());
+  };
+  auto fence = [&] { asmOp({}, {}, "fence.acq_rel.gpu;", "~{memory}"); };
+  fence();
+  gpu::BarrierOp::create(b, loc);
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(0));
+  auto counted = scf::IfOp::create(
+      b, loc, first,
+      [&](OpBuilder &, Location) {
+        Value last =
+            asmOp(i32, {ptr, ticket, count},
+                  "{\n"
+                  ".reg .b64 %ow, %nw, %seen;\n"
+                  ".reg .b32 %lo, %hi, %n;\n"
+                  ".reg .pred %same, %last, %retry;\n"
+                  "ld.relaxed.gpu.global.b64 %ow, [$1];\n"
+                  "ARRIVE_RETRY:\n"
+                  "mov.b64 {%lo, %hi}, %ow;\n"
+                  "setp.eq.u32 %same, %hi, $2;\n"
+                  "selp.u32 %lo, %lo, 0, %same;\n"
+                  "add.u32 %n, %lo, 1;\n"
+                  "setp.ge.u32 %last, %n, $3;\n"
+                  "mov.b64 %nw, {%n, $2};\n"
+                  "selp.b64 %nw, 0, %nw, %last;\n"
+                  "atom.acq_rel.gpu.global.cas.b64 %seen, [$1], %ow, %nw;\n"
+                  "setp.ne.b64 %retry, %seen, %ow;\n"
+                  "mov.b64 %ow, %seen;\n"
+                  "@%retry bra ARRIVE_RETRY;\n"
+                  "selp.u32 $0, 1, 0, %last;\n"
+                  "}",
+                  "=r,l,r,r,~{memory}")
+                .getResult(0);
+        scf::YieldOp::create(b, loc, last);
+      },
+      [&](OpBuilder &, Location) {
+        scf::YieldOp::create(
+            b, loc, Value(arith::ConstantIntOp::create(b, loc, i32, 0)));
+      });
+  // A barrier whose predicate is the OR over the block: thread 0's verdict
+  // to every thread.
+  Value verdict = asmOp(i32, {counted.getResult(0)},
+                        "{\n"
+                        ".reg .pred %in, %out;\n"
+                        "setp.ne.u32 %in, $1, 0;\n"
+                        "bar.red.or.pred %out, 0, %in;\n"
+                        "selp.u32 $0, 1, 0, %out;\n"
+                        "}",
+                        "=r,r,~{memory}")
+                      .getResult(0);
+  Value last =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, verdict,
+                            arith::ConstantIntOp::create(b, loc, i32, 0));
+  gpu_emit::emitIfThen(b, loc, last, fence);
+  map.map(op.getLast(), last);
   return success();
 }
 

@@ -401,6 +401,42 @@ struct LowerLseAccumulate : OpRewritePattern<tile::LseAccumulateOp> {
   }
 };
 
+/// tile.split_arrive on one thread (the host runs the programs one after
+/// another): the counter word's update as the GPU's compare-and-swap makes
+/// it, without the atomicity.
+struct LowerSplitArrive : OpRewritePattern<tile::SplitArriveOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::SplitArriveOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    Type i64 = rw.getI64Type();
+    auto c64 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(rw, loc, i64, v);
+    };
+    SmallVector<Value, 2> at{op.getBatch(), op.getHead()};
+    Value word = memref::LoadOp::create(rw, loc, op.getCounts(), at);
+    Value ticket =
+        arith::AndIOp::create(rw, loc, op.getTicket(), c64(0xFFFFFFFF));
+    Value same = arith::CmpIOp::create(
+        rw, loc, arith::CmpIPredicate::eq,
+        arith::ShRUIOp::create(rw, loc, word, c64(32)), ticket);
+    Value arrived = arith::SelectOp::create(
+        rw, loc, same, arith::AndIOp::create(rw, loc, word, c64(0xFFFFFFFF)),
+        c64(0));
+    Value n = arith::AddIOp::create(rw, loc, arrived, c64(1));
+    Value count = arith::IndexCastUIOp::create(rw, loc, i64, op.getCount());
+    Value last =
+        arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::uge, n, count);
+    Value next = arith::SelectOp::create(
+        rw, loc, last, c64(0),
+        arith::OrIOp::create(
+            rw, loc, arith::ShLIOp::create(rw, loc, ticket, c64(32)), n));
+    memref::StoreOp::create(rw, loc, next, op.getCounts(), at);
+    rw.replaceOp(op, last);
+    return success();
+  }
+};
+
 /// tile.rescale: acc[i, :] *= alpha[i].
 struct LowerRescale : OpRewritePattern<tile::RescaleOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -478,15 +514,17 @@ public:
     RewritePatternSet patterns(&getContext());
     patterns
         .add<LowerLoad, LowerStore, LowerDot, LowerScore, LowerSoftmaxUpdate,
-             LowerRescale, LowerFinalize, LowerLseAccumulate>(&getContext());
+             LowerRescale, LowerFinalize, LowerLseAccumulate, LowerSplitArrive>(
+            &getContext());
     populateRowsToLinalgPatterns(patterns);
     ConversionTarget target(getContext());
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, tensor::TensorDialect>();
-    target.addIllegalOp<tile::LoadOp, tile::StoreOp, tile::DotOp, tile::ScoreOp,
-                        tile::SoftmaxUpdateOp, tile::RescaleOp,
-                        tile::FinalizeOp, tile::LseAccumulateOp>();
+    target
+        .addIllegalOp<tile::LoadOp, tile::StoreOp, tile::DotOp, tile::ScoreOp,
+                      tile::SoftmaxUpdateOp, tile::RescaleOp, tile::FinalizeOp,
+                      tile::LseAccumulateOp, tile::SplitArriveOp>();
     addRowsToLinalgIllegalOps(target);
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(getOperation(), target,

@@ -227,6 +227,36 @@ def Tile_LseAccumulateOp : Tile_Op<"lse_accumulate", [Pure,
   let hasVerifier = 1;
 }
 
+def Tile_SplitArriveOp : Tile_Op<"split_arrive",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Counts a split program's arrival; true in the last one";
+  let description = [{
+    Once per program, after the program's stores of its partial result:
+    counts the arrival of one of the `count` split programs of group
+    `[batch, head]` in a `[batch, heads]` i64 counter, and yields true in
+    exactly one program, the last to arrive, whose later loads see every
+    other program's stores made before it arrived. That program leaves the
+    counter 0.
+
+    A counter holds `ticket << 32 | arrivals`; a word whose high half is not
+    this launch's `ticket` (non-zero, low 32 bits used) counts as no
+    arrivals, so the counters need no clearing before the first launch: a
+    workspace of stale bytes works (a stale word would have to hold the
+    launch's ticket exactly).
+    ```mlir
+    %last = tile.split_arrive %counts[%b, %h] ticket %t of %splits
+        : memref<?x8xi64, strided<[8, 1]>>
+    ```
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[I64], [2]>, "the counters",
+                           [MemRead, MemWrite]>:$counts,
+                       Index:$batch, Index:$head, I64:$ticket, Index:$count);
+  let results = (outs I1:$last);
+  let assemblyFormat = [{
+    $counts `[` $batch `,` $head `]` `ticket` $ticket `of` $count attr-dict `:` type($counts)
+  }];
+}
+
 def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, ReturnLike,
                                      ParentOneOf<["ScoreOp"]>]> {
   let summary = "Yields the value of a tile.score region";

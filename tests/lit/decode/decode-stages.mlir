@@ -6,7 +6,7 @@
 
 // Two stages: the split kernel is marked so that the GPU mapping copies the
 // next paged K/V tile into a two-stage ring while this one is computed.
-// TILE: func.func @decode_split({{.*}}) attributes {tile.launch = #tile.launch<"decode_split_v3", 16, 32, 1>, tile.live_rows = 4 : i64, tile.prefetch_paged = 2 : i64}
+// TILE: func.func @decode_split({{.*}}) attributes {tile.launch = #tile.launch<"decode_split_v4", 16, 32, 1>, tile.live_rows = 4 : i64, tile.prefetch_paged = 2 : i64}
 // TILE-NOT: tile.prefetch_paged
 // The rings double the split kernel's tiles (2 rings of 2 stages of 32 x
 // 64 bf16, rows unpadded and swizzled), after Q's 16 x 64 staging tile.

@@ -6,8 +6,9 @@
 // CHECK-LABEL: func.func @decode_split(
 // CHECK-SAME: {tile.param = "q"}
 // CHECK-SAME: memref<i32> {tile.param = "block_table"}
+// CHECK-SAME: memref<i64> {tile.param = "merge_counts"}
 // CHECK-SAME: i64 {tile.param = "v_stride_s"}
-// CHECK-SAME: i64 {tile.param = "write_o"}) attributes {tile.launch = #tile.launch<"decode_split_v3", 16, 32, 2>, tile.live_rows = 8 : i64}
+// CHECK-SAME: i64 {tile.param = "write_o"}, %[[TICKET:.*]]: i64 {tile.param = "merge_ticket"}) attributes {tile.launch = #tile.launch<"decode_split_v4", 16, 32, 2>, tile.live_rows = 8 : i64}
 // CHECK: %[[SPLIT:.*]] = tile.program_id 0
 // CHECK: %[[KVH:.*]] = tile.program_id 1
 // CHECK: %[[B:.*]] = tile.program_id 2
@@ -18,9 +19,10 @@
 // CHECK: scf.for %[[K0:.*]] = %{{.*}} to %{{.*}} step %c32
 // CHECK: tile.load %{{.*}}[%[[B]], %[[KVH]], %[[K0]]] length %[[LEN]] pages %{{.*}} : memref<?x?xi32, strided<[?, 1]>> : memref<?x2x16x64xbf16, {{.*}}> -> tensor<32x64xbf16>
 // CHECK: tile.score {{.*}} {causal, packed, scale = 1.250000e-01 : f32} : tensor<16x32xf32>
-// With write_o (one split) O and LSE go straight to the caller's tensors,
-// else the f32 partials to the workspace.
-// CHECK: %[[WRITE:.*]] = arith.cmpi ne, %arg28, %c0_i64
+// With write_o = 1 (one split) O and LSE go straight to the caller's
+// tensors, else the f32 partials to the workspace; with write_o = 2 the
+// group's last program to arrive then merges them all and writes O and LSE.
+// CHECK: %[[WRITE:.*]] = arith.cmpi eq, %arg29, %c1_i64
 // CHECK: scf.if %[[WRITE]] {
 // CHECK: tile.finalize {{.*}} -> tensor<16x64xbf16>
 // CHECK: tile.store {{.*}} : tensor<16x64xbf16>, memref<?x2x?x64xbf16
@@ -28,6 +30,17 @@
 // CHECK: } else {
 // CHECK: tile.finalize {{.*}} -> tensor<16x64xf32>
 // CHECK: tile.store {{.*}} : tensor<16x64xf32>, memref<?x2x?x64xf32
+// CHECK: tile.store {{.*}} : tensor<16xf32>, memref<?x2x?xf32
+// CHECK: %[[MERGE:.*]] = arith.cmpi eq, %arg29, %c2_i64
+// CHECK: scf.if %[[MERGE]] {
+// CHECK: %[[LAST:.*]] = tile.split_arrive %{{.*}}[%[[B]], %[[KVH]]] ticket %[[TICKET]] of %{{.*}} : memref<?x2xi64, strided<[2, 1]>>
+// CHECK: scf.if %[[LAST]] {
+// CHECK: scf.for
+// CHECK: tile.load {{.*}} -> tensor<16x64xf32>
+// CHECK: tile.load {{.*}} -> tensor<16xf32>
+// CHECK: tile.lse_accumulate
+// CHECK: tile.finalize {{.*}} -> tensor<16x64xbf16>
+// CHECK: tile.store {{.*}} : tensor<16x64xbf16>, memref<?x2x?x64xbf16
 // CHECK: tile.store {{.*}} : tensor<16xf32>, memref<?x2x?xf32
 // CHECK: }
 // CHECK-LABEL: func.func @decode_combine(

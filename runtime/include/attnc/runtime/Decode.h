@@ -1,24 +1,31 @@
 //===- Decode.h - Paged split-KV decode: arguments, contract ----*- C++ -*-===//
 //
-// The launch contract of op "decode" (grid rules decode_split_v3 and
+// The launch contract of op "decode" (grid rules decode_split_v4 and
 // decode_combine_v2). One compiled module holds two kernels:
 //   decode_split    grid (num_splits, kv_heads, batch), block meta.block;
 //                   parameters, in order, 8 bytes each:
 //                   q, k_cache, v_cache, block_table, kv_lens, o_part,
-//                   lse_part, o, lse (pointers), batch, seq_q, num_splits,
-//                   max_blocks, num_pages, q_stride_b/h/s,
+//                   lse_part, o, lse, merge_counts (pointers), batch, seq_q,
+//                   num_splits, max_blocks, num_pages, q_stride_b/h/s,
 //                   k_stride_p/h/s, v_stride_p/h/s, o_stride_b/h/s,
-//                   lse_stride_b/h, write_o (i64, elements)
+//                   lse_stride_b/h, write_o, merge_ticket (i64, elements)
 //   decode_combine  grid (ceil(seq_q / 16), heads, batch), 256 threads;
 //                   o_part, lse_part, o, lse (pointers), batch, seq_q,
 //                   num_splits, o_stride_b/h/s, lse_stride_b/h (i64)
 // launched back to back on the caller's stream. The workspace holds the
-// partials in f32: o_part [num_splits, B, Hq, Sq, D] then lse_part
-// [num_splits, B, Hq, Sq], each 256-byte aligned. With one split, and o
-// (and lse) holding each group's rows as one matrix (seq_q = 1, or
-// o_stride_h = seq_q * o_stride_s and lse_stride_h = seq_q), the split
-// kernel writes O and LSE itself (write_o = 1) and the combine is skipped:
-// at B=64 L=4k it cost 6.7 of 245 us (bench/NOTES.md, "Session 6").
+// partials in f32: o_part [num_splits, B, Hq, Sq, D], lse_part
+// [num_splits, B, Hq, Sq], then merge_counts [B, Hkv] i64, each 256-byte
+// aligned. write_o says who writes O (and LSE):
+//   0  the combine kernel, from the partials;
+//   1  the split kernel itself (one split): at B=64 L=4k the combine cost
+//      6.7 of 245 us (bench/NOTES.md, "Session 6");
+//   2  the last split program of each (sequence, KV head) to finish, which
+//      merges the group's partials (tile.split_arrive on merge_counts, with
+//      this launch's merge_ticket): no combine launch, and no gap before it.
+// 1 and 2 need o (and lse) to hold each group's rows as one matrix (seq_q =
+// 1, or o_stride_h = seq_q * o_stride_s and lse_stride_h = seq_q), as q.
+// The counters need no clearing: a word without this launch's ticket counts
+// as zero arrivals, and the merging program leaves its word 0.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_RUNTIME_DECODE_H
@@ -30,19 +37,49 @@
 
 namespace attnc {
 
-inline constexpr const char *kGridRuleDecodeSplit = "decode_split_v3";
+inline constexpr const char *kGridRuleDecodeSplit = "decode_split_v4";
 // The two kernels' parameters in order, pointers first: the one list the
 // compiler's kernels (compiler/LaunchABI.h) and the runtime's packing share.
-inline constexpr std::array<const char *, 29> kDecodeSplitParamNames = {
-    "q",          "k_cache",    "v_cache",      "block_table",
-    "kv_lens",    "o_part",     "lse_part",     "o",
-    "lse",        "batch",      "seq_q",        "num_splits",
-    "max_blocks", "num_pages",  "q_stride_b",   "q_stride_h",
-    "q_stride_s", "k_stride_p", "k_stride_h",   "k_stride_s",
-    "v_stride_p", "v_stride_h", "v_stride_s",   "o_stride_b",
-    "o_stride_h", "o_stride_s", "lse_stride_b", "lse_stride_h",
-    "write_o"};
-inline constexpr size_t kDecodeSplitPointerParams = 9;
+inline constexpr std::array<const char *, 31> kDecodeSplitParamNames = {
+    "q",
+    "k_cache",
+    "v_cache",
+    "block_table",
+    "kv_lens",
+    "o_part",
+    "lse_part",
+    "o",
+    "lse",
+    "merge_counts",
+    "batch",
+    "seq_q",
+    "num_splits",
+    "max_blocks",
+    "num_pages",
+    "q_stride_b",
+    "q_stride_h",
+    "q_stride_s",
+    "k_stride_p",
+    "k_stride_h",
+    "k_stride_s",
+    "v_stride_p",
+    "v_stride_h",
+    "v_stride_s",
+    "o_stride_b",
+    "o_stride_h",
+    "o_stride_s",
+    "lse_stride_b",
+    "lse_stride_h",
+    "write_o",
+    "merge_ticket"};
+inline constexpr size_t kDecodeSplitPointerParams = 10;
+// write_o's values (see above).
+inline constexpr int64_t kDecodeWriteCombine = 0, kDecodeWriteOneSplit = 1,
+                         kDecodeWriteLastSplit = 2;
+// The most splits the last split program merges itself (write_o = 2): it
+// reads the group's partials one split at a time, an L2 round trip each,
+// where the combine kernel spreads many splits over 8 warps.
+inline constexpr int64_t kDecodeMergeMaxSplits = 8;
 inline constexpr std::array<const char *, 12> kDecodeCombineParamNames = {
     "o_part",       "lse_part",    "o",          "lse",        "batch",
     "seq_q",        "num_splits",  "o_stride_b", "o_stride_h", "o_stride_s",
@@ -67,6 +104,9 @@ struct DecodeArgs {
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
   int64_t numSplits = 0; // 0: chosen from SM count, batch, heads, length
+  // Merge the splits with the combine kernel even where the split kernel's
+  // last program could (write_o = 2): for A/B measurements.
+  bool combineKernel = false;
 };
 
 // Split programs per SM the split count aims for. With the swizzled,
@@ -123,8 +163,7 @@ int64_t decodeSplitsFor(const KernelSpec &spec, const DecodeArgs &args,
 // block and shared memory. 0 when registers are unknown.
 int decodeResidentPerSm(int regsPerThread, int threads, int64_t sharedBytes);
 
-// Bytes of workspace for `splits` partials (the combine always runs, also
-// for one split).
+// Bytes of workspace for `splits` partials and the merge counters.
 size_t decodeWorkspaceBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
                             int64_t splits);
 
@@ -141,11 +180,19 @@ std::vector<KernelParam> decodeCombineV1Params();
 struct DecodeLaunchPlan {
   PackedParams split, combine;
   LaunchGeometry splitGeometry, combineGeometry;
-  bool runCombine = true; // false: the split kernel writes O (write_o = 1)
+  int64_t writeO = kDecodeWriteCombine;
+  bool runCombine = true; // false: the split kernel writes O (write_o 1, 2)
 };
+// `ticket`: this launch's merge_ticket (non-zero in its low 32 bits; a new
+// one per launch, see nextDecodeMergeTicket).
 Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                         const DecodeArgs &args, int smCount,
-                        DecodeLaunchPlan &out, int slotsPerSm = 6);
+                        DecodeLaunchPlan &out, int slotsPerSm = 6,
+                        uint32_t ticket = 1);
+
+// A merge ticket for the next launch: different from the last 2^32 - 2
+// ones of this process, never 0.
+uint32_t nextDecodeMergeTicket();
 
 } // namespace attnc
 
