@@ -240,8 +240,10 @@ void DecodeBuilder::buildSplit(StringRef name) {
     tile::StoreOp::create(b, loc, part.getLse(), lsePart, splitBatch, kvHead,
                           c0);
 
-    // write_o = 2: the last program to arrive merges every split's partial
-    // (its own too, just stored: one loop for all) with the LSE weights.
+    // write_o = 2: the last program to arrive merges the other splits'
+    // partials into its own state with the LSE weights (its (acc, m, l)
+    // is already lse_accumulate's: o = acc / l, lse = m + log2 l), taking
+    // them in the order split + 1, split + 2, ... (mod splits).
     auto merge = scf::IfOp::create(b, loc, writeMode(kDecodeWriteLastSplit),
                                    /*withElseRegion=*/false);
     b.setInsertionPoint(merge.thenBlock()->getTerminator());
@@ -254,14 +256,14 @@ void DecodeBuilder::buildSplit(StringRef name) {
     b.setInsertionPoint(ifLast.thenBlock()->getTerminator());
     auto oT = RankedTensorType::get({rows, headDim}, b.getF32Type());
     auto rowT = RankedTensorType::get({rows}, b.getF32Type());
-    auto loop = scf::ForOp::create(b, loc, c0, splits, cst(1),
-                                   ValueRange{splat({rows, headDim}, 0.0f),
-                                              splat({rows}, kNegInf),
-                                              splat({rows}, 0.0f)});
+    auto loop = scf::ForOp::create(b, loc, cst(1), splits, cst(1),
+                                   ValueRange{acc, m, l});
     {
       OpBuilder::InsertionGuard loopGuard(b);
       b.setInsertionPointToStart(loop.getBody());
-      Value sb = add(mul(loop.getInductionVar(), batch), bIdx);
+      Value other = arith::RemUIOp::create(
+          b, loc, add(split, loop.getInductionVar()), splits);
+      Value sb = add(mul(other, batch), bIdx);
       Value o = tile::LoadOp::create(b, loc, oT, oPart, sb, kvHead, c0);
       Value lse = tile::LoadOp::create(b, loc, rowT, lsePart, sb, kvHead, c0);
       auto accu = tile::LseAccumulateOp::create(

@@ -682,9 +682,10 @@ LogicalResult MMAEmitter::emitSplitArrive(tile::SplitArriveOp op) {
             asmOp(i32, {ptr, ticket, count},
                   "{\n"
                   ".reg .b64 %ow, %nw, %seen;\n"
-                  ".reg .b32 %lo, %hi, %n;\n"
+                  ".reg .b32 %lo, %hi, %n, %guess;\n"
                   ".reg .pred %same, %last, %retry;\n"
-                  "ld.relaxed.gpu.global.b64 %ow, [$1];\n"
+                  "sub.u32 %guess, $3, 1;\n"
+                  "mov.b64 %ow, {%guess, $2};\n"
                   "ARRIVE_RETRY:\n"
                   "mov.b64 {%lo, %hi}, %ow;\n"
                   "setp.eq.u32 %same, %hi, $2;\n"
@@ -707,6 +708,10 @@ LogicalResult MMAEmitter::emitSplitArrive(tile::SplitArriveOp op) {
         scf::YieldOp::create(
             b, loc, Value(arith::ConstantIntOp::create(b, loc, i32, 0)));
       });
+  // (The first compare-and-swap expects the word of every other split
+  // having arrived: the one that matters, the last, then takes one round
+  // trip to the L2 instead of a load and a swap; the others retry with the
+  // word the failed swap returned.)
   // A barrier whose predicate is the OR over the block: thread 0's verdict
   // to every thread.
   Value verdict = asmOp(i32, {counted.getResult(0)},

@@ -45,6 +45,24 @@
 // The f32 partial O (two floats per lane) and its LSE.
 // CHECK: vector.store {{.*}} : memref<?x1x?x64xf32, {{.*}}>, vector<2xf32>
 // CHECK: memref.store {{.*}} : memref<?x1x?xf32
+// write_o = 2: every thread fences its partials, the block meets, thread 0
+// counts the arrival (the ticketed compare-and-swap), a reducing barrier
+// hands every thread the verdict, and the last program fences again and
+// merges every split's f32 partial (C-layout pairs and the LSE) into O.
+// CHECK: arith.cmpi eq, %arg29, %c2_i64
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"fence.acq_rel.gpu;"
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.if
+// CHECK: llvm.inline_asm has_side_effects {{.*}}atom.acq_rel.gpu.global.cas.b64{{.*}}"=r,l,r,r,~{memory}"
+// CHECK: llvm.inline_asm has_side_effects {{.*}}bar.red.or.pred
+// CHECK: scf.if
+// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}}"fence.acq_rel.gpu;"
+// CHECK: scf.if
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: vector.load {{.*}} : memref<?x1x?x64xf32, {{.*}}>, vector<2xf32>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: scf.yield
+// CHECK: arith.truncf {{.*}} to vector<2xbf16>
 func.func @decode(%q: tensor<?x4x?x64xbf16>, %kc: tensor<?x1x16x64xbf16>, %vc: tensor<?x1x16x64xbf16>,
                   %table: tensor<?x?xi32>, %lens: tensor<?xi32>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) {
   %o, %lse = attn.decode %q, %kc, %vc, %table, %lens

@@ -21,7 +21,9 @@
 // CHECK: tile.score {{.*}} {causal, packed, scale = 1.250000e-01 : f32} : tensor<16x32xf32>
 // With write_o = 1 (one split) O and LSE go straight to the caller's
 // tensors, else the f32 partials to the workspace; with write_o = 2 the
-// group's last program to arrive then merges them all and writes O and LSE.
+// group's last program to arrive then merges the other splits' partials
+// (split + 1, split + 2, ... mod splits) into its own state and writes O
+// and LSE.
 // CHECK: %[[WRITE:.*]] = arith.cmpi eq, %arg29, %c1_i64
 // CHECK: scf.if %[[WRITE]] {
 // CHECK: tile.finalize {{.*}} -> tensor<16x64xbf16>
@@ -35,7 +37,9 @@
 // CHECK: scf.if %[[MERGE]] {
 // CHECK: %[[LAST:.*]] = tile.split_arrive %{{.*}}[%[[B]], %[[KVH]]] ticket %[[TICKET]] of %{{.*}} : memref<?x2xi64, strided<[2, 1]>>
 // CHECK: scf.if %[[LAST]] {
-// CHECK: scf.for
+// CHECK: scf.for %[[T:[^ ]*]] = %c1{{[_0-9]*}} to %{{.*}} step %c1{{[_0-9]*}} iter_args
+// CHECK: %[[NEXT:.*]] = arith.addi %[[SPLIT]], %[[T]]
+// CHECK: arith.remui %[[NEXT]]
 // CHECK: tile.load {{.*}} -> tensor<16x64xf32>
 // CHECK: tile.load {{.*}} -> tensor<16xf32>
 // CHECK: tile.lse_accumulate
