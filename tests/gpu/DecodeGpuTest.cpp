@@ -885,8 +885,9 @@ std::vector<uint16_t> runOnce(Context &ctx, const Kernel &kernel,
 /// variant of sweepVariants() side by side on each row, each first checked
 /// (against float64 on the correctness case, then against the default's
 /// output on the row itself), then timed; the best per row is marked.
-/// `--ab-merge`: the default kernel with the splits merged by the last split
-/// program and by the combine kernel, alternating three times each.
+/// `--ab-merge`: the default kernel (and each `--splits` count) with the
+/// splits merged by the last split program and by the combine kernel,
+/// alternating three times each.
 void bench(Context &ctx, bool sweep, int onlyRow,
            const std::vector<int64_t> &fixedSplits, bool abMerge,
            std::mt19937_64 &rng) {
@@ -897,11 +898,6 @@ void bench(Context &ctx, bool sweep, int onlyRow,
   }
   std::vector<Variant> variants =
       sweep ? sweepVariants() : std::vector<Variant>{Variant{}};
-  if (abMerge && !sweep) {
-    Variant combine;
-    combine.combineKernel = true;
-    variants = {Variant{}, combine, Variant{}, combine, Variant{}, combine};
-  }
   // --splits: each count on the default kernel, or with --sweep on every
   // compiled variant.
   for (int64_t n : fixedSplits) {
@@ -911,6 +907,19 @@ void bench(Context &ctx, bool sweep, int onlyRow,
     }
     for (auto [bn, st] : sweepKnobs())
       variants.push_back({bn, st, Variant::Fixed, n});
+  }
+  if (abMerge && !sweep) {
+    // Each split policy with the splits merged by the last split program
+    // and by the combine kernel, alternating three times.
+    std::vector<Variant> pairs;
+    for (const Variant &v : variants)
+      for (int i = 0; i < 3; ++i) {
+        Variant combine = v;
+        combine.combineKernel = true;
+        pairs.push_back(v);
+        pairs.push_back(combine);
+      }
+    variants = pairs;
   }
   if (sweep) {
     // Correctness of every compiled variant before any timing.
