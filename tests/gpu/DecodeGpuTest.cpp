@@ -13,7 +13,7 @@
 // (block_n, stages, split count) side by side on the same rows, each
 // checked first.
 //
-// `--bench --ab-merge` times the default kernel with 2-8 splits merged by
+// `--bench --ab-merge` times the default kernel with 2-6 splits merged by
 // the last split program against the combine kernel, alternating.
 //
 // Usage: attnc-gpu-decode --bundle DIR [--bench [--sweep | --ab-merge]]
@@ -81,7 +81,7 @@ struct Case {
   // O as [B, H, Sq, D] (else [B, Sq, H, D]): with one split and seq_q > 1
   // the split kernel then writes O itself (write_o).
   bool oBhsd = false;
-  // DecodeArgs::combineKernel: the combine kernel merges even 2-8 splits.
+  // DecodeArgs::combineKernel: the combine kernel merges even 2-6 splits.
   bool combineKernel = false;
   // Launches on the same workspace (the merge counters must come back
   // usable); the last one's output is checked.
@@ -143,7 +143,7 @@ std::vector<Case> correctnessCases() {
   c.oBhsd = true;
   c.spec.causal = true;
   cs.push_back(c);
-  // 2-8 splits: the last split program of each (sequence, KV head) merges
+  // 2-6 splits: the last split program of each (sequence, KV head) merges
   // them (write_o = 2) on a workspace of 0xFF bytes (stale counters), three
   // launches on the same workspace; then the same through the combine
   // kernel. Two warps per program (GQA 8 x q_len 4 = 32 rows).
@@ -157,10 +157,10 @@ std::vector<Case> correctnessCases() {
   c.combineKernel = true;
   c.launches = 1;
   cs.push_back(c);
-  c = {"8 splits merged by the last, empty sequence, softcap 30, page 256",
+  c = {"6 splits merged by the last, empty sequence, softcap 30, page 256",
        decodeSpec(32, 8, 128, "bf16", 256),
        {0, 300, 7000}};
-  c.splits = 8;
+  c.splits = kDecodeMergeMaxSplits;
   c.spec.softcap = 30.0;
   cs.push_back(c);
   c = {"2 warps: 5 splits merged by the last, GQA 16/2, q_len 4, causal",

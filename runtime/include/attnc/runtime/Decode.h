@@ -19,7 +19,8 @@
 //   0  the combine kernel, from the partials;
 //   1  the split kernel itself (one split): at B=64 L=4k the combine cost
 //      6.7 of 245 us (bench/NOTES.md, "Session 6");
-//   2  the last split program of each (sequence, KV head) to finish, which
+//   2  (2 to kDecodeMergeMaxSplits splits) the last split program of each
+//      (sequence, KV head) to finish, which
 //      merges the group's partials (tile.split_arrive on merge_counts, with
 //      this launch's merge_ticket): no combine launch, and no gap before it.
 // 1 and 2 need o (and lse) to hold each group's rows as one matrix (seq_q =
@@ -78,8 +79,11 @@ inline constexpr int64_t kDecodeWriteCombine = 0, kDecodeWriteOneSplit = 1,
                          kDecodeWriteLastSplit = 2;
 // The most splits the last split program merges itself (write_o = 2): it
 // reads the group's partials one split at a time, an L2 round trip each,
-// where the combine kernel spreads many splits over 8 warps.
-inline constexpr int64_t kDecodeMergeMaxSplits = 8;
+// where the combine kernel spreads many splits over 8 warps. On the H200
+// (attnc-gpu-decode --bench --ab-merge --splits, bench/NOTES.md "Session
+// 15") the merge was as fast or faster up to 6 splits (B64 L4k: -2.5% at
+// 6, -3.3% at 3) and 1.3% slower at 8 (B16 L32k).
+inline constexpr int64_t kDecodeMergeMaxSplits = 6;
 inline constexpr std::array<const char *, 12> kDecodeCombineParamNames = {
     "o_part",       "lse_part",    "o",          "lse",        "batch",
     "seq_q",        "num_splits",  "o_stride_b", "o_stride_h", "o_stride_s",
