@@ -642,7 +642,10 @@ LogicalResult MMAEmitter::emitLseAccumulate(tile::LseAccumulateOp op) {
 /// release-acquire compare-and-swap (a word of another launch's ticket
 /// counts as zero arrivals; the last arrival writes 0), a reducing barrier
 /// hands the verdict to every thread, and in the last program each fences
-/// again before reading the others' partials.
+/// again before reading the others' partials. The first compare-and-swap
+/// expects the word of every other split having arrived: the arrival that
+/// matters, the last, then takes one round trip to the L2 instead of a load
+/// and a swap; the others retry with the word the failed swap returned.
 LogicalResult MMAEmitter::emitSplitArrive(tile::SplitArriveOp op) {
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   Value view = map.lookup(op.getCounts());
@@ -708,10 +711,6 @@ LogicalResult MMAEmitter::emitSplitArrive(tile::SplitArriveOp op) {
         scf::YieldOp::create(
             b, loc, Value(arith::ConstantIntOp::create(b, loc, i32, 0)));
       });
-  // (The first compare-and-swap expects the word of every other split
-  // having arrived: the one that matters, the last, then takes one round
-  // trip to the L2 instead of a load and a swap; the others retry with the
-  // word the failed swap returned.)
   // A barrier whose predicate is the OR over the block: thread 0's verdict
   // to every thread.
   Value verdict = asmOp(i32, {counted.getResult(0)},

@@ -20,9 +20,9 @@
 //   1  the split kernel itself (one split): at B=64 L=4k the combine cost
 //      6.7 of 245 us (bench/NOTES.md, "Session 6");
 //   2  (2 to kDecodeMergeMaxSplits splits) the last split program of each
-//      (sequence, KV head) to finish, which
-//      merges the group's partials (tile.split_arrive on merge_counts, with
-//      this launch's merge_ticket): no combine launch, and no gap before it.
+//      (sequence, KV head) to finish merges the group's partials
+//      (tile.split_arrive on merge_counts, with this launch's
+//      merge_ticket): no combine launch, and no gap before it.
 // 1 and 2 need o (and lse) to hold each group's rows as one matrix (seq_q =
 // 1, or o_stride_h = seq_q * o_stride_s and lse_stride_h = seq_q), as q.
 // The counters need no clearing: a word without this launch's ticket counts
