@@ -71,15 +71,22 @@ Value gpu_emit::quadReduce(OpBuilder &b, Location loc, Value x, bool max) {
   return x;
 }
 
-Value gpu_emit::opaqueIndex(OpBuilder &b, Location loc, Value x) {
-  Type i32 = b.getI32Type();
-  Value narrow = arith::IndexCastUIOp::create(b, loc, i32, x);
-  auto copy = LLVM::InlineAsmOp::create(
-      b, loc, i32, ValueRange{narrow}, "mov.b32 $0, $1;", "=r,r",
+LLVM::InlineAsmOp gpu_emit::inlinePtx(OpBuilder &b, Location loc,
+                                      TypeRange results, ValueRange operands,
+                                      StringRef text, StringRef constraints) {
+  return LLVM::InlineAsmOp::create(
+      b, loc, results, operands, text, constraints,
       /*has_side_effects=*/true, /*is_align_stack=*/false,
       LLVM::TailCallKind::None,
       LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
       /*operand_attrs=*/ArrayAttr());
+}
+
+Value gpu_emit::opaqueIndex(OpBuilder &b, Location loc, Value x) {
+  Type i32 = b.getI32Type();
+  Value narrow = arith::IndexCastUIOp::create(b, loc, i32, x);
+  auto copy =
+      inlinePtx(b, loc, i32, ValueRange{narrow}, "mov.b32 $0, $1;", "=r,r");
   return arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
                                       copy.getResult(0));
 }

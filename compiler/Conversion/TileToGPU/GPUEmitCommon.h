@@ -13,6 +13,7 @@
 #include "dialects/Tile/IR/TileOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -47,6 +48,15 @@ mlir::Value quadReduce(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
 
 /// 2^x with ex2.approx.ftz (exact at -inf -> 0), element-wise on vectors.
 mlir::Value exp2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+
+/// Inline PTX `text` with LLVM's `constraints`, with side effects (never
+/// moved or removed by the optimiser), in AT&T dialect as upstream's PTX
+/// builders emit it.
+mlir::LLVM::InlineAsmOp inlinePtx(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::TypeRange results,
+                                  mlir::ValueRange operands,
+                                  llvm::StringRef text,
+                                  llvm::StringRef constraints);
 
 /// An index equal to `x` that LLVM's optimiser cannot see through (a
 /// `mov.b32` in inline PTX with side effects, on the low 32 bits): what is

@@ -666,12 +666,7 @@ LogicalResult MMAEmitter::emitSplitArrive(tile::SplitArriveOp op) {
       arith::IndexCastUIOp::create(b, loc, i32, map.lookup(op.getCount()));
   auto asmOp = [&](TypeRange results, ValueRange operands, StringRef text,
                    StringRef constraints) {
-    return LLVM::InlineAsmOp::create(
-        b, loc, results, operands, text, constraints,
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-        ArrayAttr());
+    return gpu_emit::inlinePtx(b, loc, results, operands, text, constraints);
   };
   auto fence = [&] { asmOp({}, {}, "fence.acq_rel.gpu;", "~{memory}"); };
   fence();

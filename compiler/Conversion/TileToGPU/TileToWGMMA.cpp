@@ -639,12 +639,8 @@ Value WGMMAEmitter::issuePV(ArrayRef<Value> p, Value v, Value vOffset,
                                   keys * wgmma::kSwizzleBytes,
                                   wgmma::kSwizzleAtomBytes, vOffset));
     operands.push_back(one);
-    auto asmOp = LLVM::InlineAsmOp::create(
-        b, loc, structT, operands, asmText, constraints,
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
+    auto asmOp =
+        gpu_emit::inlinePtx(b, loc, structT, operands, asmText, constraints);
     result = asmOp.getResult(0);
     for (int64_t i = 0; i < nAcc; ++i)
       flat[i] = LLVM::ExtractValueOp::create(b, loc, result, i);
@@ -731,12 +727,9 @@ LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
     }
     // The memory clobber keeps LLVM from moving shared-memory accesses
     // across it, as it would not move them across bar.sync.
-    LLVM::InlineAsmOp::create(
-        b, loc, TypeRange{}, ValueRange{epilogueBarrier, wgThreads},
-        "barrier.sync $0, $1;", "r,r,~{memory}", /*has_side_effects=*/true,
-        /*is_align_stack=*/false, LLVM::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-        ArrayAttr());
+    gpu_emit::inlinePtx(b, loc, TypeRange{},
+                        ValueRange{epilogueBarrier, wgThreads},
+                        "barrier.sync $0, $1;", "r,r,~{memory}");
   };
   Value staging = persistent ? scratchAddress(0) : bufferAddress(qBuffer);
   if (persistent) {
@@ -1519,12 +1512,7 @@ Value WGMMAEmitter::emitStreamKFixup(tile::FinalizeOp fin) {
   Value wgThreads = LLVM::ConstantOp::create(b, loc, b.getI32Type(), 128);
   auto inlineAsm = [&](ValueRange operands, StringRef text,
                        StringRef constraints) {
-    LLVM::InlineAsmOp::create(
-        b, loc, TypeRange{}, operands, text, constraints,
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-        ArrayAttr());
+    gpu_emit::inlinePtx(b, loc, TypeRange{}, operands, text, constraints);
   };
   // Non-aligned (see emitTmaStore), with a memory clobber.
   auto syncWarpgroup = [&] {
@@ -1617,13 +1605,9 @@ Value WGMMAEmitter::emitStreamKFixup(tile::FinalizeOp fin) {
       {
         OpBuilder::InsertionGuard sg(b);
         Block *before = b.createBlock(&spin.getBefore());
-        auto ld = LLVM::InlineAsmOp::create(
-            b, loc, b.getI32Type(), ValueRange{flag},
-            "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}",
-            /*has_side_effects=*/true, /*is_align_stack=*/false,
-            LLVM::TailCallKind::None,
-            LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-            ArrayAttr());
+        auto ld = gpu_emit::inlinePtx(b, loc, b.getI32Type(), ValueRange{flag},
+                                      "ld.acquire.gpu.global.u32 $0, [$1];",
+                                      "=r,l,~{memory}");
         Value set = arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::ne, ld.getResult(0),
             arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
