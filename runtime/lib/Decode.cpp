@@ -55,9 +55,21 @@ Status expect(const char *name, const TensorArg &t, int d, int64_t expected,
 
 size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-size_t oPartBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
-                  int64_t splits) {
-  return size_t(splits) * batch * spec.heads * seqQ * spec.headDim * 4;
+// Byte offsets of the workspace's regions (Decode.h): the f32 partials
+// o_part and lse_part, then the [B, Hkv] i64 merge counters, each 256-byte
+// aligned; `total` is the workspace's size.
+struct WorkspaceLayout {
+  size_t lsePart, mergeCounts, total;
+};
+
+WorkspaceLayout workspaceLayout(const KernelSpec &spec, int64_t batch,
+                                int64_t seqQ, int64_t splits) {
+  const size_t rows = size_t(splits) * batch * spec.heads * seqQ;
+  WorkspaceLayout w;
+  w.lsePart = alignUp(rows * spec.headDim * 4, 256);
+  w.mergeCounts = w.lsePart + alignUp(rows * 4, 256);
+  w.total = w.mergeCounts + alignUp(size_t(batch) * spec.kvHeads * 8, 256);
+  return w;
 }
 
 void packPointer(PackedParams &out, size_t i, const void *p) {
@@ -146,10 +158,7 @@ int decodeResidentPerSm(int regsPerThread, int threads, int64_t sharedBytes) {
 
 size_t decodeWorkspaceBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
                             int64_t splits) {
-  size_t lseBytes = size_t(splits) * batch * spec.heads * seqQ * 4;
-  size_t countBytes = size_t(batch) * spec.kvHeads * 8;
-  return alignUp(oPartBytes(spec, batch, seqQ, splits), 256) +
-         alignUp(lseBytes, 256) + alignUp(countBytes, 256);
+  return workspaceLayout(spec, batch, seqQ, splits).total;
 }
 
 uint32_t nextDecodeMergeTicket() {
@@ -256,7 +265,8 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                         uint32_t ticket) {
   const int64_t batch = args.q.shape[0], seqQ = args.q.shape[2];
   const int64_t splits = decodeSplitsFor(spec, args, smCount, slotsPerSm);
-  size_t needed = decodeWorkspaceBytes(spec, batch, seqQ, splits);
+  const WorkspaceLayout layout = workspaceLayout(spec, batch, seqQ, splits);
+  const size_t needed = layout.total;
   if (args.workspaceBytes < needed)
     return bad("workspace has " + std::to_string(args.workspaceBytes) +
                " bytes; " + str(splits) + " splits need " +
@@ -265,10 +275,8 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
     return bad("batch " + str(batch) + " exceeds CUDA's grid z limit");
   char *ws = static_cast<char *>(args.workspace);
   void *oPart = ws;
-  void *lsePart = ws + alignUp(oPartBytes(spec, batch, seqQ, splits), 256);
-  void *mergeCounts =
-      static_cast<char *>(lsePart) +
-      alignUp(size_t(splits) * batch * spec.heads * seqQ * 4, 256);
+  void *lsePart = ws + layout.lsePart;
+  void *mergeCounts = ws + layout.mergeCounts;
 
   // One split writes O itself when o and lse hold each KV head's group of
   // rows as one strided matrix, as q does (see Decode.h).
