@@ -439,11 +439,13 @@ attnc::SpecCompiler::compileDecode(const KernelSpec &spec) {
   if (spec.tuning.stages > 0)
     tile.stages = spec.tuning.stages;
   tile.maxQLen = spec.maxQLen;
+  TileOptions mma;
+  mma.decodeKeyWarps = std::max<int64_t>(1, spec.tuning.warps);
   CompiledKernel out;
   ATTNC_ASSIGN_OR_RETURN(out.ptx,
                          session.lowerToPTX(*module, [&](OpPassManager &pm) {
                            buildDecodeTilePipeline(pm, tile);
-                           buildMMAPipeline(pm);
+                           buildMMAPipeline(pm, mma);
                          }));
   KernelMetadata &meta = out.meta;
   int64_t rows = decodeSplitRows(spec);
@@ -451,9 +453,9 @@ attnc::SpecCompiler::compileDecode(const KernelSpec &spec) {
   meta.arch = spec.arch;
   std::optional<gpu_emit::KernelLaunchInfo> info =
       gpu_emit::launchInfo(*module, meta.entry);
-  if (!info || info->threads != 2 * rows)
+  if (!info || info->threads != 2 * rows * mma.decodeKeyWarps)
     return fail("the decode split kernel has no launch geometry of one warp "
-                "per 16 packed query rows");
+                "per 16 packed query rows and key warp");
   meta.block = {info->threads, 1, 1};
   meta.gridRule = kDecodeSplitRule;
   meta.blockM = rows;

@@ -51,6 +51,10 @@ tuneKnobs(const KernelSpec &spec,
     // The K/V ring depth (0: the compiler's default, 3).
     knob("stages", numbers({0, 1, 2}),
          [](TuneCandidate &c, int64_t v) { c.tuning.stages = v; });
+    // Warps along the keys of each tile (0: one); not swept by default
+    // (--knob warps=0,4 --knob block_n=128 asks for them).
+    knob("warps", numbers({0}),
+         [](TuneCandidate &c, int64_t v) { c.tuning.warps = v; });
   } else if (spec.op == "attention_fwd") {
     std::vector<std::string> mappings =
         spec.arch == "sm_90a" ? std::vector<std::string>{"wgmma", "mma"}
@@ -132,6 +136,13 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
   if (spec.op == "decode") {
     if (t.blockN <= 0 || t.blockN % 16)
       return "decode needs block_n a positive multiple of 16";
+    if (t.warps != 0 && t.warps != 1 && t.warps != 2 && t.warps != 4 &&
+        t.warps != 8)
+      return "decode takes 1, 2, 4 or 8 warps along the keys";
+    if (t.warps > 1 && t.blockN % (16 * t.warps))
+      return "decode with " + std::to_string(t.warps) +
+             " warps along the keys needs block_n a multiple of " +
+             std::to_string(16 * t.warps);
     return "";
   }
   if (!t.kvSync.empty() && t.mapping != "wgmma")

@@ -169,6 +169,7 @@ void attnc::buildMMAPipeline(OpPassManager &pm, const TileOptions &options) {
   mma.rowsPerWarp = options.rowsPerWarp;
   mma.qInSharedMemory = options.qInSmem;
   mma.kvStages = options.kvStages;
+  mma.decodeKeyWarps = options.decodeKeyWarps;
   pm.addPass(createMapCombineToGPU()); // split-KV combines, if any
   pm.addPass(createMapTileToMMA(mma));
   addGPUToNVVM(pm);

@@ -17,6 +17,9 @@ struct TileOptions {
   // staged in shared memory rather than held in registers.
   int64_t rowsPerWarp = 16;
   bool qInSmem = false;
+  // mma.sync mapping, decode split kernel: warps along the keys of each
+  // K/V tile (MapTileToMMA's decode-key-warps).
+  int64_t decodeKeyWarps = 1;
   // wgmma mapping: tiles in each of the K and V shared-memory rings, and
   // how they are synchronised ("mbarrier", the default: per-stage
   // full/empty mbarriers, 2-11% faster on the H200 (bench/NOTES-hopper.md);

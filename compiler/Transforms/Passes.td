@@ -114,7 +114,8 @@ def MapTileToMMA : Pass<"attnc-map-tile-to-mma", "mlir::ModuleOp"> {
     without leaving registers; K and V tiles are staged in padded shared
     memory, and Q too with q-in-smem (its fragments are then read with
     ldmatrix at each use, which frees 4·head_dim/16 registers per m16 tile).
-    Block: 32 · block_m / rows-per-warp threads.
+    Block: 32 · block_m / rows-per-warp threads (times decode-key-warps in
+    the decode split kernel).
   }];
   let options = [
     Option<"rowsPerWarp", "rows-per-warp", "int64_t", /*default=*/"16",
@@ -128,6 +129,12 @@ def MapTileToMMA : Pass<"attnc-map-tile-to-mma", "mlir::ModuleOp"> {
            "Staged tiles unpadded with XOR-swizzled 16-byte chunks in every "
            "kernel (default: the decode split kernel only); rows must be "
            "multiples of 64 elements, else they stay padded">,
+    Option<"decodeKeyWarps", "decode-key-warps", "int64_t",
+           /*default=*/"1",
+           "Warps along the keys of the decode split kernel (1, 2, 4 or 8): "
+           "each takes block_n / warps keys of every K/V tile with its own "
+           "online softmax, all copy the tiles, and the warps' states merge "
+           "through shared memory after the KV loop">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

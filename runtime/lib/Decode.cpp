@@ -130,6 +130,10 @@ int decodeProgramsPerSm(const KernelSpec &spec) {
       spec.tuning.stages > 0 ? spec.tuning.stages : kDecodeDefaultStages;
   const int64_t inFlight = std::max<int64_t>(1, stages - 1) *
                            std::max<int64_t>(1, decodeBlockN(spec));
+  // A block that keeps the SM's share in flight by itself (a wide tile, as
+  // several warps along the keys take) is one per SM.
+  if (inFlight >= kDecodeRowsInFlightPerSm)
+    return 1;
   const int64_t programs =
       (kDecodeRowsInFlightPerSm + inFlight / 2) / inFlight; // rounded
   return int(std::clamp<int64_t>(programs, 2, kDecodeProgramsPerSm));

@@ -272,6 +272,19 @@ Status validateSpec(const KernelSpec &spec) {
                      "into one program, at most 64 (got " +
                      std::to_string(spec.heads / spec.kvHeads) + " x " +
                      std::to_string(spec.maxQLen) + ")");
+    // tuning.warps: warps along the keys, 16 or more keys each.
+    const int64_t keyWarps = spec.tuning.warps;
+    if (keyWarps != 0 && keyWarps != 1 && keyWarps != 2 && keyWarps != 4 &&
+        keyWarps != 8)
+      return invalid("decode's tuning.warps (warps along the keys of a K/V "
+                     "tile) must be 1, 2, 4 or 8, 0 meaning 1 (got " +
+                     std::to_string(keyWarps) + ")");
+    if (keyWarps > 1 && spec.tuning.blockN % (16 * keyWarps) != 0)
+      return invalid("decode with tuning.warps " + std::to_string(keyWarps) +
+                     " needs tuning.block_n a multiple of " +
+                     std::to_string(16 * keyWarps) +
+                     " (16 keys per warp; got " +
+                     std::to_string(spec.tuning.blockN) + ")");
   } else if (spec.pageSize != 0 || spec.maxQLen != 0) {
     return invalid("page_size and max_q_len are decode fields; op \"" +
                    spec.op + "\" takes 0");

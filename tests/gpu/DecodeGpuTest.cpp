@@ -172,6 +172,40 @@ std::vector<Case> correctnessCases() {
   c.spec.causal = true;
   c.launches = 2;
   cs.push_back(c);
+  // Warps along the keys (tuning.warps): each takes block_n / warps keys of
+  // every tile, and the block merges their states after the KV loop.
+  // Lengths 1 and 100 leave some warps only -inf (past the end) in every
+  // tile, 0 leaves all of them.
+  c = {"4 key warps, 128-key tiles, 1 split, page 256, {1, 100, 4097}",
+       decodeSpec(32, 8, 128, "bf16", 256),
+       {1, 100, 4097}};
+  c.spec.tuning = {.blockN = 128, .stages = 3, .warps = 4};
+  c.splits = 1;
+  cs.push_back(c);
+  c = {"4 key warps, 2 splits merged by the last, page 16, softcap 30",
+       decodeSpec(32, 8, 128, "bf16", 16),
+       {0, 129, 5000}};
+  c.spec.tuning = {.blockN = 128, .stages = 2, .warps = 4};
+  c.spec.softcap = 30.0;
+  c.splits = 2;
+  c.launches = 2;
+  cs.push_back(c);
+  c = {"2 key warps x 2 row warps, GQA 16/2 q_len 4, causal, 3 splits",
+       decodeSpec(16, 2, 128, "fp16", 64, 4),
+       {4, 77, 2100}};
+  c.spec.tuning = {.blockN = 64, .stages = 3, .warps = 2};
+  c.seqQ = 4;
+  c.splits = 3;
+  c.oBhsd = true;
+  c.spec.causal = true;
+  cs.push_back(c);
+  c = {"8 key warps (16 keys each), 9 splits, combine kernel, HND page 64",
+       decodeSpec(32, 8, 128, "bf16", 64),
+       {63, 300, 9000}};
+  c.spec.tuning = {.blockN = 128, .stages = 2, .warps = 8};
+  c.splits = 9;
+  c.nhd = false;
+  cs.push_back(c);
   return cs;
 }
 
@@ -692,11 +726,17 @@ bool runMergeCase(Context &ctx, std::mt19937_64 &rng) {
   return ok;
 }
 
-/// A decode variant of the sweep: the compiled knobs (tuning.block_n,
-/// tuning.stages; part of the spec and so of the cache key) and the split
-/// count policy (a launch argument).
+/// The split kernel's compiled knobs the sweep varies (tuning.block_n,
+/// tuning.stages, tuning.warps: warps along the keys; part of the spec and
+/// so of the cache key). 0: the compiler's default.
+struct Knobs {
+  int64_t blockN = 0, stages = 0, warps = 0;
+};
+
+/// A decode variant of the sweep: the compiled knobs and the split count
+/// policy (a launch argument).
 struct Variant {
-  int64_t blockN = 0, stages = 0; // 0: the compiler's default
+  int64_t blockN = 0, stages = 0, warps = 0; // Knobs
   // Auto: the runtime's choice (decodeProgramsPerSm per SM); Fill: every
   // resident slot (the policy before session 5).
   // Fixed: `fixed` splits (`--splits a,b,...`).
@@ -721,27 +761,30 @@ const char *splitsName(Variant::Splits s) {
   return "?";
 }
 
-/// The compiled variants the sweep times (block_n x stages); the first is
-/// the default.
-std::vector<std::pair<int64_t, int64_t>> sweepKnobs() {
-  return {{0, 0},  {16, 1}, {32, 1}, {16, 2}, {16, 4},
-          {32, 2}, {32, 3}, {32, 4}, {64, 2}};
+/// The compiled variants the sweep times; the first is the default. The
+/// last five have several warps along the keys: 4 x 32 keys is cuDNN's
+/// B16 shape (one 4-warp block per sequence and KV head).
+std::vector<Knobs> sweepKnobs() {
+  return {{0, 0},     {16, 1},     {32, 1},     {16, 2},    {16, 4},
+          {32, 2},    {32, 3},     {32, 4},     {64, 2},    {64, 2, 2},
+          {64, 3, 2}, {128, 2, 4}, {128, 3, 4}, {128, 2, 8}};
 }
 
 std::vector<Variant> sweepVariants() {
   std::vector<Variant> vs;
-  for (auto [bn, st] : sweepKnobs())
+  for (Knobs k : sweepKnobs())
     for (auto sp :
          {Variant::Auto, Variant::Fill, Variant::Double, Variant::Half})
-      vs.push_back({bn, st, sp});
+      vs.push_back({k.blockN, k.stages, k.warps, sp});
   return vs;
 }
 
-KernelSpec benchSpec(int page, int64_t blockN = 0, int64_t stages = 0) {
+KernelSpec benchSpec(int page, Knobs k = {}) {
   KernelSpec spec = decodeSpec(32, 8, 128, "bf16", page);
   spec.hasLse = false;
-  spec.tuning.blockN = blockN;
-  spec.tuning.stages = stages;
+  spec.tuning.blockN = k.blockN;
+  spec.tuning.stages = k.stages;
+  spec.tuning.warps = k.warps;
   return spec;
 }
 
@@ -902,11 +945,11 @@ void bench(Context &ctx, bool sweep, int onlyRow,
   // compiled variant.
   for (int64_t n : fixedSplits) {
     if (!sweep) {
-      variants.push_back({0, 0, Variant::Fixed, n});
+      variants.push_back({0, 0, 0, Variant::Fixed, n});
       continue;
     }
-    for (auto [bn, st] : sweepKnobs())
-      variants.push_back({bn, st, Variant::Fixed, n});
+    for (Knobs k : sweepKnobs())
+      variants.push_back({k.blockN, k.stages, k.warps, Variant::Fixed, n});
   }
   if (abMerge && !sweep) {
     // Each split policy with the splits merged by the last split program
@@ -924,14 +967,15 @@ void bench(Context &ctx, bool sweep, int onlyRow,
   if (sweep) {
     // Correctness of every compiled variant before any timing.
     int bad = 0;
-    for (auto [bn, st] : sweepKnobs())
+    for (Knobs k : sweepKnobs())
       for (int page : {16, 256}) {
         Case c{"sweep variant, GQA 32/8 D128, {1, 1000, 4097}",
-               benchSpec(page, bn, st),
+               benchSpec(page, k),
                {1, 1000, 4097}};
         c.spec.hasLse = true;
-        std::printf("variant block_n %lld stages %lld page %d: ", (long long)bn,
-                    (long long)st, page);
+        std::printf("variant block_n %lld stages %lld warps %lld page %d: ",
+                    (long long)k.blockN, (long long)k.stages,
+                    (long long)k.warps, page);
         bad += !runCase(ctx, c, rng);
         c.splits = 13;
         bad += !runCase(ctx, c, rng);
@@ -956,7 +1000,7 @@ void bench(Context &ctx, bool sweep, int onlyRow,
         continue;
       }
       const Kernel *kernel =
-          &kernelFor(ctx, benchSpec(row.page, v.blockN, v.stages));
+          &kernelFor(ctx, benchSpec(row.page, {v.blockN, v.stages, v.warps}));
       DecodeArgs args = p.args();
       args.numSplits = splitsOf(ctx, *kernel, v, row.batch, row.len);
       args.combineKernel = v.combineKernel;
@@ -973,11 +1017,12 @@ void bench(Context &ctx, bool sweep, int onlyRow,
       DeviceBuffer ws(api, bytes.isOk() ? *bytes : 256);
       args.workspace = ws.get();
       args.workspaceBytes = bytes.isOk() ? *bytes : 0;
-      char name[96];
+      char name[112];
       std::string bn = v.blockN ? std::to_string(v.blockN) : "dflt";
-      std::snprintf(name, sizeof name, "block_n %-4s stages %lld splits %-6s%s",
+      std::snprintf(name, sizeof name,
+                    "block_n %-4s stages %lld warps %lld splits %-6s%s",
                     bn.c_str(), (long long)(v.stages ? v.stages : 3),
-                    splitsName(v.splits),
+                    (long long)(v.warps ? v.warps : 1), splitsName(v.splits),
                     v.combineKernel ? " combine-kernel" : "");
       if (!ok) {
         std::printf("bench decode B=%-3d L=%-6d page %-3d %s: WRONG (rel L2 "
@@ -1058,9 +1103,9 @@ int main(int argc, char **argv) {
     }
     add(mergeSpec(32, 128, "bf16"));
     for (BenchRow row : benchRows())
-      for (auto [bn, st] : sweepKnobs()) {
-        add(benchSpec(row.page, bn, st));
-        KernelSpec checked = benchSpec(row.page, bn, st);
+      for (Knobs k : sweepKnobs()) {
+        add(benchSpec(row.page, k));
+        KernelSpec checked = benchSpec(row.page, k);
         checked.hasLse = true; // the sweep's correctness case
         add(checked);
         checked.pageSize = 4097; // and its paged == contiguous check

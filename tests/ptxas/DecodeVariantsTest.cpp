@@ -10,6 +10,7 @@
 #include "compiler/Driver/SpecCompiler.h"
 #include "compiler/Target/NVPTX/Ptxas.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <tuple>
@@ -40,7 +41,9 @@ void assembles(const KernelSpec &spec) {
   if (!k.isOk())
     FAIL(k.status().message());
   CHECK(k->meta.entry == "decode_split");
-  CHECK(k->meta.block[0] == 2 * k->meta.blockM);
+  // One warp per 16 packed rows and warp along the keys.
+  CHECK(k->meta.block[0] ==
+        2 * k->meta.blockM * std::max<int64_t>(1, spec.tuning.warps));
   PtxasResult r = runPtxas(k->ptx, spec.arch, ATTNC_PTXAS_PATH);
   INFO(r.log);
   REQUIRE(r.ok);
@@ -73,6 +76,19 @@ TEST_CASE("decode variants assemble for sm_80 and sm_90a without spills",
     spec.softcap = 30.0;
     assembles(spec);                                  // 64 rows
     assembles(decode(8, 8, 64, "bf16", 32, 1, arch)); // MHA: 1 row of 16
+    // Warps along the keys: 4 x 32 keys, 8 x 16 keys, and 2 x 2 (row warps
+    // x key warps) with q_len 4 and causal.
+    spec = decode(32, 8, 128, "bf16", 256, 1, arch);
+    spec.tuning = {.blockN = 128, .stages = 3, .warps = 4};
+    assembles(spec);
+    spec = decode(32, 8, 128, "bf16", 16, 1, arch);
+    spec.tuning = {.blockN = 128, .stages = 2, .warps = 8};
+    spec.softcap = 30.0;
+    assembles(spec);
+    spec = decode(16, 2, 128, "fp16", 64, 4, arch);
+    spec.tuning = {.blockN = 64, .stages = 3, .warps = 2};
+    spec.causal = true;
+    assembles(spec);
   }
 }
 
@@ -108,15 +124,18 @@ void assemblesOne(const KernelSpec &spec, const char *entry) {
 // reported, since the sweep times them anyway).
 TEST_CASE("decode sweep variants assemble for sm_90a", "[ptxas][decode]") {
   // The GPU sweep's knobs (tests/gpu/DecodeGpuTest.cpp sweepKnobs).
-  const std::pair<int64_t, int64_t> knobs[] = {{0, 0},  {16, 1}, {32, 1},
-                                               {16, 2}, {16, 4}, {32, 2},
-                                               {32, 3}, {32, 4}, {64, 2}};
+  // (block_n, stages, warps along the keys)
+  const std::tuple<int64_t, int64_t, int64_t> knobs[] = {
+      {0, 0, 0},  {16, 1, 0},  {32, 1, 0},  {16, 2, 0}, {16, 4, 0},
+      {32, 2, 0}, {32, 3, 0},  {32, 4, 0},  {64, 2, 0}, {64, 2, 2},
+      {64, 3, 2}, {128, 2, 4}, {128, 3, 4}, {128, 2, 8}};
   for (int64_t page : {16, 256})
-    for (auto [bn, st] : knobs) {
+    for (auto [bn, st, warps] : knobs) {
       KernelSpec spec = decode(32, 8, 128, "bf16", page, 1, "sm_90a");
       spec.hasLse = false;
       spec.tuning.blockN = bn;
       spec.tuning.stages = st;
+      spec.tuning.warps = warps;
       INFO("spec " << spec.canonical());
       SpecCompiler compiler;
       Result<CompiledKernel> k = compiler.compile(spec);
@@ -126,11 +145,13 @@ TEST_CASE("decode sweep variants assemble for sm_90a", "[ptxas][decode]") {
       INFO(r.log);
       REQUIRE(r.ok);
       for (const KernelResources &res : r.kernels) {
-        std::printf("sweep page %-3lld block_n %-2lld stages %lld %-15s %3lld "
-                    "registers, dynamic smem %lld B, spills %lld/%lld B\n",
+        std::printf("sweep page %-3lld block_n %-3lld stages %lld warps %lld "
+                    "%-15s %3lld registers, dynamic smem %lld B, spills "
+                    "%lld/%lld B\n",
                     (long long)page, (long long)(bn ? bn : 16),
-                    (long long)(st ? st : 3), res.name.c_str(),
-                    (long long)res.registers, (long long)k->meta.dynamicSmem,
+                    (long long)(st ? st : 3), (long long)(warps ? warps : 1),
+                    res.name.c_str(), (long long)res.registers,
+                    (long long)k->meta.dynamicSmem,
                     (long long)res.spillStoreBytes,
                     (long long)res.spillLoadBytes);
         // The default and the ring variants the sweep may promote.

@@ -156,7 +156,10 @@ TEST_CASE("programs per SM keep ~128 key rows in flight", "[decode]") {
   CHECK(perSm(32, 2) == 4); // 32
   CHECK(perSm(16, 1) == 4); // one tile, copied where it is used: at most 4
   CHECK(perSm(64, 2) == 2);
-  CHECK(perSm(32, 4) == 2); // 96: 1.33, at least 2
+  CHECK(perSm(32, 4) == 2);  // 96: 1.33, at least 2
+  CHECK(perSm(64, 3) == 1);  // 128 rows in flight in one program
+  CHECK(perSm(128, 2) == 1); // 4 warps along the keys, 32 keys each
+  CHECK(perSm(128, 3) == 1);
 }
 
 TEST_CASE("decode splits fill the GPU and the plan packs the contract",

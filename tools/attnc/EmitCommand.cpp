@@ -137,7 +137,8 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
       ->check(CLI::PositiveNumber);
   emit->add_option("--warps", o.warps,
                    "Warps per program (mma: block_m / warps = 16 or 32 query "
-                   "rows per warp)")
+                   "rows per warp; --op decode: warps along the keys of each "
+                   "K/V tile, 1, 2, 4 or 8, block_n / warps keys each)")
       ->check(CLI::PositiveNumber);
   emit->add_option("--stages", o.stages,
                    "Tiles in each shared-memory K/V ring: attention 2-4 "
@@ -323,8 +324,10 @@ int runEmit(EmitOptions &o) {
       o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
       headDimOf(*module), masks, o.blockM, o.blockN, o.warps, o.stages,
       o.mapping == "auto" || o.mapping == "wgmma" ? o.arch : std::string());
-  if (decodeModule) // one warp per 16 packed query rows
+  if (decodeModule) { // one warp per 16 packed query rows and key warp
     tile = TileOptions{};
+    tile.decodeKeyWarps = o.warps > 0 ? o.warps : 1;
+  }
   const bool appendModule = hasKVAppend(*module);
   if (appendModule) {
     if (o.stage != "attn")
@@ -463,6 +466,12 @@ int runEmit(EmitOptions &o) {
                    "query rows; {}){}, rescale {}, grid {}, epilogue {}\n",
                    o.arch, choice.why, kvSyncSummary(tile.kvSync), tile.rescale,
                    tile.persistent ? "persistent" : "tiles", tile.epilogue);
+      else if (decodeModule)
+        fmt::print(stderr,
+                   "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "
+                   "cores; {}), {} warp(s) along the keys of each K/V "
+                   "tile\n",
+                   o.arch, choice.why, tile.decodeKeyWarps);
       else
         fmt::print(stderr,
                    "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "

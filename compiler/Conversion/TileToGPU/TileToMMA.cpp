@@ -23,6 +23,12 @@
 // read with ldmatrix at each QKᵀ instead of living in registers. The decode
 // split kernel stages Q too, but reads its fragments into registers once,
 // after the K/V ring's first copies are in flight (see emitFor).
+// With decode-key-warps W > 1 the decode split kernel's block is W warps
+// per row warp along the keys: every thread copies each K/V tile, warp
+// (key k, row r) computes QKᵀ, the softmax and P·V on keys [k·N/W,
+// (k+1)·N/W) of each N-key tile with an online state of its own, and after
+// the KV loop the states merge through shared memory into key warp 0,
+// which alone stores (see mergeKeyWarps).
 // A tile value's registers are indexed [m16 tile][fragment]: A [mt][k16],
 // C [mt][n8], row statistics [mt][2].
 //
@@ -72,11 +78,19 @@ class MMAEmitter : public gpu_emit::TileEmitter<MMAEmitter> {
 public:
   MMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
              tile::LaunchAttr launch, ArrayRef<Value> buffers, int64_t mTiles,
-             bool qInSmem, bool swizzle)
+             bool qInSmem, bool swizzle, int64_t keyWarps)
       : TileEmitter(kernel, gpuFunc, launch, buffers), mTiles(mTiles),
+        keyWarps(keyWarps),
+        blockThreads(2 * launch.getBlockM() / mTiles * keyWarps),
         qInSmem(qInSmem), qStagedOnce(launch.getRule() == kDecodeSplitRule),
         deadUpperRows(mTiles == 1 && atMostEightLiveRows(kernel)),
         swizzle(swizzle) {}
+
+  /// f32 values per lane of a key warp's online state (acc, max, sum) for
+  /// head dim `headDim`: what mergeKeyWarps passes through shared memory.
+  static int64_t keyWarpStateFloats(int64_t mTiles, int64_t headDim) {
+    return mTiles * headDim / 2 + 4 * mTiles;
+  }
 
   // The mapping's part of the walk (see TileEmitter.h).
   void setUp();
@@ -133,6 +147,16 @@ private:
   Value rowOf(int64_t mt, int64_t r) { return add(rowInTile, 16 * mt + 8 * r); }
 
   const int64_t mTiles; // m16 tiles per warp
+  // Warps along the keys (decode-key-warps; 1 elsewhere) and the block.
+  const int64_t keyWarps, blockThreads;
+  Value lane, rowWarp, keyWarp; // warp (key k, row r) = k · rowWarps + r
+  Value keyOffset;              // first key of this warp's slice of a K/V tile
+  Value isFirstKeyWarp;         // key warp 0: holds the merged state, stores
+  /// The keys of a K/V tile this warp computes on: all, or its slice.
+  int64_t keySlice(int64_t tileKeys) const { return tileKeys / keyWarps; }
+  /// Merges the key warps' (acc, max, sum) after the KV loop `op` (emitted
+  /// as `loop`) into key warp 0 through the scratch shared memory.
+  LogicalResult mergeKeyWarps(scf::ForOp op);
   const bool qInSmem;
   // The decode split kernel's Q: one 16-byte cp.async per chunk into
   // shared memory, issued ahead of the K/V ring's first copies, and read
@@ -290,11 +314,22 @@ Value MMAEmitter::mma16816(Value a, Value bFrag, Value c) {
 /// Max or sum over the 4 lanes of a quad (they share a row).
 void MMAEmitter::setUp() {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+  lane = arith::RemUIOp::create(b, loc, tid, idx(32));
   Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
   g = arith::DivUIOp::create(b, loc, lane, idx(4));
   t4 = arith::RemUIOp::create(b, loc, lane, idx(4));
-  rowInTile = add(arith::MulIOp::create(b, loc, warp, idx(16 * mTiles)), g);
+  const int64_t rowWarps = blockThreads / 32 / keyWarps;
+  rowWarp = warp;
+  keyWarp = idx(0);
+  if (keyWarps > 1) {
+    rowWarp = arith::RemUIOp::create(b, loc, warp, idx(rowWarps));
+    keyWarp = arith::DivUIOp::create(b, loc, warp, idx(rowWarps));
+  }
+  keyOffset =
+      arith::MulIOp::create(b, loc, keyWarp, idx(keySlice(launch.getBlockN())));
+  isFirstKeyWarp =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, keyWarp, idx(0));
+  rowInTile = add(arith::MulIOp::create(b, loc, rowWarp, idx(16 * mTiles)), g);
   // ldmatrix: lane L gives the address of row L % 8 of 8x8 matrix L / 8.
   Value ldMatrix = arith::DivUIOp::create(b, loc, lane, idx(8));
   ldRow = arith::RemUIOp::create(b, loc, lane, idx(8));
@@ -446,7 +481,7 @@ void MMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
   gpu_emit::stageRows(
       b, loc, map.lookup(op.getSource()), map.lookup(op.getBatch()),
       map.lookup(op.getHead()), row, buf, t.getDimSize(0), t.getDimSize(1), tid,
-      2 * launch.getBlockM() / mTiles, /*async=*/true, barrier,
+      blockThreads, /*async=*/true, barrier,
       /*commit=*/true, op.getLength() ? map.lookup(op.getLength()) : Value(),
       op.isPaged() ? map.lookup(op.getBlockTable()) : Value(),
       pageAhead.lookup(op), swizzle, unroll);
@@ -516,8 +551,14 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
   }
   Type elt = cast<MemRefType>(smem.getType()).getElementType();
   auto rt = op.getResult().getType();
+  // With key warps, each computes on its slice of the tile's keys: the
+  // columns of S (QKᵀ) or the rows of V (P·V).
   int64_t n8 = rt.getDimSize(1) / 8;
   int64_t k16 = op.getLhs().getType().getDimSize(1) / 16;
+  if (op.getTransposeB())
+    n8 = keySlice(n8 * 8) / 8;
+  else
+    k16 = keySlice(k16 * 16) / 16;
   auto cT = VectorType::get({2, 2}, b.getF32Type());
   auto bT = VectorType::get({2, 2}, elt);
   auto x4T = VectorType::get({4, 2}, elt);
@@ -545,7 +586,7 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
         for (int64_t k = kk; k < kk + 2; ++k)
           aPair.push_back(aFragment(a, mt, k, elt));
       for (int64_t nt = 0; nt < n8; ++nt) {
-        Value r = add(ldRow, nt * 8);
+        Value r = add(add(ldRow, nt * 8), keyOffset);
         Value colLane = add(arith::MulIOp::create(b, loc, ldHigh, idx(16)),
                             arith::MulIOp::create(b, loc, ldLow, idx(8)));
         Value ld = nvgpu::LdMatrixOp::create(
@@ -564,7 +605,7 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
     // matrices (keys +0 / +8) x (n8 tiles dn / dn + 1).
     for (int64_t kk = 0; kk < k16; ++kk)
       for (int64_t dn = 0; dn < n8; dn += 2) {
-        Value r = add(add(ldRow, kk * 16),
+        Value r = add(add(add(ldRow, kk * 16), keyOffset),
                       arith::MulIOp::create(b, loc, ldLow, idx(8)));
         Value ld = nvgpu::LdMatrixOp::create(
             b, loc, x4T, smem,
@@ -584,10 +625,16 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
 
 LogicalResult MMAEmitter::emitScore(tile::ScoreOp op) {
   Value q0 = map.lookup(op.getQ0()), k0 = map.lookup(op.getK0());
-  Value col0 = add(k0, arith::MulIOp::create(b, loc, t4, idx(2)));
-  return math().score(
-      op, map, launch.getBlockM(),
-      [&](int64_t mt, int64_t r) { return add(q0, rowOf(mt, r)); }, col0);
+  auto row = [&](int64_t mt, int64_t r) { return add(q0, rowOf(mt, r)); };
+  if (keyWarps == 1)
+    return math().score(op, map, launch.getBlockM(), row,
+                        add(k0, arith::MulIOp::create(b, loc, t4, idx(2))));
+  // The warp's slice starts at k0 + keyOffset, for the masks too.
+  Value sliceK0 = add(k0, keyOffset);
+  IRMapping sliceMap = map;
+  sliceMap.map(op.getK0(), sliceK0);
+  return math().score(op, sliceMap, launch.getBlockM(), row,
+                      add(sliceK0, arith::MulIOp::create(b, loc, t4, idx(2))));
 }
 
 /// The sum is kept as per-lane partial sums that tile.finalize reduces over
@@ -727,9 +774,18 @@ LogicalResult MMAEmitter::emitSplitArrive(tile::SplitArriveOp op) {
 
 LogicalResult MMAEmitter::emitStore(tile::StoreOp op) {
   Value q0 = map.lookup(op.getRow());
-  return math().store(op, map, t4, [&](int64_t mt, int64_t r) {
-    return add(q0, rowOf(mt, r));
-  });
+  auto store = [&] {
+    return math().store(op, map, t4, [&](int64_t mt, int64_t r) {
+      return add(q0, rowOf(mt, r));
+    });
+  };
+  if (keyWarps == 1)
+    return store();
+  // Key warp 0 holds the merged state (mergeKeyWarps); the others store
+  // nothing.
+  LogicalResult result = success();
+  gpu_emit::emitIfThen(b, loc, isFirstKeyWarp, [&] { result = store(); });
+  return result;
 }
 
 LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
@@ -905,6 +961,142 @@ LogicalResult MMAEmitter::emitFor(scf::ForOp op) {
       groupOf.erase(r.next);
     }
     rings.clear();
+    if (keyWarps > 1)
+      return mergeKeyWarps(op);
+  }
+  return success();
+}
+
+/// Key warps 1..W-1 write their state, register by register, to the
+/// scratch as [key warp - 1][row warp][value][lane] (lanes consecutive: no
+/// bank conflicts; every warp's fragments have the same layout, so lane L
+/// of key warp 0 finds its own rows' values in the others' slot L); after a
+/// barrier, key warp 0 weighs each state by exp2(its max - the largest), as
+/// tile.lse_accumulate does, and adds them up. The other warps keep their
+/// own state; they store nothing (emitStore).
+LogicalResult MMAEmitter::mergeKeyWarps(scf::ForOp op) {
+  // The online softmax's state among the loop's results: the max and sum
+  // softmax_update carries, the accumulator rescale carries.
+  auto iterIndex = [&](Value v) -> std::optional<unsigned> {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || arg.getOwner() != op.getBody() || arg.getArgNumber() == 0)
+      return std::nullopt;
+    return arg.getArgNumber() - 1;
+  };
+  auto updates = llvm::to_vector(op.getBody()->getOps<tile::SoftmaxUpdateOp>());
+  auto rescales = llvm::to_vector(op.getBody()->getOps<tile::RescaleOp>());
+  if (updates.size() != 1 || rescales.size() != 1)
+    return op.emitError("decode-key-warps needs a KV loop with one online "
+                        "softmax (one softmax_update and one rescale)");
+  std::optional<unsigned> iM = iterIndex(updates[0].getMax()),
+                          iL = iterIndex(updates[0].getSum()),
+                          iAcc = iterIndex(rescales[0].getAcc());
+  if (!iM || !iL || !iAcc)
+    return op.emitError("decode-key-warps: the online softmax's state is not "
+                        "carried by the KV loop");
+  Frags &acc = frags[op.getResult(*iAcc)], &m = frags[op.getResult(*iM)],
+        &l = frags[op.getResult(*iL)];
+  // The state as one list of f32 values: acc's registers element by
+  // element, then the max and sum registers.
+  SmallVector<Value> own;
+  for (Value reg : acc.regs)
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t c = 0; c < 2; ++c)
+        own.push_back(elem(reg, r, c));
+  const size_t accValues = own.size();
+  llvm::append_range(own, m.regs);
+  llvm::append_range(own, l.regs);
+  const int64_t rowWarps = blockThreads / 32 / keyWarps;
+  const int64_t headDim = int64_t(acc.regs.size()) / mTiles * 8;
+  if (int64_t(own.size()) != keyWarpStateFloats(mTiles, headDim) ||
+      buffers.empty())
+    return op.emitError("decode-key-warps: no scratch for the warps' states");
+  auto wg =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto slotsT =
+      MemRefType::get({keyWarps - 1, rowWarps, int64_t(own.size()), 32},
+                      b.getF32Type(), nullptr, wg);
+  Value slots = memref::ViewOp::create(b, loc, slotsT, buffers.back(), idx(0),
+                                       ValueRange{});
+  gpu_emit::emitIfThen(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, keyWarp, idx(0)),
+      [&] {
+        Value slot = arith::SubIOp::create(b, loc, keyWarp, idx(1));
+        for (auto [i, v] : llvm::enumerate(own))
+          memref::StoreOp::create(b, loc, v, slots,
+                                  ValueRange{slot, rowWarp, idx(i), lane});
+      });
+  gpu::BarrierOp::create(b, loc);
+  SmallVector<Type> types(own.size(), b.getF32Type());
+  auto merged = scf::IfOp::create(b, loc, types, isFirstKeyWarp,
+                                  /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(merged.elseBlock());
+    scf::YieldOp::create(b, loc, own);
+    b.setInsertionPointToStart(merged.thenBlock());
+    SmallVector<SmallVector<Value>> states = {own};
+    for (int64_t w = 1; w < keyWarps; ++w) {
+      SmallVector<Value> vals;
+      for (size_t i = 0; i < own.size(); ++i)
+        vals.push_back(memref::LoadOp::create(
+            b, loc, slots, ValueRange{idx(w - 1), rowWarp, idx(i), lane}));
+      states.push_back(std::move(vals));
+    }
+    const size_t stats = m.regs.size(); // [mt][2]
+    float negInf = -std::numeric_limits<float>::infinity();
+    SmallVector<Value> out(own.size());
+    for (size_t s = 0; s < stats; ++s) {
+      const size_t at = accValues + s;
+      Value mx = states[0][at];
+      for (size_t w = 1; w < states.size(); ++w)
+        mx = arith::MaximumFOp::create(b, loc, mx, states[w][at]);
+      // Every warp saw only -inf (masked or past the end): weigh with a 0
+      // reference, so that the weights are 0, never NaN.
+      Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                             mx, f32Const(b, loc, negInf));
+      Value ref =
+          arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
+      SmallVector<Value> weight;
+      for (auto &st : states)
+        weight.push_back(
+            gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, st[at], ref)));
+      out[at] = mx;
+      // The sums: per-lane partials, each weighed like its warp's rows.
+      const size_t lAt = accValues + stats + s;
+      Value sum;
+      for (auto [w, st] : llvm::enumerate(states)) {
+        Value term = arith::MulFOp::create(b, loc, st[lAt], weight[w]);
+        sum = sum ? Value(arith::AddFOp::create(b, loc, sum, term)) : term;
+      }
+      out[lAt] = sum;
+      // acc value (register k, row r, column c) sits at 4k + 2r + c; row r
+      // of m16 tile mt is the statistic 2·mt + r.
+      const size_t mt = s / 2, r = s % 2;
+      const size_t perTile = accValues / 4 / mTiles;
+      for (size_t k = mt * perTile; k < (mt + 1) * perTile; ++k)
+        for (size_t c = 0; c < 2; ++c) {
+          const size_t v = 4 * k + 2 * r + c;
+          Value total;
+          for (auto [w, st] : llvm::enumerate(states)) {
+            Value term = arith::MulFOp::create(b, loc, st[v], weight[w]);
+            total = total ? Value(arith::AddFOp::create(b, loc, total, term))
+                          : term;
+          }
+          out[v] = total;
+        }
+    }
+    scf::YieldOp::create(b, loc, out);
+  }
+  auto cT = VectorType::get({2, 2}, b.getF32Type());
+  ValueRange res = merged.getResults();
+  for (size_t k = 0; k < acc.regs.size(); ++k)
+    acc.regs[k] =
+        vector::FromElementsOp::create(b, loc, cT, res.slice(4 * k, 4));
+  for (size_t s = 0; s < m.regs.size(); ++s) {
+    m.regs[s] = res[accValues + s];
+    l.regs[s] = res[accValues + m.regs.size() + s];
   }
   return success();
 }
@@ -927,8 +1119,16 @@ void MapTileToMMAPass::runOnOperation() {
         << int64_t(kvStages);
     return signalPassFailure();
   }
+  if (!llvm::is_contained({1, 2, 4, 8}, int64_t(decodeKeyWarps))) {
+    getOperation().emitError("decode-key-warps must be 1, 2, 4 or 8, not ")
+        << int64_t(decodeKeyWarps);
+    return signalPassFailure();
+  }
   int64_t rows = rowsPerWarp, mTiles = rowsPerWarp / 16;
   bool qSmem = qInSharedMemory;
+  auto keyWarpsOf = [&](tile::LaunchAttr launch) -> int64_t {
+    return launch.getRule() == kDecodeSplitRule ? decodeKeyWarps : 1;
+  };
   // Swizzled, unpadded tiles for the decode split kernel (memory-bound:
   // the padded rows cost it 1.5x the L2 sectors, bench/NOTES.md "Session
   // 5") or with swizzle-staged, when every staged row is a multiple of 64
@@ -950,7 +1150,7 @@ void MapTileToMMAPass::runOnOperation() {
   if (failed(gpu_emit::mapKernelsToGPU(
           getOperation(), swizzle ? 0 : kRowPad, /*stageRowOwned=*/stageQ,
           [&](tile::LaunchAttr launch) {
-            return 32 * launch.getBlockM() / rows;
+            return 32 * launch.getBlockM() / rows * keyWarpsOf(launch);
           },
           [&](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
               tile::LaunchAttr launch,
@@ -968,8 +1168,14 @@ void MapTileToMMAPass::runOnOperation() {
                      << rows
                      << " and tile sizes and head dims that are "
                         "multiples of 16";
+            int64_t keyWarps = keyWarpsOf(launch);
+            if (launch.getBlockN() % (16 * keyWarps) != 0)
+              return kernel.emitError()
+                     << "decode-key-warps " << keyWarps
+                     << " needs K/V tiles of a multiple of " << 16 * keyWarps
+                     << " keys (16 per warp), not " << launch.getBlockN();
             return MMAEmitter(kernel, gpuFunc, launch, buffers, mTiles, qSmem,
-                              swizzle)
+                              swizzle, keyWarps)
                 .emit();
           },
           // K and V of the KV loop: rings of kv-stages tiles, or of the
@@ -983,6 +1189,20 @@ void MapTileToMMAPass::runOnOperation() {
                              ->getAttrOfType<IntegerAttr>(kPrefetchPagedAttr))
               return n.getInt();
             return kvStages;
+          },
+          // Key warps: the states of warps 1..W-1 for the merge after the
+          // KV loop (MMAEmitter::mergeKeyWarps), per row warp.
+          [&](func::FuncOp kernel, tile::LaunchAttr launch) -> int64_t {
+            int64_t keyWarps = keyWarpsOf(launch);
+            if (keyWarps == 1)
+              return 0;
+            int64_t headDim = 0;
+            kernel.walk([&](tile::RescaleOp op) {
+              headDim = cast<ShapedType>(op.getAcc().getType()).getDimSize(1);
+            });
+            int64_t rowWarps = launch.getBlockM() / rows;
+            return (keyWarps - 1) * rowWarps * 32 * 4 *
+                   MMAEmitter::keyWarpStateFloats(mTiles, headDim);
           })))
     signalPassFailure();
 }

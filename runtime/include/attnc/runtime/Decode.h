@@ -137,7 +137,8 @@ inline constexpr int64_t kDecodeRowsInFlightPerSm = 128;
 
 // The split programs per SM the split count aims for with this kernel:
 // kDecodeRowsInFlightPerSm / ((stages - 1) x block_n), rounded, within
-// [2, kDecodeProgramsPerSm].
+// [2, kDecodeProgramsPerSm]; 1 when one program keeps that many rows in
+// flight by itself (a wide tile, as several warps along the keys take).
 int decodeProgramsPerSm(const KernelSpec &spec);
 
 // The split count: the one whose busiest SM has the fewest K/V tiles to

@@ -25,6 +25,10 @@ struct TuningConfig {
   int64_t blockM = 0;
   int64_t blockN = 0;
   int64_t stages = 0;
+  // Prefill (mma.sync): warps per block, rows per warp = block_m / warps.
+  // Decode: warps along the keys of each K/V tile (1, 2, 4 or 8; 0 means
+  // 1), each taking block_n / warps of its keys, their online-softmax
+  // states merged in the block after the KV loop.
   int64_t warps = 0;
   // Prefill attention's GPU mapping: "" (auto: wgmma on sm_90a where the
   // variant allows it, else mma.sync), "wgmma" or "mma". In the canonical
