@@ -222,8 +222,18 @@ decodeSizeRule(const KernelSpec &spec, const ProblemSize &size, int smCount) {
   if (decodeBucketBatch(size.batch) * spec.kvHeads >= smCount)
     return std::nullopt; // one split fills the GPU
   TuningConfig t;
-  t.blockN = 32;
-  t.stages = 3;
+  if (spec.pageSize % 128 == 0) {
+    // Session 16 (bench/NOTES.md): 128-key tiles, four warps along the keys,
+    // two stages: one block per SM keeps two 64 KiB tiles in flight (B1
+    // 1.03x, B16 1.02x the 32-key rule in the H200 tune).
+    t.blockN = 128;
+    t.warps = 4;
+    t.stages = 2;
+  } else {
+    // Session 13: 32-key tiles, three stages, about two programs per SM.
+    t.blockN = 32;
+    t.stages = 3;
+  }
   return t;
 }
 
@@ -261,7 +271,9 @@ TuningChoice chooseTuning(const TuningDb *db, const std::string &gpu,
                        : "no tuning database; ") +
         "decode size rule: " + std::to_string(size.batch) + " x " +
         std::to_string(spec.kvHeads) + " KV heads split over " +
-        std::to_string(smCount) + " SMs, 32-key tiles two per SM";
+        std::to_string(smCount) + " SMs: " + std::to_string(t->blockN) +
+        "-key tiles, " + std::to_string(std::max<int64_t>(1, t->warps)) +
+        " warp(s) along the keys, " + std::to_string(t->stages) + " stages";
     return choice;
   }
   choice.tuning = heuristicTuning(spec);

@@ -1,6 +1,7 @@
 //===- TuningDbTest.cpp - the tuning database and the config choice -------===//
 #include "TestSupport.h"
 
+#include "attnc/runtime/Decode.h"
 #include "attnc/runtime/TuningDb.h"
 
 #include <catch2/catch.hpp>
@@ -231,8 +232,7 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   CHECK(own.why == "the spec names its tuning");
 }
 
-TEST_CASE("decode size rule: 32-key tiles where the launch must split",
-          "[tuning][decode]") {
+TEST_CASE("decode size rule: where the launch must split", "[tuning][decode]") {
   KernelSpec s;
   s.op = "decode";
   s.heads = 32;
@@ -244,12 +244,30 @@ TEST_CASE("decode size rule: 32-key tiles where the launch must split",
   auto rule = [&](const KernelSpec &spec, int64_t batch, int sms = 132) {
     return decodeSizeRule(spec, {batch, 1, 32768}, sms);
   };
-  // B1 and B16 (8 and 128 KV heads' programs on 132 SMs) split: the rule.
+  // B1 and B16 (8 and 128 KV heads' programs on 132 SMs) split: pages a
+  // multiple of 128 keys take 128-key tiles over 4 warps along the keys.
   for (int64_t b : {1, 9, 16}) {
     auto t = rule(s, b);
     REQUIRE(t);
+    CHECK(t->blockN == 128);
+    CHECK(t->warps == 4);
+    CHECK(t->stages == 2);
+    // ... and that is one program per SM for the split count.
+    KernelSpec tuned = s;
+    tuned.tuning = *t;
+    CHECK(decodeProgramsPerSm(tuned) == 1);
+  }
+  // Pages of 32 or 64 keys: 32-key tiles, 3 stages, two programs per SM.
+  for (int64_t page : {32, 64, 96}) {
+    KernelSpec small = s;
+    small.pageSize = page;
+    auto t = rule(small, 16);
+    REQUIRE(t);
     CHECK(t->blockN == 32);
+    CHECK(t->warps == 0);
     CHECK(t->stages == 3);
+    small.tuning = *t;
+    CHECK(decodeProgramsPerSm(small) == 2);
   }
   // One split fills the GPU (the bucket's batch 32 or 64): the default.
   CHECK_FALSE(rule(s, 17));
@@ -276,8 +294,9 @@ TEST_CASE("decode size rule: 32-key tiles where the launch must split",
   TuningChoice c = chooseTuning(nullptr, "NVIDIA H200", s, {16, 1, 32768}, 132);
   CHECK(c.fromSizeRule);
   CHECK_FALSE(c.fromDatabase);
-  CHECK(c.tuning.blockN == 32);
+  CHECK(c.tuning.blockN == 128);
   CHECK_THAT(c.why, Catch::Contains("decode size rule"));
+  CHECK_THAT(c.why, Catch::Contains("128-key tiles, 4 warp(s) along the keys"));
   CHECK_FALSE(
       chooseTuning(nullptr, "NVIDIA H200", s, {16, 1, 32768}).fromSizeRule);
   KernelSpec pinned = s;

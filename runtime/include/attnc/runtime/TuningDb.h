@@ -108,13 +108,15 @@ struct TuningChoice {
 };
 
 /// The built-in choice for a decode size without a database entry, or
-/// nullopt (the compiler's default then): 32-key tiles, 3 stages, when the
-/// launch must split to fill the GPU (bucket batch x kv_heads < smCount) on
-/// sm_90a at head dim 128 with pages a multiple of 32 keys and at most 8
-/// live rows per program; those programs then run two per SM
-/// (decodeProgramsPerSm). Measured on the H200 (bench/NOTES.md, decode
-/// "Session 13"); the decode sweep did not favour it at B = 64 (one split)
-/// or page 16 (a 32-key tile spans two pages). smCount 0: unknown, no rule.
+/// nullopt (the compiler's default then), when the launch must split to fill
+/// the GPU (bucket batch x kv_heads < smCount) on sm_90a at head dim 128 with
+/// pages a multiple of 32 keys and at most 8 live rows per program: with
+/// pages a multiple of 128 keys, 128-key tiles over 4 warps along the keys,
+/// 2 stages, one program per SM (session 16); else 32-key tiles, 3 stages,
+/// about two programs per SM (session 13; decodeProgramsPerSm). Measured on
+/// the H200 (bench/NOTES.md, decode "Session 13" and "Session 16"); the
+/// sweeps did not favour a rule at B = 64 (one split) or page 16 (a tile
+/// spans pages). smCount 0: unknown, no rule.
 std::optional<TuningConfig>
 decodeSizeRule(const KernelSpec &spec, const ProblemSize &size, int smCount);
 
