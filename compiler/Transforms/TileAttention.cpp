@@ -122,16 +122,19 @@ func::FuncOp KernelBuilder::build(StringRef name) {
 
   Value mTile = tile::ProgramIdOp::create(b, loc, b.getIndexType(),
                                           b.getI32IntegerAttr(0));
-  // Causal: the last query tiles see the most keys. Programs start in
-  // grid order, so the longest go first and the short ones fill the tail
-  // (as FlashAttention-3 schedules causal tiles).
-  if (att.getCausal())
+  // Causal: the last query tiles see the most keys. Program id 0 counts
+  // them from the last, and tile.dim0_major asks the mapping to start the
+  // programs with id 0 slowest: every head's longest tile first, the short
+  // ones filling the tail (as FlashAttention-3 schedules causal tiles).
+  if (att.getCausal()) {
+    fn->setAttr(tile::kDim0MajorAttrName, b.getUnitAttr());
     mTile = arith::SubIOp::create(
         b, loc,
         arith::SubIOp::create(
             b, loc, arith::CeilDivSIOp::create(b, loc, seqQ, cst(blockM)),
             cst(1)),
         mTile);
+  }
   Value head = tile::ProgramIdOp::create(b, loc, b.getIndexType(),
                                          b.getI32IntegerAttr(1));
   Value bIdx = tile::ProgramIdOp::create(b, loc, b.getIndexType(),

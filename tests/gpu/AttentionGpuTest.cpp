@@ -268,6 +268,19 @@ std::vector<Case> correctnessCases() {
        false};
   c.spec.arch = "sm_80";
   cs.push_back(c);
+  // sm_80's default causal kernel: programs started longest first over all
+  // heads and batches (tile.dim0_major), bottom-right aligned (Sq < Skv),
+  // GQA, three batches, BHSD: a wrong split of the block index reads or
+  // writes another (batch, head) and shows as an error or poison.
+  c = {"sm_80 default tiles, D128 causal, Sq=777 Skv=1500, GQA 6/2, B=3, BHSD",
+       spec(6, 2, 128, "bf16"),
+       3,
+       777,
+       1500,
+       false};
+  c.spec.causal = true;
+  c.spec.arch = "sm_80";
+  cs.push_back(c);
   // mma.sync's K/V rings deeper than two tiles (kv-stages 3 and 4; the
   // second with fewer tiles than stages).
   c = {"sm_80 mma.sync 128x64 w4 s3, D128 causal, Sq=Skv=1031",

@@ -3,10 +3,10 @@
 //
 // A GPU mapping writes the per-thread code of one tile kernel into a
 // gpu.func. The walk is the same for all of them: bind the arguments, map
-// program ids to block ids, copy scalar ops (the same on every thread), turn
-// func.return into gpu.return, and hand each tile op to the mapping, which
-// decides which thread owns which element. A mapping derives from
-// TileEmitter<Mapping> (CRTP) and provides:
+// program ids to block ids (permuted for tile.dim0_major kernels), copy scalar
+// ops (the same on every thread), turn func.return into gpu.return, and hand
+// each tile op to the mapping, which decides which thread owns which element. A
+// mapping derives from TileEmitter<Mapping> (CRTP) and provides:
 //   setUp()                       per-thread ids, before the first op
 //   emitRowLoad(tile::LoadOp)     a tile of the program's query rows
 //   emitStage(tile::LoadOp)       a tile every row reads (K, V)
@@ -29,6 +29,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+
+#include <array>
 
 namespace attnc::gpu_emit {
 
@@ -58,15 +60,49 @@ protected:
     self().setUp();
   }
 
+  /// Program id `dim` of this block (`pid` asks for it). Blocks start in
+  /// the order of their linear index (x fastest); a kernel marked
+  /// tile.dim0_major wants dimension 0 slowest (causal attention: every
+  /// head's longest query tile before any shorter one, so that the short
+  /// ones fill the tail), so the linear index is split again that way: the
+  /// grid's shape is unchanged. The three ids are computed once, at the
+  /// first program id of the kernel's entry block.
+  mlir::Value programId(tile::ProgramIdOp pid) {
+    using namespace mlir;
+    gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
+                             gpu::Dimension::z};
+    unsigned dim = pid.getDim();
+    if (!kernel->hasAttr(tile::kDim0MajorAttrName))
+      return gpu::BlockIdOp::create(b, loc, dims[dim]);
+    if (dim0MajorIds[0] && pid->getBlock() == &kernel.getBody().front())
+      return dim0MajorIds[dim];
+    auto block = [&](int d) { return gpu::BlockIdOp::create(b, loc, dims[d]); };
+    auto grid = [&](int d) { return gpu::GridDimOp::create(b, loc, dims[d]); };
+    auto mul = [&](Value x, Value y) {
+      return arith::MulIOp::create(b, loc, x, y);
+    };
+    // Index arithmetic (64 bits): x * y * z can pass 2^32. Once per block.
+    Value gy = grid(1);
+    Value linear = arith::AddIOp::create(
+        b, loc, block(0),
+        mul(grid(0),
+            arith::AddIOp::create(b, loc, block(1), mul(gy, block(2)))));
+    Value inner = mul(gy, grid(2));
+    Value rest = arith::RemUIOp::create(b, loc, linear, inner);
+    std::array<Value, 3> ids = {arith::DivUIOp::create(b, loc, linear, inner),
+                                arith::RemUIOp::create(b, loc, rest, gy),
+                                arith::DivUIOp::create(b, loc, rest, gy)};
+    if (pid->getBlock() == &kernel.getBody().front())
+      dim0MajorIds = ids;
+    return ids[dim];
+  }
+
   mlir::LogicalResult emitOp(mlir::Operation &op) {
     using namespace mlir;
     loc = op.getLoc();
     Mapping &m = self();
     if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
-      gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
-                               gpu::Dimension::z};
-      map.map(pid.getResult(),
-              gpu::BlockIdOp::create(b, loc, dims[pid.getDim()]));
+      map.map(pid.getResult(), programId(pid));
       return success();
     }
     if (auto load = dyn_cast<tile::LoadOp>(op))
@@ -154,6 +190,8 @@ protected:
   mlir::OpBuilder b;
   mlir::Location loc = mlir::UnknownLoc::get(b.getContext());
   mlir::IRMapping map; // scalar values: tile level -> per thread
+  // tile.dim0_major kernels: the program ids, once computed (programId).
+  std::array<mlir::Value, 3> dim0MajorIds;
 };
 
 } // namespace attnc::gpu_emit

@@ -11,4 +11,12 @@
 
 #include "dialects/Tile/IR/TileDialect.h.inc"
 
+namespace attnc::tile {
+/// Unit attribute on a kernel function: its programs should start with
+/// program id 0 varying slowest (all heads' and batches' dimension-0 tile 0
+/// first). The set of programs is the same; only the start order, which
+/// decides the tail of a grid whose programs differ in length, changes.
+inline constexpr const char *kDim0MajorAttrName = "tile.dim0_major";
+} // namespace attnc::tile
+
 #endif

@@ -17,6 +17,12 @@ def Tile_Dialect : Dialect {
     with the softmax state carried through an `scf.for` over KV tiles.
     Nothing here says how a tile is spread over threads: that is the
     target mapping's job (row per thread, mma.sync fragments, wgmma).
+
+    A kernel function marked `tile.dim0_major` (a unit attribute; causal
+    attention) wants its programs started with program id 0 varying
+    slowest. The set of programs is the same; a mapping that launches one
+    block per program permutes block ids to honour it (a persistent
+    mapping schedules its items itself, and the host path ignores it).
   }];
   let cppNamespace = "::attnc::tile";
   let dependentDialects = ["::mlir::arith::ArithDialect",

@@ -1,11 +1,11 @@
 // RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=32 block-n=16" | FileCheck %s
 
-// GQA 4/2, causal: the launch ABI, the program ids (query tiles in reverse:
-// the longest causal rows first), the KV head of a query head, the causal
+// GQA 4/2, causal: the launch ABI, the program ids (query tiles in reverse,
+// and tile.dim0_major: the longest causal rows of every head first), the KV head of a query head, the causal
 // upper bound of the KV loop, and the online-softmax body.
 // CHECK-LABEL: func.func @attention_fwd(
 // CHECK-SAME: %[[Q:.*]]: memref<bf16> {tile.param = "q"}
-// CHECK-SAME: i64 {tile.param = "lse_stride_h"}) attributes {tile.launch = #tile.launch<"attention_fwd_v1", 32, 16, 4>}
+// CHECK-SAME: i64 {tile.param = "lse_stride_h"}) attributes {tile.dim0_major, tile.launch = #tile.launch<"attention_fwd_v1", 32, 16, 4>}
 // CHECK: %[[QV:.*]] = memref.reinterpret_cast %[[Q]] to offset: [0], sizes: [%{{.*}}, 4, %{{.*}}, 64], strides: [%{{.*}}, %{{.*}}, %{{.*}}, 1]
 // CHECK: %[[PID:.*]] = tile.program_id 0
 // CHECK: %[[TILES:.*]] = arith.ceildivsi %{{.*}}, %c32
