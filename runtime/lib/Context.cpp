@@ -621,7 +621,7 @@ Status Context::launchDecode(const Kernel &kernel, const DecodeArgs &args,
       g.block[2], g.dynamicSmem, stream, plan.split.pointers, nullptr);
   if (result != CUDA_SUCCESS)
     return driver_->check(result, "cuLaunchKernel(" + kernel.meta_.entry + ")");
-  if (!plan.runCombine)
+  if (!plan.runCombine())
     return Status::ok();
   const LaunchGeometry &c = plan.combineGeometry;
   result = driver_->cuLaunchKernel(

@@ -293,7 +293,6 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                : args.combineKernel || splits > kDecodeMergeMaxSplits
                    ? kDecodeWriteCombine
                    : kDecodeWriteLastSplit;
-  out.runCombine = out.writeO == kDecodeWriteCombine;
 
   const void *splitPtrs[kDecodeSplitPointerParams] = {
       args.q.data,     args.kCache.data, args.vCache.data,

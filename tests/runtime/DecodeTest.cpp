@@ -237,19 +237,19 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
   CHECK(intAt(plan.split, at("merge_ticket")) == 0xABCD1234);
   // Five splits: the last program of each group merges them (write_o = 2).
   CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteLastSplit);
-  CHECK_FALSE(plan.runCombine);
+  CHECK_FALSE(plan.runCombine());
   // Unless the caller asks for the combine kernel, or there are more
   // splits than one program merges.
   a.combineKernel = true;
   REQUIRE(planDecodeLaunch(s, meta, a, 132, plan).isOk());
   CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteCombine);
-  CHECK(plan.runCombine);
+  CHECK(plan.runCombine());
   a.combineKernel = false;
   a.numSplits = kDecodeMergeMaxSplits + 1;
   a.workspaceBytes = decodeWorkspaceBytes(s, 4, 1, a.numSplits);
   REQUIRE(planDecodeLaunch(s, meta, a, 132, plan).isOk());
   CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteCombine);
-  CHECK(plan.runCombine);
+  CHECK(plan.runCombine());
   a.numSplits = 5;
   a.workspaceBytes = bytes;
   a.combineKernel = true;
@@ -264,7 +264,7 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
   a.numSplits = 1;
   REQUIRE(planDecodeLaunch(s, meta, a, 132, plan).isOk());
   CHECK(intAt(plan.split, at("write_o")) == 1);
-  CHECK_FALSE(plan.runCombine);
+  CHECK_FALSE(plan.runCombine());
   s.maxQLen = 4;
   DecodeArgs rows = goodArgs(4, 3); // q, o [B, H, Sq, D]; lse [B, H, Sq]
   rows.numSplits = 1;
@@ -272,25 +272,25 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
   REQUIRE(validateDecodeArgs(s, rows).isOk());
   REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
   CHECK(intAt(plan.split, at("write_o")) == 1);
-  CHECK_FALSE(plan.runCombine);
+  CHECK_FALSE(plan.runCombine());
   rows.o.stride = {3 * 32 * 128, 128, 32 * 128, 1}; // [B, Sq, H, D]
   REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
   CHECK(intAt(plan.split, at("write_o")) == 0);
-  CHECK(plan.runCombine);
+  CHECK(plan.runCombine());
   rows.o.stride = {3 * 32 * 128, 3 * 128, 128, 1};
   rows.lse.stride = {32 * 4, 4, 1}; // rows of a head not one matrix
   REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
-  CHECK(plan.runCombine);
+  CHECK(plan.runCombine());
   rows.numSplits = 2;
   rows.lse.stride = {32 * 3, 3, 1};
   rows.workspaceBytes = decodeWorkspaceBytes(s, 4, 3, 2);
   REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
   CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteLastSplit);
-  CHECK_FALSE(plan.runCombine);
+  CHECK_FALSE(plan.runCombine());
   rows.o.stride = {3 * 32 * 128, 128, 32 * 128, 1}; // [B, Sq, H, D]
   REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
   CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteCombine);
-  CHECK(plan.runCombine);
+  CHECK(plan.runCombine());
   // Tickets: never 0, and not repeated within a long run.
   std::set<uint32_t> tickets;
   for (int i = 0; i < 100000; ++i)

@@ -186,7 +186,8 @@ struct DecodeLaunchPlan {
   PackedParams split, combine;
   LaunchGeometry splitGeometry, combineGeometry;
   int64_t writeO = kDecodeWriteCombine;
-  bool runCombine = true; // false: the split kernel writes O (write_o 1, 2)
+  // False when the split kernel writes O itself (write_o 1, 2).
+  bool runCombine() const { return writeO == kDecodeWriteCombine; }
 };
 // `ticket`: this launch's merge_ticket (non-zero in its low 32 bits; a new
 // one per launch, see nextDecodeMergeTicket).
