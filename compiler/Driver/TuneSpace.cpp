@@ -1,6 +1,7 @@
 //===- TuneSpace.cpp - the candidate configurations `attnc tune` sweeps ---===//
 #include "compiler/Driver/TuneSpace.h"
 
+#include "attnc/runtime/Spec.h"
 #include "compiler/Conversion/TileToGPU/WGMMASupport.h"
 
 #include <algorithm>
@@ -136,13 +137,11 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
   if (spec.op == "decode") {
     if (t.blockN <= 0 || t.blockN % 16)
       return "decode needs block_n a positive multiple of 16";
-    if (t.warps != 0 && t.warps != 1 && t.warps != 2 && t.warps != 4 &&
-        t.warps != 8)
-      return "decode takes 1, 2, 4 or 8 warps along the keys";
-    if (t.warps > 1 && t.blockN % (16 * t.warps))
-      return "decode with " + std::to_string(t.warps) +
-             " warps along the keys needs block_n a multiple of " +
-             std::to_string(16 * t.warps);
+    // Warps along the keys (tuning.warps): the runtime's own rule.
+    KernelSpec candidate = spec;
+    candidate.tuning = t;
+    if (Status s = validateSpec(candidate); !s.isOk())
+      return s.message();
     return "";
   }
   if (!t.kvSync.empty() && t.mapping != "wgmma")

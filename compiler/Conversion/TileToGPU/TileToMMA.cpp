@@ -82,7 +82,8 @@ public:
       : TileEmitter(kernel, gpuFunc, launch, buffers), mTiles(mTiles),
         keyWarps(keyWarps),
         blockThreads(2 * launch.getBlockM() / mTiles * keyWarps),
-        qInSmem(qInSmem), qStagedOnce(launch.getRule() == kDecodeSplitRule),
+        rowWarps(blockThreads / 32 / keyWarps), qInSmem(qInSmem),
+        qStagedOnce(launch.getRule() == kDecodeSplitRule),
         deadUpperRows(mTiles == 1 && atMostEightLiveRows(kernel)),
         swizzle(swizzle) {}
 
@@ -148,7 +149,7 @@ private:
 
   const int64_t mTiles; // m16 tiles per warp
   // Warps along the keys (decode-key-warps; 1 elsewhere) and the block.
-  const int64_t keyWarps, blockThreads;
+  const int64_t keyWarps, blockThreads, rowWarps;
   Value lane, rowWarp, keyWarp; // warp (key k, row r) = k · rowWarps + r
   Value keyOffset;              // first key of this warp's slice of a K/V tile
   Value isFirstKeyWarp;         // key warp 0: holds the merged state, stores
@@ -318,7 +319,6 @@ void MMAEmitter::setUp() {
   Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
   g = arith::DivUIOp::create(b, loc, lane, idx(4));
   t4 = arith::RemUIOp::create(b, loc, lane, idx(4));
-  const int64_t rowWarps = blockThreads / 32 / keyWarps;
   rowWarp = warp;
   keyWarp = idx(0);
   if (keyWarps > 1) {
@@ -1006,7 +1006,6 @@ LogicalResult MMAEmitter::mergeKeyWarps(scf::ForOp op) {
   const size_t accValues = own.size();
   llvm::append_range(own, m.regs);
   llvm::append_range(own, l.regs);
-  const int64_t rowWarps = blockThreads / 32 / keyWarps;
   const int64_t headDim = int64_t(acc.regs.size()) / mTiles * 8;
   if (int64_t(own.size()) != keyWarpStateFloats(mTiles, headDim) ||
       buffers.empty())
@@ -1063,29 +1062,26 @@ LogicalResult MMAEmitter::mergeKeyWarps(scf::ForOp op) {
         weight.push_back(
             gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, st[at], ref)));
       out[at] = mx;
-      // The sums: per-lane partials, each weighed like its warp's rows.
+      // Value v of every state, each weighed like its warp's rows, added.
+      auto weighedSum = [&](size_t v) {
+        Value total;
+        for (auto [w, st] : llvm::enumerate(states)) {
+          Value term = arith::MulFOp::create(b, loc, st[v], weight[w]);
+          total =
+              total ? Value(arith::AddFOp::create(b, loc, total, term)) : term;
+        }
+        return total;
+      };
+      // The sums: per-lane partials.
       const size_t lAt = accValues + stats + s;
-      Value sum;
-      for (auto [w, st] : llvm::enumerate(states)) {
-        Value term = arith::MulFOp::create(b, loc, st[lAt], weight[w]);
-        sum = sum ? Value(arith::AddFOp::create(b, loc, sum, term)) : term;
-      }
-      out[lAt] = sum;
+      out[lAt] = weighedSum(lAt);
       // acc value (register k, row r, column c) sits at 4k + 2r + c; row r
       // of m16 tile mt is the statistic 2·mt + r.
       const size_t mt = s / 2, r = s % 2;
       const size_t perTile = accValues / 4 / mTiles;
       for (size_t k = mt * perTile; k < (mt + 1) * perTile; ++k)
-        for (size_t c = 0; c < 2; ++c) {
-          const size_t v = 4 * k + 2 * r + c;
-          Value total;
-          for (auto [w, st] : llvm::enumerate(states)) {
-            Value term = arith::MulFOp::create(b, loc, st[v], weight[w]);
-            total = total ? Value(arith::AddFOp::create(b, loc, total, term))
-                          : term;
-          }
-          out[v] = total;
-        }
+        for (size_t c = 0; c < 2; ++c)
+          out[4 * k + 2 * r + c] = weighedSum(4 * k + 2 * r + c);
     }
     scf::YieldOp::create(b, loc, out);
   }
