@@ -161,6 +161,21 @@ step ncu-prefill-long timeout 300 bash -c "for bs in '4 4096' '1 16384'; do set 
 step ncu-prefill-cudnn timeout 300 bash -c "for c in '' --causal; do $ncu_bin --clock-control none --set full \
   --metrics '$ncu_stalls' -k regex:sdpa --launch-skip 3 --launch-count 1 \
   python3 bench/ncu_fa2.py --cudnn \$c; done"
+# Issue #6: where the warps of the D128 S4k non-causal kernel stall, per SASS
+# instruction, attnc's default beside cuDNN's (PC sampling: SourceCounters);
+# the raw source pages go to the logs, bench/ncu_source_stalls.py sums them.
+# $ATTNC_SOURCE_VARIANTS: names of .gpu-ab variants (gpu-ab-stage.sh) to
+# profile the same way.
+ncu_src='--clock-control none --section SourceCounters --section WarpStateStats --page source --print-source sass --csv'
+step ncu-prefill-source timeout 300 bash -c "$ncu_bin $ncu_src -k regex:attention \
+  --launch-skip 3 --launch-count 1 $stage/bin/attnc-bench --bundle $stage/bundle \
+  --heads 16 --kv-heads 16 --head-dim 128 --batch 4 --seq-len 4096 --arch sm_90a \
+  --reps 2 >$logs/source-attnc.csv; for v in \${ATTNC_SOURCE_VARIANTS:-}; do $ncu_bin $ncu_src \
+  -k regex:attention --launch-skip 3 --launch-count 1 $stage/bin/attnc-bench --bundle .gpu-ab/\$v/bundle \
+  --heads 16 --kv-heads 16 --head-dim 128 --batch 4 --seq-len 4096 --arch sm_90a --reps 2 \
+  >$logs/source-attnc-\$v.csv; done; $ncu_bin $ncu_src -k regex:sdpa --launch-skip 3 \
+  --launch-count 1 python3 bench/ncu_fa2.py --cudnn >$logs/source-cudnn.csv; \
+  python3 bench/ncu_source_stalls.py --top 60 $logs/source-*.csv"
 # Issue #7: where cuDNN's decode reads faster than the split kernel. The
 # same row (B=16 L=32k) through both, memory sections and DRAM bytes.
 ncu_mem='--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --metrics dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sector_hit_rate.pct'
@@ -238,4 +253,23 @@ step power-draw-sm80 timeout 120 env ATTNC_BENCH_ARCH=sm_80 python3 bench/power_
 step compare-sm80 timeout 300 env -u OUT ATTNC_BENCH_ARCH=sm_80 python3 bench/compare.py \
   --grids prefill --no-plots --out "$logs/RESULTS-sm80.md"
 step compare timeout 420 python3 bench/compare.py --out "$out/RESULTS.md" ${ATTNC_BENCH_ARGS:-}
+# A/B of compiler variants staged by scripts/gpu-ab-stage.sh in .gpu-ab/NAME
+# (carried beside .gpu-pack): the prefill grid beside the peers once per name
+# of $ATTNC_AB_ORDER (e.g. "base new new base"), each with its own
+# libattnc.so and bundle; bench/ab_summary.py puts the runs side by side.
+ab_runs() {
+  local i=0 v
+  for v in $ATTNC_AB_ORDER; do
+    i=$((i + 1))
+    ATTNC_LIBRARY=$PWD/.gpu-ab/$v/lib/libattnc.so ATTNC_CACHE_DIR=$PWD/.gpu-ab/$v/bundle \
+      python3 bench/compare.py --grids prefill --no-plots --out "$logs/ab/$i-$v.md" || return 1
+  done
+  python3 bench/ab_summary.py "$logs"/ab/*.md | tee "$out/ab-summary.md"
+}
+if [ -n "${ATTNC_AB_ORDER:-}" ]; then
+  mkdir -p "$logs/ab"
+  export -f ab_runs
+  export logs out
+  step compare-ab timeout 540 bash -c ab_runs
+fi
 exit $status

@@ -203,7 +203,8 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
 /// rescale pays.
 static constexpr int64_t kMinSkippedRescaleTiles = 16;
 
-LogicalResult FragmentMath::rescale(tile::RescaleOp op) {
+LogicalResult FragmentMath::rescale(tile::RescaleOp op,
+                                    function_ref<void()> awaitAcc) {
   const Frags &acc = frags[op.getAcc()], &alpha = frags[op.getAlpha()];
   auto pairT = VectorType::get({2}, b.getF32Type());
   auto cT = VectorType::get({2, 2}, b.getF32Type());
@@ -225,6 +226,8 @@ LogicalResult FragmentMath::rescale(tile::RescaleOp op) {
   // multiplies they skip (H200: mma.sync D64 279 vs 292 TFLOP/s,
   // bench/NOTES.md "Session 5").
   if (!skipUnitRescale || perTile < kMinSkippedRescaleTiles) {
+    if (awaitAcc)
+      awaitAcc();
     frags[op.getResult()] = {Frags::C, scaled()};
     return success();
   }
@@ -248,8 +251,12 @@ LogicalResult FragmentMath::rescale(tile::RescaleOp op) {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
+    if (awaitAcc)
+      awaitAcc();
     scf::YieldOp::create(b, loc, scaled());
     b.setInsertionPointToStart(ifOp.elseBlock());
+    if (awaitAcc)
+      awaitAcc();
     scf::YieldOp::create(b, loc, acc.regs);
   }
   frags[op.getResult()] = {Frags::C, SmallVector<Value>(ifOp.getResults())};

@@ -81,7 +81,11 @@ public:
   store(tile::StoreOp op, const mlir::IRMapping &map, mlir::Value t4,
         llvm::function_ref<mlir::Value(int64_t mt, int64_t r)> row);
   mlir::LogicalResult softmaxUpdate(tile::SoftmaxUpdateOp op);
-  mlir::LogicalResult rescale(tile::RescaleOp op);
+  /// `awaitAcc` (optional): emitted where the accumulator is first read,
+  /// in each arm of the unit-rescale branch (the accumulator is still being
+  /// written by an asynchronous wgmma until then).
+  mlir::LogicalResult rescale(tile::RescaleOp op,
+                              llvm::function_ref<void()> awaitAcc = nullptr);
   /// P (C layout, f32) -> the A operand of P·V in bf16/f16.
   mlir::LogicalResult trunc(mlir::arith::TruncFOp op);
   /// f32 splat tile constants (the loop state's initial values).

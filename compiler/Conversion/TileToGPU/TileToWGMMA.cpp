@@ -179,7 +179,10 @@ public:
   LogicalResult emitSoftmaxUpdate(tile::SoftmaxUpdateOp op) {
     return math().softmaxUpdate(op);
   }
-  LogicalResult emitRescale(tile::RescaleOp op) { return math().rescale(op); }
+  LogicalResult emitRescale(tile::RescaleOp op,
+                            function_ref<void()> awaitAcc = nullptr) {
+    return math().rescale(op, awaitAcc);
+  }
   LogicalResult emitTrunc(arith::TruncFOp op) { return math().trunc(op); }
   LogicalResult emitFinalize(tile::FinalizeOp op) {
     return math().finalize(op);
@@ -1235,14 +1238,31 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         continue;
       }
       if (&nested == kv.pv) {
-        if (!first) {
+        // TMA schedule: the wait for P·V_{j-1} (and V_{j-1}'s release) goes
+        // where O is first read, inside each arm of the rescale's vote
+        // branch, not after the softmax in its basic block. ptxas schedules
+        // a wgmma.wait_group near the top of its block, so in the softmax's
+        // block it ran before the first exponential and the softmax of tile
+        // j no longer overlapped P·V_{j-1}; in the arms it stays after the
+        // softmax. Same SASS size and uniform datapath at D128/D256, +7-8%
+        // at D128 (bench/NOTES-hopper.md, "Session 19"). Without the branch
+        // (D < 128) it is emitted before the multiplies, as before. The
+        // cp.async schedules keep the wait before the branch (not measured;
+        // D256 causal pingpong spilled 8 B with it in the arms).
+        auto awaitPV = [&] {
           waitWGMMA(0);
           if (mbarriers)
             release(/*isK=*/false, arith::SubIOp::create(b, loc, t, idx(1)));
+        };
+        if (!first) {
+          if (!tma)
+            awaitPV();
           frags[kv.rescale.getAcc()] = {Frags::C, unpack(oAcc, d / 2)};
         }
         loc = kv.rescale.getLoc();
-        if (failed(emitRescale(kv.rescale)))
+        if (failed(emitRescale(kv.rescale,
+                               first || !tma ? function_ref<void()>()
+                                             : function_ref<void()>(awaitPV))))
           return failure();
         continue;
       }
