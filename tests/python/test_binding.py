@@ -581,6 +581,57 @@ def invalid_spec_option_is_reported_by_the_runtime():
                      status=INVALID_ARGUMENT)
 
 
+@test
+def repeated_attention_call_reuses_its_plan():
+    # A bundle with qkv()'s kernel as PTX (the fake driver loads PTX text).
+    attnc_bin = Path(attnc.library_path()).resolve().parents[1] / "bin" / "attnc"
+    if not attnc_bin.exists():
+        raise Skip("no attnc CLI at %s" % attnc_bin)
+    calls = {"get_kernel_for": 0, "launch": 0}
+    wrapped = {}
+    for name in calls:
+        original = getattr(attnc.Context, name)
+
+        def counted(self, *a, _name=name, _original=original, **kw):
+            calls[_name] += 1
+            return _original(self, *a, **kw)
+        wrapped[name] = original
+        setattr(attnc.Context, name, counted)
+    try:
+        with tempfile.TemporaryDirectory() as cache:
+            specs = os.path.join(cache, "specs.json")
+            with open(specs, "w") as f:
+                f.write('{"specs": [{"op": "attention_fwd", "dtype": "bf16", '
+                        '"heads": 8, "kv_heads": 2, "head_dim": 64, '
+                        '"arch": "sm_90a"}]}')
+            subprocess.run([str(attnc_bin), "bundle", "--specs", specs, "-o",
+                            cache, "--no-cubin"], check=True,
+                           capture_output=True)
+            with fake_gpu_process(cache):
+                q, k, v = qkv()
+                for _ in range(3):
+                    attnc.attention(q, k, v)
+                assert calls == {"get_kernel_for": 1, "launch": 3}, calls
+                # New tensors of the same shapes: the same plan.
+                attnc.attention(*qkv())
+                assert calls == {"get_kernel_for": 1, "launch": 4}, calls
+                # Another size or option is another plan; a failed lookup
+                # (not compiled) is not kept.
+                attnc.attention(*qkv(skv=512))
+                assert calls == {"get_kernel_for": 2, "launch": 5}, calls
+                for _ in range(2):
+                    expect_error(lambda: attnc.attention(q, k, v, causal=True),
+                                 "causal=1", status=NOT_FOUND)
+                assert calls == {"get_kernel_for": 4, "launch": 5}, calls
+            # A new process state (new context): looked up again.
+            with fake_gpu_process(cache):
+                attnc.attention(*qkv())
+                assert calls == {"get_kernel_for": 5, "launch": 6}, calls
+    finally:
+        for name, original in wrapped.items():
+            setattr(attnc.Context, name, original)
+
+
 # --- row kernels: validate_rows through attnc_row_validate_json -------------
 
 
