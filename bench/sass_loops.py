@@ -91,6 +91,16 @@ def loops(sass):
     return insns, found
 
 
+def kv_loop(sass):
+    """The attention KV loop of a kernel's SASS: the smallest loop that
+    issues wgmmas and a tile's exponentials (HGMMA, >= 16 MUFU; an item loop
+    around it issues the peeled first tile's too). None without one."""
+    _, found = loops(sass)
+    bodies = [body for _, _, body in found
+              if count(body, "HGMMA") and count(body, "MUFU") >= 16]
+    return min(bodies, key=len) if bodies else None
+
+
 def count(body, kind):
     return sum(1 for t in body if re.search(rf"(^|\s|\}}){kind}\b", t))
 

@@ -41,13 +41,10 @@ def kv_loop(attnc, ptxas, nvdisasm, d, causal, tmp):
     cmd = [attnc, "emit", "--head-dim", str(d), "--arch", "sm_90a", "--emit", "ptx",
            "-o", ptx] + (["--causal"] if causal else [])
     subprocess.run(cmd, check=True, capture_output=True)
-    _, found = sass_loops.loops(sass_loops.disassemble(ptx, "sm_90a", nvdisasm, ptxas))
-    # The KV loop: the smallest loop with wgmmas and a tile's exponentials.
-    bodies = [body for _, _, body in found
-              if sass_loops.count(body, "HGMMA") and sass_loops.count(body, "MUFU") >= 16]
-    if not bodies:
+    body = sass_loops.kv_loop(sass_loops.disassemble(ptx, "sm_90a", nvdisasm, ptxas))
+    if body is None:
         sys.exit(f"FAIL: no KV loop (HGMMA and >= 16 MUFU) in {ptx}")
-    return min(bodies, key=len)
+    return body
 
 
 def main():

@@ -42,16 +42,10 @@ def kv_loop(attnc, ptxas, nvdisasm, d, causal, epilogue, tmp, extra=()):
     if causal:
         cmd.append("--causal")
     subprocess.run(cmd, check=True, capture_output=True)
-    sass = sass_loops.disassemble(ptx, "sm_90a", nvdisasm, ptxas)
-    _, found = sass_loops.loops(sass)
-    # The KV loop: one tile's wgmmas (Q·Kᵀ: D / 16 k-steps; P·V: 128 / 16
-    # at the default 128x128 tiles), the smallest loop that issues exactly
-    # those (the item loop around it issues the peeled first tile's too).
-    per_tile = d // 16 + 128 // 16
-    bodies = [body for _, _, body in found if sass_loops.count(body, "HGMMA") == per_tile]
-    if not bodies:
-        sys.exit(f"FAIL: no loop with {per_tile} HGMMA in {ptx}")
-    return min(bodies, key=len)
+    body = sass_loops.kv_loop(sass_loops.disassemble(ptx, "sm_90a", nvdisasm, ptxas))
+    if body is None:
+        sys.exit(f"FAIL: no KV loop (HGMMA and >= 16 MUFU) in {ptx}")
+    return body
 
 
 def main():
