@@ -147,11 +147,10 @@ def context(device_index):
         return ctx
 
 
-def _plan(ctx, q, k, dtype, device, arch, causal, window, softcap, scale,
-          return_lse, block_m, block_n):
-    """(kernel, None) for a call: its spec, then the runtime's kernel for
-    the spec at this size (the tuning database's config when it has one);
-    the workspace size is asked for with the call's descriptors."""
+def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
+                scale, return_lse, block_m, block_n):
+    """The runtime's kernel for a call: for its spec at its size (the
+    tuning database's config when it has one)."""
     import torch
 
     if arch is None:
@@ -160,10 +159,9 @@ def _plan(ctx, q, k, dtype, device, arch, causal, window, softcap, scale,
                      window=window, softcap=softcap, scale=scale,
                      return_lse=return_lse, block_m=block_m, block_n=block_n)
     # (Empty shapes look up as size 1: the runtime wants sizes >= 1.)
-    kernel = ctx.get_kernel_for(spec, max(int(q.shape[0]), 1),
-                                max(int(q.shape[1]), 1),
-                                max(int(k.shape[1]), 1))
-    return kernel, None
+    return ctx.get_kernel_for(spec, max(int(q.shape[0]), 1),
+                              max(int(q.shape[1]), 1),
+                              max(int(k.shape[1]), 1))
 
 
 def attention(q, k, v, *, causal=False, window=None, softcap=None,
@@ -191,12 +189,6 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
             plan = _plans.get(plan_key)
         except TypeError:  # an unhashable option: no plan, the long way
             plan_key, plan = None, None
-        if plan is None:
-            plan = _plan(ctx, q, k, dtype, device, arch, causal, window,
-                         softcap, scale, return_lse, block_m, block_n)
-            if plan_key is not None:
-                _plans[plan_key] = plan
-        kernel, need = plan
         o = torch.empty_like(q)
         lse = None
         if return_lse:
@@ -205,10 +197,14 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
         stream = torch.cuda.current_stream(device).cuda_stream
         descs = (describe(q), describe(k), describe(v), describe(o),
                  None if lse is None else describe_lse(lse))
-        if need is None:  # asked once per plan, with real arguments
-            need = ctx.workspace_size(kernel, *descs)
+        if plan is None:
+            kernel = _kernel_for(ctx, q, k, dtype, device, arch, causal,
+                                 window, softcap, scale, return_lse, block_m,
+                                 block_n)
+            plan = (kernel, ctx.workspace_size(kernel, *descs))
             if plan_key is not None:
-                _plans[plan_key] = (kernel, need)
+                _plans[plan_key] = plan
+        kernel, need = plan
         workspace = None
         if need:
             wkey = (device.index, stream)
