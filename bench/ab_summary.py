@@ -6,7 +6,6 @@ run, then each variant's geometric mean over its runs per cell.
 
 Usage: ab_summary.py RUN.md [RUN.md ...]
 """
-import collections
 import math
 import os
 import re

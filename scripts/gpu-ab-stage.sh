@@ -5,7 +5,7 @@
 # Build each variant (a commit, or the environment given after NAME, e.g. an
 # emitter switch under test), stage it, then carry .gpu-ab with .gpu-pack.
 #   scripts/gpu-ab-stage.sh base
-#   scripts/gpu-ab-stage.sh arms ATTNC_X_ARMS=1
+#   scripts/gpu-ab-stage.sh new SOME_EMITTER_SWITCH=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${ATTNC_BUILD_DIR:-build}

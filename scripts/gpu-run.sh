@@ -167,14 +167,13 @@ step ncu-prefill-cudnn timeout 300 bash -c "for c in '' --causal; do $ncu_bin --
 # $ATTNC_SOURCE_VARIANTS: names of .gpu-ab variants (gpu-ab-stage.sh) to
 # profile the same way.
 ncu_src='--clock-control none --section SourceCounters --section WarpStateStats --page source --print-source sass --csv'
-step ncu-prefill-source timeout 300 bash -c "$ncu_bin $ncu_src -k regex:attention \
-  --launch-skip 3 --launch-count 1 $stage/bin/attnc-bench --bundle $stage/bundle \
-  --heads 16 --kv-heads 16 --head-dim 128 --batch 4 --seq-len 4096 --arch sm_90a \
-  --reps 2 >$logs/source-attnc.csv; for v in \${ATTNC_SOURCE_VARIANTS:-}; do $ncu_bin $ncu_src \
-  -k regex:attention --launch-skip 3 --launch-count 1 $stage/bin/attnc-bench --bundle .gpu-ab/\$v/bundle \
-  --heads 16 --kv-heads 16 --head-dim 128 --batch 4 --seq-len 4096 --arch sm_90a --reps 2 \
-  >$logs/source-attnc-\$v.csv; done; $ncu_bin $ncu_src -k regex:sdpa --launch-skip 3 \
-  --launch-count 1 python3 bench/ncu_fa2.py --cudnn >$logs/source-cudnn.csv; \
+step ncu-prefill-source timeout 300 bash -c "for v in '' \${ATTNC_SOURCE_VARIANTS:-}; do \
+  bundle=$stage/bundle; [ -z \"\$v\" ] || bundle=.gpu-ab/\$v/bundle; \
+  $ncu_bin $ncu_src -k regex:attention --launch-skip 3 --launch-count 1 \
+  $stage/bin/attnc-bench --bundle \$bundle --heads 16 --kv-heads 16 --head-dim 128 \
+  --batch 4 --seq-len 4096 --arch sm_90a --reps 2 >$logs/source-attnc\${v:+-\$v}.csv; done; \
+  $ncu_bin $ncu_src -k regex:sdpa --launch-skip 3 --launch-count 1 \
+  python3 bench/ncu_fa2.py --cudnn >$logs/source-cudnn.csv; \
   python3 bench/ncu_source_stalls.py --top 60 $logs/source-*.csv"
 # Issue #7: where cuDNN's decode reads faster than the split kernel. The
 # same row (B=16 L=32k) through both, memory sections and DRAM bytes.

@@ -20,14 +20,11 @@ Usage: sass_pv_wait_test.py ATTNC PTXAS
 """
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-import sass_loops  # noqa: E402
+from kv_loop_sass import SKIP, emitted_kv_loop, find_nvdisasm, sass_loops
 
-SKIP = 77
 VARIANTS = ((128, False), (128, True), (256, False), (256, True), (192, True))
 # R2UR per tile of the KV loop with the uniform datapath (session 19): 16 at
 # D128, 32 at D256 (the D-dependent wgmma descriptors); more means ptxas
@@ -36,27 +33,16 @@ R2UR_MAX = {128: 16, 192: 24, 256: 32}
 PV_WAIT = re.compile(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*0x0")
 
 
-def kv_loop(attnc, ptxas, nvdisasm, d, causal, tmp):
-    ptx = os.path.join(tmp, f"d{d}{'c' if causal else ''}.ptx")
-    cmd = [attnc, "emit", "--head-dim", str(d), "--arch", "sm_90a", "--emit", "ptx",
-           "-o", ptx] + (["--causal"] if causal else [])
-    subprocess.run(cmd, check=True, capture_output=True)
-    body = sass_loops.kv_loop(sass_loops.disassemble(ptx, "sm_90a", nvdisasm, ptxas))
-    if body is None:
-        sys.exit(f"FAIL: no KV loop (HGMMA and >= 16 MUFU) in {ptx}")
-    return body
-
-
 def main():
     attnc, ptxas = sys.argv[1], sys.argv[2]
-    nvdisasm = sass_loops.find_nvdisasm(None, required=False)
+    nvdisasm = find_nvdisasm()
     if not nvdisasm:
-        print("skipped: nvdisasm not found (pip install nvidia-cuda-nvdisasm)")
         return SKIP
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for d, causal in VARIANTS:
-            body = kv_loop(attnc, ptxas, nvdisasm, d, causal, tmp)
+            ptx = os.path.join(tmp, f"d{d}{'c' if causal else ''}.ptx")
+            body = emitted_kv_loop(attnc, ptxas, nvdisasm, ptx, d, causal)
             waits = [i for i, t in enumerate(body) if PV_WAIT.search(t)]
             exps = [i for i, t in enumerate(body) if re.search(r"MUFU\.EX2", t)]
             r2ur = sass_loops.count(body, "R2UR")

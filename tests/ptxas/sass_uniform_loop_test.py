@@ -20,14 +20,11 @@ reports itself skipped (exit 77).
 Usage: sass_uniform_loop_test.py ATTNC PTXAS
 """
 import os
-import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-import sass_loops  # noqa: E402
+from kv_loop_sass import SKIP, emitted_kv_loop, find_nvdisasm, sass_loops
 
-SKIP = 77
 # (head dim, causal): the causal ones are where it broke; D128 without the
 # mask is the default that must not regress either.
 VARIANTS = ((128, True), (64, True), (128, False))
@@ -37,22 +34,14 @@ SLACK = 8  # instructions: the two kernels' loops may differ by a few moves
 def kv_loop(attnc, ptxas, nvdisasm, d, causal, epilogue, tmp, extra=()):
     tag = "".join(extra).replace("-", "")
     ptx = os.path.join(tmp, f"d{d}{'c' if causal else ''}-{epilogue}{tag}.ptx")
-    cmd = [attnc, "emit", "--head-dim", str(d), "--arch", "sm_90a", "--emit", "ptx",
-           "--grid", "persistent", "--epilogue", epilogue, "-o", ptx, *extra]
-    if causal:
-        cmd.append("--causal")
-    subprocess.run(cmd, check=True, capture_output=True)
-    body = sass_loops.kv_loop(sass_loops.disassemble(ptx, "sm_90a", nvdisasm, ptxas))
-    if body is None:
-        sys.exit(f"FAIL: no KV loop (HGMMA and >= 16 MUFU) in {ptx}")
-    return body
+    return emitted_kv_loop(attnc, ptxas, nvdisasm, ptx, d, causal,
+                           ("--grid", "persistent", "--epilogue", epilogue, *extra))
 
 
 def main():
     attnc, ptxas = sys.argv[1], sys.argv[2]
-    nvdisasm = sass_loops.find_nvdisasm(None, required=False)
+    nvdisasm = find_nvdisasm()
     if not nvdisasm:
-        print("skipped: nvdisasm not found (pip install nvidia-cuda-nvdisasm)")
         return SKIP
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
