@@ -268,7 +268,7 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
     elementBits = op.getElementType().getIntOrFloatBitWidth();
   });
   TileOptions tile = defaultTileOptions(
-      GPUMapping::MMA, headDim, attentionMasksOf(*module), spec.tuning.blockM,
+      GPUMapping::MMA, headDim, attentionVariantOf(*module), spec.tuning.blockM,
       spec.tuning.blockN, spec.tuning.warps, spec.tuning.stages,
       // a forced mma.sync takes its tiles
       spec.tuning.mapping == "mma" ? std::string() : spec.arch);

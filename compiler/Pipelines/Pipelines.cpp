@@ -20,20 +20,21 @@
 
 using namespace mlir;
 
-attnc::AttentionMasks attnc::attentionMasksOf(ModuleOp module) {
-  AttentionMasks masks;
+attnc::AttentionVariant attnc::attentionVariantOf(ModuleOp module) {
+  AttentionVariant masks;
   module.walk([&](attn::AttentionOp op) {
     masks.causal = op.getCausal();
     auto window = op.getWindowAttr();
     masks.windowLeft = window ? window.getLeft() : -1;
     masks.windowRight = window ? window.getRight() : -1;
+    masks.softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
   });
   return masks;
 }
 
 attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
                                              int64_t headDim,
-                                             const AttentionMasks &masks,
+                                             const AttentionVariant &masks,
                                              int64_t blockM, int64_t blockN,
                                              int64_t warps, int64_t stages,
                                              const std::string &arch) {
@@ -47,6 +48,7 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
     spec.causal = masks.causal;
     spec.windowLeft = masks.windowLeft;
     spec.windowRight = masks.windowRight;
+    spec.softcap = masks.softcap;
     spec.arch = arch.empty() ? "sm_80" : arch;
     TuningConfig h = heuristicTuning(spec);
     t.blockM = h.blockM;

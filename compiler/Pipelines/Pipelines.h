@@ -58,19 +58,21 @@ enum class GPUMapping { MMA, SIMT, WGMMA };
 /// `stages` sets the wgmma mapping's K/V ring depth (default 2). `arch` is
 /// the target the tiles are for: "sm_90a" takes the wgmma tiles where they
 /// apply; anything else (and "" for a forced mma.sync) the mma.sync ones.
-/// The masks of an attention that bear on its tiles (registers of the
-/// masked tiles' branch): causal, and the window's bounds (-1: unbounded).
-struct AttentionMasks {
+/// What of an attention bears on its tiles besides the head dim (registers
+/// of the masked tiles' branch and of the soft-cap's tanh): causal, the
+/// window's bounds (-1: unbounded) and the soft-cap (0: none).
+struct AttentionVariant {
   bool causal = false;
   int64_t windowLeft = -1, windowRight = -1;
+  double softcap = 0.0;
 };
-/// The masks of the (last) attn.attention in `module`; none without one.
-AttentionMasks attentionMasksOf(mlir::ModuleOp module);
+/// The variant of the (last) attn.attention in `module`; none without one.
+AttentionVariant attentionVariantOf(mlir::ModuleOp module);
 
 TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim,
-                               const AttentionMasks &masks, int64_t blockM = 0,
-                               int64_t blockN = 0, int64_t warps = 0,
-                               int64_t stages = 0,
+                               const AttentionVariant &masks,
+                               int64_t blockM = 0, int64_t blockN = 0,
+                               int64_t warps = 0, int64_t stages = 0,
                                const std::string &arch = "");
 
 /// attn (graph level) -> tile (kernel level).

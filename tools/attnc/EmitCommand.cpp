@@ -319,7 +319,7 @@ int runEmit(EmitOptions &o) {
   }
   const bool rows = hasRowOps(*module);
   bool decodeModule = hasDecode(*module);
-  const AttentionMasks masks = attentionMasksOf(*module);
+  const AttentionVariant masks = attentionVariantOf(*module);
   TileOptions tile = defaultTileOptions(
       o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
       headDimOf(*module), masks, o.blockM, o.blockN, o.warps, o.stages,
