@@ -157,12 +157,12 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
     // 733 / 595, but it spills); D192 takes D256's tiles.
     // D64: 192 query rows (three consumer warpgroups) by 128 keys, as
     // FlashAttention-3 does: a D64 tile's GEMMs are half a D128 tile's, so
-    // two warpgroups' softmax no longer hides under the other's GEMMs; a
+    // one warpgroup's softmax no longer hides under the other's GEMMs; a
     // third keeps the tensor cores fed. H100, session 20 (attnc-tune-run,
     // B4 S4k / B1 S16k causal): 525 / 472-531 TFLOP/s against 461 / 462 at
-    // 128x128 (bench/NOTES-hopper.md "Session 20"). Not with a soft-cap:
-    // its tanh needs more than the 160 registers three consumer
-    // warpgroups can have, and it spills.
+    // 128x128; beside cuDNN 0.96x / 0.98x -> 1.07-1.09x (bench/NOTES-hopper.md
+    // "Session 20"). Not with a soft-cap: its tanh needs more than the 160
+    // registers three consumer warpgroups can have, and it spills.
     t.blockM = spec.headDim == 64 && spec.softcap == 0.0 ? 192 : 128;
     t.blockN = spec.headDim <= 128 ? 128 : 64;
     t.stages = 2;
