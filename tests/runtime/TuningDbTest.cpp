@@ -220,10 +220,23 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
       chooseTuning(nullptr, "NVIDIA A100", d256, {1, 4096, 4096}).tuning;
   CHECK(h256Ampere.blockN == 32);
   CHECK(h256Ampere.epilogue.empty()); // mma.sync: no kv_sync, no epilogue knob
+  // D64 on sm_90a: three consumer warpgroups (192 rows) by 128 keys, except
+  // with a soft-cap, whose tanh would spill at their 160 registers.
   KernelSpec d64 = s;
   d64.headDim = 64;
-  CHECK(chooseTuning(nullptr, "NVIDIA H200", d64, {1, 4096, 4096})
-            .tuning.blockN == 128);
+  TuningConfig h64 =
+      chooseTuning(nullptr, "NVIDIA H200", d64, {1, 4096, 4096}).tuning;
+  CHECK(h64.blockM == 192);
+  CHECK(h64.blockN == 128);
+  CHECK(h64.kvSync == "tma");
+  d64.softcap = 30.0;
+  TuningConfig h64Softcap =
+      chooseTuning(nullptr, "NVIDIA H200", d64, {1, 4096, 4096}).tuning;
+  CHECK(h64Softcap.blockM == 128);
+  CHECK(h64Softcap.blockN == 128);
+  named = d64;
+  named.tuning = h64;
+  CHECK(validateSpec(named).isOk());
 
   KernelSpec pinned = s;
   pinned.tuning.blockN = 16;
