@@ -21,20 +21,21 @@
 using namespace mlir;
 
 attnc::AttentionVariant attnc::attentionVariantOf(ModuleOp module) {
-  AttentionVariant masks;
+  AttentionVariant variant;
   module.walk([&](attn::AttentionOp op) {
-    masks.causal = op.getCausal();
+    variant.causal = op.getCausal();
     auto window = op.getWindowAttr();
-    masks.windowLeft = window ? window.getLeft() : -1;
-    masks.windowRight = window ? window.getRight() : -1;
-    masks.softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
+    variant.windowLeft = window ? window.getLeft() : -1;
+    variant.windowRight = window ? window.getRight() : -1;
+    variant.softcap =
+        op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
   });
-  return masks;
+  return variant;
 }
 
 attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
                                              int64_t headDim,
-                                             const AttentionVariant &masks,
+                                             const AttentionVariant &variant,
                                              int64_t blockM, int64_t blockN,
                                              int64_t warps, int64_t stages,
                                              const std::string &arch) {
@@ -45,10 +46,10 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
   } else { // the runtime's heuristic, so that both sides agree
     KernelSpec spec;
     spec.headDim = headDim;
-    spec.causal = masks.causal;
-    spec.windowLeft = masks.windowLeft;
-    spec.windowRight = masks.windowRight;
-    spec.softcap = masks.softcap;
+    spec.causal = variant.causal;
+    spec.windowLeft = variant.windowLeft;
+    spec.windowRight = variant.windowRight;
+    spec.softcap = variant.softcap;
     spec.arch = arch.empty() ? "sm_80" : arch;
     TuningConfig h = heuristicTuning(spec);
     t.blockM = h.blockM;

@@ -70,7 +70,7 @@ struct AttentionVariant {
 AttentionVariant attentionVariantOf(mlir::ModuleOp module);
 
 TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim,
-                               const AttentionVariant &masks,
+                               const AttentionVariant &variant,
                                int64_t blockM = 0, int64_t blockN = 0,
                                int64_t warps = 0, int64_t stages = 0,
                                const std::string &arch = "");

@@ -319,10 +319,10 @@ int runEmit(EmitOptions &o) {
   }
   const bool rows = hasRowOps(*module);
   bool decodeModule = hasDecode(*module);
-  const AttentionVariant masks = attentionVariantOf(*module);
+  const AttentionVariant variant = attentionVariantOf(*module);
   TileOptions tile = defaultTileOptions(
       o.mapping == "simt" ? GPUMapping::SIMT : GPUMapping::MMA,
-      headDimOf(*module), masks, o.blockM, o.blockN, o.warps, o.stages,
+      headDimOf(*module), variant, o.blockM, o.blockN, o.warps, o.stages,
       o.mapping == "auto" || o.mapping == "wgmma" ? o.arch : std::string());
   if (decodeModule) { // one warp per 16 packed query rows and key warp
     tile = TileOptions{};
@@ -374,7 +374,7 @@ int runEmit(EmitOptions &o) {
     } else {
       MappingChoice choice = chooseTensorCoreMapping(
           o.arch, headDimOf(*module), elementBitsOf(*module), tile,
-          /*leftWindow=*/masks.windowLeft >= 0);
+          /*leftWindow=*/variant.windowLeft >= 0);
       if (decodeModule) {
         choice.mapping = GPUMapping::MMA;
         choice.why = "decode's split-KV kernels have no wgmma mapping yet";
