@@ -5,6 +5,7 @@
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Attn/IR/AttnDialect.h"
 #include "dialects/Tile/IR/TileDialect.h"
+#include "dialects/TileGPU/IR/TileGPUDialect.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
@@ -44,7 +45,7 @@
 #include "mlir/Transforms/Passes.h"
 
 void attnc::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<attn::AttnDialect, tile::TileDialect,
+  registry.insert<attn::AttnDialect, tile::TileDialect, tgpu::TgpuDialect,
                   mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
                   mlir::func::FuncDialect, mlir::gpu::GPUDialect,
                   mlir::LLVM::LLVMDialect, mlir::math::MathDialect,

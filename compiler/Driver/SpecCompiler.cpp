@@ -289,24 +289,37 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   // The wgmma mapping's own knobs, the KV loop's synchronisation and the
   // rescale (only that mapping has them, so a spec naming one must get that
   // mapping; kv_sync "barrier" aside, which mma.sync does anyway).
-  struct WGMMAKnob {
-    const char *name;
-    const std::string &value;
-    std::string &into;
-    bool anyMapping;
+  auto wgmmaKnob = [&](const char *name, const std::string &value,
+                       bool anyMapping) -> std::optional<std::string> {
+    if (!value.empty() && !anyMapping && choice.mapping != GPUMapping::WGMMA)
+      return "tuning." + std::string(name) + " \"" + value +
+             "\" needs the wgmma mapping, but " + std::string(choice.name) +
+             " was chosen: " + choice.why;
+    return std::nullopt;
   };
-  for (WGMMAKnob k :
-       {WGMMAKnob{"kv_sync", spec.tuning.kvSync, tile.kvSync,
-                  spec.tuning.kvSync == "barrier"},
-        WGMMAKnob{"rescale", spec.tuning.rescale, tile.rescale, false}}) {
-    if (k.value.empty())
-      continue;
-    if (!k.anyMapping && choice.mapping != GPUMapping::WGMMA)
-      return fail("tuning." + std::string(k.name) + " \"" + k.value +
-                  "\" needs the wgmma mapping, but " +
-                  std::string(choice.name) + " was chosen: " + choice.why);
-    k.into = k.value;
+  if (auto err = wgmmaKnob("kv_sync", spec.tuning.kvSync,
+                           spec.tuning.kvSync == "barrier"))
+    return fail(*err);
+  if (auto err = wgmmaKnob("rescale", spec.tuning.rescale, false))
+    return fail(*err);
+  if (!spec.tuning.kvSync.empty()) {
+    std::optional<tgpu::KVSync> sync =
+        tgpu::symbolizeKVSync(spec.tuning.kvSync);
+    if (!sync)
+      return fail("tuning.kv_sync \"" + spec.tuning.kvSync +
+                  "\" is not barrier, mbarrier, producer, pingpong or tma");
+    tile.kvSync = *sync;
   }
+  if (!spec.tuning.rescale.empty()) {
+    std::optional<tgpu::Rescale> rescale =
+        tgpu::symbolizeRescale(spec.tuning.rescale);
+    if (!rescale)
+      return fail("tuning.rescale \"" + spec.tuning.rescale +
+                  "\" is not threshold or exact");
+    tile.rescale = *rescale;
+  }
+  const bool tmaSchedule = tile.kvSync == tgpu::KVSync::tma;
+  const std::string kvSyncName = tgpu::stringifyKVSync(tile.kvSync).str();
   // The grid: "persistent" needs the wgmma mapping on the tma schedule (the
   // only one with persistent CTAs, so kv_sync unset must resolve to tma:
   // block_m >= 128); "tiles" one block per item; unset, defaultTileOptions'
@@ -315,21 +328,21 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
     if (choice.mapping != GPUMapping::WGMMA)
       return fail("tuning.grid \"persistent\" needs the wgmma mapping, but " +
                   std::string(choice.name) + " was chosen: " + choice.why);
-    if (tile.kvSync != "tma")
+    if (!tmaSchedule)
       return fail("tuning.grid \"persistent\" needs kv_sync \"tma\" (only "
                   "the TMA schedule has persistent CTAs), but kv_sync is \"" +
-                  tile.kvSync + "\"" +
+                  kvSyncName + "\"" +
                   (spec.tuning.kvSync.empty()
                        ? " (the default at block_m " +
                              std::to_string(tile.blockM) +
                              "; tma needs block_m >= 128)"
                        : std::string()));
-    tile.persistent = true;
+    tile.grid = tgpu::Grid::persistent;
   } else if (spec.tuning.grid == "tiles") {
-    tile.persistent = false;
+    tile.grid = tgpu::Grid::tiles;
   }
-  tile.persistent = tile.persistent && choice.mapping == GPUMapping::WGMMA &&
-                    tile.kvSync == "tma";
+  if (choice.mapping != GPUMapping::WGMMA || !tmaSchedule)
+    tile.grid = tgpu::Grid::tiles;
   // The epilogue: "tma" needs the wgmma mapping on the tma schedule (the
   // only one with O's tensor map), as the persistent grid does; "registers"
   // any schedule (and mma.sync's epilogue anyway, as "tiles" is its grid);
@@ -339,26 +352,26 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
     if (choice.mapping != GPUMapping::WGMMA)
       return fail("tuning.epilogue \"tma\" needs the wgmma mapping, but " +
                   std::string(choice.name) + " was chosen: " + choice.why);
-    if (tile.kvSync != "tma")
+    if (!tmaSchedule)
       return fail("tuning.epilogue \"tma\" needs kv_sync \"tma\" (only "
                   "the TMA schedule stores O by TMA), but kv_sync is \"" +
-                  tile.kvSync + "\"" +
+                  kvSyncName + "\"" +
                   (spec.tuning.kvSync.empty()
                        ? " (the default at block_m " +
                              std::to_string(tile.blockM) +
                              "; tma needs block_m >= 128)"
                        : std::string()));
-    tile.epilogue = "tma";
+    tile.epilogue = tgpu::Epilogue::tma;
   } else if (spec.tuning.epilogue == "registers") {
-    tile.epilogue = "registers";
+    tile.epilogue = tgpu::Epilogue::registers;
   }
-  if (choice.mapping != GPUMapping::WGMMA || tile.kvSync != "tma")
-    tile.epilogue = "registers";
+  if (choice.mapping != GPUMapping::WGMMA || !tmaSchedule)
+    tile.epilogue = tgpu::Epilogue::registers;
   // The default's TMA store where it fits and pays (tmaEpilogueByDefault).
-  if (spec.tuning.epilogue.empty() && tile.epilogue == "tma" &&
+  if (spec.tuning.epilogue.empty() && tile.epilogue == tgpu::Epilogue::tma &&
       !wgmma::tmaEpilogueByDefault(spec.headDim, tile.blockM, tile.blockN,
-                                   tile.kvStages, tile.persistent))
-    tile.epilogue = "registers";
+                                   tile.kvStages, tile.persistent()))
+    tile.epilogue = tgpu::Epilogue::registers;
   CompiledKernel out;
   ATTNC_ASSIGN_OR_RETURN(out.ptx,
                          session.lowerToPTX(*module, [&](OpPassManager &pm) {
@@ -376,26 +389,26 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   meta.mapping = choice.name;
   meta.mappingWhy = choice.why;
   if (choice.mapping == GPUMapping::WGMMA)
-    meta.mappingWhy += "; kv_sync " + tile.kvSync + ", rescale " +
-                       tile.rescale + ", grid " +
-                       (tile.persistent ? "persistent" : "tiles") +
-                       ", epilogue " + tile.epilogue;
+    meta.mappingWhy += "; kv_sync " + kvSyncName + ", rescale " +
+                       tgpu::stringifyRescale(tile.rescale).str() + ", grid " +
+                       tgpu::stringifyGrid(tile.grid).str() + ", epilogue " +
+                       tgpu::stringifyEpilogue(tile.epilogue).str();
   // Persistent: the same parameters, another grid (LaunchABI.h).
   meta.gridRule =
-      tile.persistent ? kAttentionFwdPersistentRule : kAttentionFwdRule;
+      tile.persistent() ? kAttentionFwdPersistentRule : kAttentionFwdRule;
   meta.blockM = tile.blockM;
   meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers
   meta.params = attentionFwdV1Params();
   // kv_sync "tma": the tensor maps the mapping appended (q_tmap, k_tmap,
   // v_tmap), each for boxes of the kernel's tile rows.
-  if (choice.mapping == GPUMapping::WGMMA && tile.kvSync == "tma")
+  if (choice.mapping == GPUMapping::WGMMA && tmaSchedule)
     for (const char *name : kAttentionTensorMapParams)
       meta.params.push_back(
           {name, ParamKind::TensorMap,
            name == kAttentionTensorMapParams[0] ? tile.blockM : tile.blockN});
   // epilogue "tma": O's tensor map after those (the mapping appends it
   // after v_tmap), boxes of one consumer warpgroup's rows.
-  if (tile.epilogue == "tma")
+  if (tile.epilogue == tgpu::Epilogue::tma)
     meta.params.push_back({kAttentionOutputTensorMapParam, ParamKind::TensorMap,
                            kAttentionOutputTensorMapBoxRows});
   // Persistent blocks over items of equal KV length: the stream-K tail's

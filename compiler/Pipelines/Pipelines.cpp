@@ -61,22 +61,27 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
     // The heuristic's wgmma schedule where the tiles allow it (tma and
     // pingpong need two consumer warpgroups); the mbarrier rings otherwise.
     if (!h.kvSync.empty() && (blockM > 0 ? blockM : h.blockM) >= 128)
-      t.kvSync = h.kvSync;
+      if (auto sync = tgpu::symbolizeKVSync(h.kvSync))
+        t.kvSync = *sync;
     // The heuristic's grid (the one place its default is chosen): persistent
     // CTAs exist on the tma schedule only, and by default where the item
     // loop's registers fit beside the tiles' (requested tiles included).
-    t.persistent =
-        h.grid == "persistent" && t.kvSync == "tma" &&
-        wgmma::persistentFits(headDim, blockN > 0 ? blockN : h.blockN);
+    const bool tma = t.kvSync == tgpu::KVSync::tma;
+    t.grid =
+        h.grid == "persistent" && tma &&
+                wgmma::persistentFits(headDim, blockN > 0 ? blockN : h.blockN)
+            ? tgpu::Grid::persistent
+            : tgpu::Grid::tiles;
     // The heuristic's epilogue, likewise: the TMA store of O exists on the
     // tma schedule only.
-    t.epilogue = h.epilogue == "tma" && t.kvSync == "tma" ? "tma" : "registers";
+    t.epilogue = h.epilogue == "tma" && tma ? tgpu::Epilogue::tma
+                                            : tgpu::Epilogue::registers;
   }
   // The rescale threshold pays where the unit-rescale skip applies (head
   // dim 128 and more): H200 D256 S4k +4.4% / +7.9% (causal), D128 0 / +1%;
   // at D64, where O's multiplies are never skipped, it cost 1.2-1.5%
   // (bench/NOTES-hopper.md, session 8).
-  t.rescale = headDim >= 128 ? "threshold" : "exact";
+  t.rescale = headDim >= 128 ? tgpu::Rescale::threshold : tgpu::Rescale::exact;
   if (blockM > 0)
     t.blockM = blockM;
   if (blockN > 0)
@@ -179,14 +184,17 @@ void attnc::buildMMAPipeline(OpPassManager &pm, const TileOptions &options) {
 }
 
 void attnc::buildWGMMAPipeline(OpPassManager &pm, const TileOptions &options) {
-  MapTileToWGMMAOptions wgmma;
-  wgmma.kvStages = options.kvStages;
-  wgmma.kvSync = options.kvSync;
-  wgmma.rescale = options.rescale;
-  wgmma.persistent = options.persistent;
-  wgmma.streamK = options.streamK;
-  wgmma.epilogue = options.epilogue;
-  pm.addPass(createMapTileToWGMMA(wgmma));
+  // The schedule and every tile's layout, recorded in the IR before the
+  // mapping reads them.
+  AssignLayoutsOptions layouts;
+  layouts.kvStages = options.kvStages;
+  layouts.kvSync = options.kvSync;
+  layouts.rescale = options.rescale;
+  layouts.grid = options.grid;
+  layouts.streamK = options.streamK;
+  layouts.epilogue = options.epilogue;
+  pm.addPass(createAssignLayouts(layouts));
+  pm.addPass(createMapTileToWGMMA());
   addGPUToNVVM(pm);
   // kv-sync=tma: the tensor-map parameters by value (grid constants); the
   // GPU-to-NVVM conversion above drops argument attributes, so after it.

@@ -2,6 +2,7 @@
 #ifndef ATTNC_COMPILER_PIPELINES_PIPELINES_H
 #define ATTNC_COMPILER_PIPELINES_PIPELINES_H
 
+#include "dialects/TileGPU/IR/TileGPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -20,31 +21,22 @@ struct TileOptions {
   // mma.sync mapping, decode split kernel: warps along the keys of each
   // K/V tile (MapTileToMMA's decode-key-warps).
   int64_t decodeKeyWarps = 1;
-  // wgmma mapping: tiles in each of the K and V shared-memory rings, and
-  // how they are synchronised ("mbarrier", the default: per-stage
-  // full/empty mbarriers, 2-11% faster on the H200 (bench/NOTES-hopper.md);
-  // "barrier": one CTA barrier per tile).
+  // wgmma mapping: the kernel's schedule, recorded on it by
+  // attnc-assign-layouts as #tgpu.wgmma_schedule (see its description):
+  // tiles in each of the K and V shared-memory rings and how they are
+  // synchronised, when O is rescaled (defaultTileOptions: threshold from head
+  // dim 128), one block per item or persistent blocks (kv_sync tma only;
+  // defaultTileOptions takes heuristicTuning's grid), the stream-K tail of
+  // persistent blocks over items of equal KV length, and how O is written
+  // (tma: kv_sync tma only; defaultTileOptions takes heuristicTuning's
+  // epilogue where the schedule is tma).
   int64_t kvStages = 2;
-  std::string kvSync = "mbarrier";
-  // wgmma mapping: when O is rescaled as a row's running max grows
-  // ("threshold": past 2^8, FlashAttention-4's; "exact": at every growth;
-  // defaultTileOptions: threshold from head dim 128).
-  std::string rescale = "threshold";
-  // wgmma mapping, kv-sync "tma" only: persistent CTAs (grid rule
-  // attention_fwd_persistent_v1: min(work items, SMs) blocks, each looping
-  // over the (query tile, head, batch) items) instead of one block per item
-  // (attention_fwd_v1). defaultTileOptions takes heuristicTuning's grid
-  // (tiles, i.e. false, until the GPU A/B).
-  bool persistent = false;
-  // wgmma mapping, persistent CTAs over items of equal KV length: the
-  // stream-K tail (a workspace parameter; MapTileToWGMMA's stream-k).
+  tgpu::KVSync kvSync = tgpu::KVSync::mbarrier;
+  tgpu::Rescale rescale = tgpu::Rescale::threshold;
+  tgpu::Grid grid = tgpu::Grid::tiles;
   bool streamK = true;
-  // wgmma mapping: how O is written, "registers" (each thread stores its
-  // accumulator fragments) or "tma" (kv-sync "tma" only: each consumer
-  // warpgroup stages its 64 rows in shared memory and one thread stores them
-  // by TMA from the o_tmap tensor-map parameter). defaultTileOptions takes
-  // heuristicTuning's epilogue where the schedule is tma.
-  std::string epilogue = "registers";
+  tgpu::Epilogue epilogue = tgpu::Epilogue::registers;
+  bool persistent() const { return grid == tgpu::Grid::persistent; }
 };
 
 /// The GPU mapping a kernel is lowered with.

@@ -3,6 +3,7 @@
 #define ATTNC_COMPILER_TRANSFORMS_PASSES_H
 
 #include "dialects/Tile/IR/TileOps.h"
+#include "dialects/TileGPU/IR/TileGPUDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -145,69 +145,93 @@ def MapTileToMMA : Pass<"attnc-map-tile-to-mma", "mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
-def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
-  let summary = "Map tile kernels onto warpgroups with wgmma (sm_90a)";
+def AssignLayouts : Pass<"attnc-assign-layouts", "mlir::ModuleOp"> {
+  let summary = "Record the thread layout of every tile and each kernel's "
+                "schedule for the sm_90a wgmma mapping";
   let description = [{
-    The Hopper mapping: one warpgroup (128 threads) per 64 query rows; Q, K
-    and V tiles are staged by cp.async into 128-byte-swizzled shared memory
-    and read by `wgmma.mma_async` through matrix descriptors (QKᵀ:
-    `nvvm.wgmma.mma_async`, both operands in shared memory; P·V: the
-    register-A form, P converted in registers from the QKᵀ accumulator
-    layout, V N-major with the transpose bit). Accumulators, the online
-    softmax and the store use the m16n8 C layout each warp holds. Block:
-    2 · block_m threads (+ 128 for a producer warpgroup). Head dims 64 to
-    256, 16-bit inputs; other variants
-    are rejected with a diagnostic (the drivers fall back to mma.sync).
-    Schedule: K and V copied into rings of kv-stages tiles, kv-stages - 1
-    tiles ahead; the softmax of tile j runs under the P·V wgmma of tile
-    j - 1.
+    For each attention tile kernel: every tile's tensor type gets, as its
+    encoding, how the mapping will hold it (`#tgpu.wgmma` accumulators for
+    S, P and O, one warpgroup per 64 query rows; `#tgpu.row_stats` for the
+    running max and sum; `#tgpu.dot_operand` for P in 16 bits, the register
+    A operand of P·V; `#tgpu.shared` with the 128-byte swizzle in 64-column
+    blocks for Q, K and V), and the kernel gets its schedule as
+    `tgpu.schedule = #tgpu.wgmma_schedule<...>` from this pass's options.
+    `attnc-map-tile-to-wgmma` reads both; a choice that changes the code is
+    therefore in the IR, where a lit test or `attnc emit --emit` shows it.
+    The schedule's verifier rejects combinations no mapping has (persistent
+    blocks or the TMA epilogue without `kv-sync=tma`).
   }];
   let options = [
     Option<"kvStages", "kv-stages", "int64_t", /*default=*/"2",
            "Tiles in each of the K and V shared-memory rings (2-4)">,
-    Option<"kvSync", "kv-sync", "std::string", /*default=*/"\"mbarrier\"",
-           "How the rings are filled and synchronised: mbarrier (every "
-           "thread copies; per-stage full/empty mbarriers, warpgroups drift "
-           "apart; the pass's default: the drivers choose tma at block_m "
-           ">= 128), barrier (one CTA barrier per tile), "
-           "producer (warp specialisation: a producer warpgroup after the "
-           "consumers copies Q and the tiles, setmaxnreg moves its registers "
-           "to the consumers), pingpong (producer, and the consumer "
-           "warpgroups take turns issuing wgmma on named barriers) or tma "
-           "(pingpong whose producer is one thread issuing TMA copies of the "
-           "q_tmap/k_tmap/v_tmap tensor-map parameters)">,
-    Option<"rescale", "rescale", "std::string", /*default=*/"\"threshold\"",
-           "When O and the row sums are rescaled as a row's running max "
-           "grows: threshold (FlashAttention-4's: keep the old max until "
-           "the new one exceeds it by more than 8 in log2 units; exact, the "
-           "probabilities stay at most 2^8; the pass's default, the drivers "
-           "choose it from head dim 128) or exact (a new max whenever it "
-           "grows)">,
-    Option<"persistent", "persistent", "bool", /*default=*/"false",
-           "kv-sync=tma only: persistent CTAs (grid rule "
-           "attention_fwd_persistent_v1: min(work items, SMs) blocks, each "
-           "looping over the (query tile, head, batch) items w = blockIdx.x, "
-           "blockIdx.x + gridDim.x, ...; the barriers, the role split and "
-           "setmaxnreg once per block, so the producer loads the next item's "
-           "Q and K/V tiles under the current item's last tiles and "
-           "epilogue)">,
+    Option<"kvSync", "kv-sync", "::attnc::tgpu::KVSync",
+           /*default=*/"::attnc::tgpu::KVSync::mbarrier",
+           "How the rings are filled and synchronised",
+           [{::llvm::cl::values(
+             clEnumValN(::attnc::tgpu::KVSync::barrier, "barrier",
+                        "every thread copies; one CTA barrier per tile"),
+             clEnumValN(::attnc::tgpu::KVSync::mbarrier, "mbarrier",
+                        "every thread copies; per-stage full/empty "
+                        "mbarriers"),
+             clEnumValN(::attnc::tgpu::KVSync::producer, "producer",
+                        "a producer warpgroup copies (warp specialisation, "
+                        "setmaxnreg)"),
+             clEnumValN(::attnc::tgpu::KVSync::pingpong, "pingpong",
+                        "producer, and the consumer warpgroups take turns "
+                        "issuing wgmma"),
+             clEnumValN(::attnc::tgpu::KVSync::tma, "tma",
+                        "pingpong whose producer is one thread issuing TMA "
+                        "copies"))}]>,
+    Option<"rescale", "rescale", "::attnc::tgpu::Rescale",
+           /*default=*/"::attnc::tgpu::Rescale::threshold",
+           "When O and the row sums are rescaled as a row's max grows",
+           [{::llvm::cl::values(
+             clEnumValN(::attnc::tgpu::Rescale::threshold, "threshold",
+                        "past a growth of 2^8 (FlashAttention-4's; exact)"),
+             clEnumValN(::attnc::tgpu::Rescale::exact, "exact",
+                        "at every growth"))}]>,
+    Option<"grid", "grid", "::attnc::tgpu::Grid",
+           /*default=*/"::attnc::tgpu::Grid::tiles",
+           "One block per work item or persistent blocks (kv-sync=tma)",
+           [{::llvm::cl::values(
+             clEnumValN(::attnc::tgpu::Grid::tiles, "tiles",
+                        "one block per (query tile, head, batch)"),
+             clEnumValN(::attnc::tgpu::Grid::persistent, "persistent",
+                        "min(items, SMs) blocks looping over the items "
+                        "(grid rule attention_fwd_persistent_v1)"))}]>,
     Option<"streamK", "stream-k", "bool", /*default=*/"true",
-           "persistent only, where every work item has the same KV tiles "
-           "(no causal or window bound): the kernel takes a workspace "
-           "parameter, and with it cuts the last, partial round of items "
-           "into pieces along the keys so that every block ends at about "
-           "the same time; the piece that starts an item merges the others' "
-           "partials (the stream-K tail)">,
-    Option<"epilogue", "epilogue", "std::string", /*default=*/"\"registers\"",
-           "How O is written: registers (each thread stores its accumulator "
-           "fragments to global memory; the pass's default) or tma "
-           "(kv-sync=tma only: each consumer warpgroup writes its 64 rows "
-           "into shared memory in the 128-byte swizzled layout with "
-           "stmatrix, and one thread stores them with a TMA bulk tensor "
-           "copy of the o_tmap tensor-map parameter, box 64 columns x 64 "
-           "rows; one block per tile reuses Q's buffer, persistent blocks "
-           "a buffer of their own)">,
+           "grid=persistent only: the stream-K tail where every item has "
+           "the same KV tiles and the launch passes a workspace">,
+    Option<"epilogue", "epilogue", "::attnc::tgpu::Epilogue",
+           /*default=*/"::attnc::tgpu::Epilogue::registers",
+           "How O is written",
+           [{::llvm::cl::values(
+             clEnumValN(::attnc::tgpu::Epilogue::registers, "registers",
+                        "each thread stores its accumulator fragments"),
+             clEnumValN(::attnc::tgpu::Epilogue::tma, "tma",
+                        "stmatrix into swizzled shared memory, then a TMA "
+                        "store of the o_tmap parameter (kv-sync=tma)"))}]>,
   ];
+  let dependentDialects = ["::attnc::tgpu::TgpuDialect"];
+}
+
+def MapTileToWGMMA : Pass<"attnc-map-tile-to-wgmma", "mlir::ModuleOp"> {
+  let summary = "Map tile kernels onto warpgroups with wgmma (sm_90a)";
+  let description = [{
+    The Hopper mapping of the kernels `attnc-assign-layouts` prepared: it
+    lowers the layouts their tiles carry (`#tgpu.wgmma` accumulators,
+    `#tgpu.row_stats`, `#tgpu.dot_operand` P, `#tgpu.shared` Q/K/V) and
+    follows each kernel's `tgpu.schedule` (`#tgpu.wgmma_schedule`). One
+    warpgroup (128 threads) per 64 query rows; Q, K and V tiles are staged
+    into 128-byte-swizzled shared memory and read by `wgmma.mma_async`
+    through matrix descriptors (QKᵀ: `nvvm.wgmma.mma_async`, both operands
+    in shared memory; P·V: the register-A form, V N-major with the transpose
+    bit). Block: 2 · block_m threads (+ 128 for a producer warpgroup). Head
+    dims 64 to 256, 16-bit inputs; other variants are rejected with a
+    diagnostic (the drivers fall back to mma.sync). The K and V rings hold
+    `kv_stages` tiles, copied `kv_stages - 1` tiles ahead; the softmax of
+    tile j runs under the P·V wgmma of tile j - 1.
+  }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",

@@ -269,16 +269,16 @@ static int64_t elementBitsOf(ModuleOp module) {
 }
 
 /// The path line's words for a wgmma KV-loop schedule (tuning.kv_sync).
-static const char *kvSyncSummary(const std::string &kvSync) {
-  if (kvSync == "barrier")
+static const char *kvSyncSummary(tgpu::KVSync kvSync) {
+  if (kvSync == tgpu::KVSync::barrier)
     return ", K/V rings on a CTA barrier per tile";
-  if (kvSync == "producer")
+  if (kvSync == tgpu::KVSync::producer)
     return ", a producer warpgroup fills the K/V rings (setmaxnreg), "
            "consumers on per-stage mbarriers";
-  if (kvSync == "pingpong")
+  if (kvSync == tgpu::KVSync::pingpong)
     return ", a producer warpgroup fills the K/V rings (setmaxnreg), "
            "consumer warpgroups in ping-pong on named barriers";
-  if (kvSync == "tma")
+  if (kvSync == tgpu::KVSync::tma)
     return ", one producer thread fills the K/V rings by TMA (tensor maps "
            "as kernel parameters), consumer warpgroups in ping-pong";
   return ", K/V rings on per-stage mbarriers";
@@ -391,81 +391,69 @@ int runEmit(EmitOptions &o) {
       // The wgmma mapping's own options (--kv-sync barrier aside): an error
       // when another mapping was chosen.
       auto wgmmaOption = [&](const char *flag, const std::string &value,
-                             bool anyMapping, std::string &into) {
-        if (value.empty())
+                             bool anyMapping) {
+        if (value.empty() || anyMapping || choice.mapping == GPUMapping::WGMMA)
           return true;
-        if (!anyMapping && choice.mapping != GPUMapping::WGMMA) {
-          fmt::print(stderr,
-                     "attnc emit: error: {} {} needs the wgmma mapping: {}\n",
-                     flag, value, choice.why);
-          return false;
-        }
-        into = value;
-        return true;
+        fmt::print(stderr,
+                   "attnc emit: error: {} {} needs the wgmma mapping: {}\n",
+                   flag, value, choice.why);
+        return false;
       };
-      if (!wgmmaOption("--kv-sync", o.kvSync, o.kvSync == "barrier",
-                       tile.kvSync) ||
-          !wgmmaOption("--rescale", o.rescale, false, tile.rescale))
+      // CLI11 checked the values (IsMember); an unknown one is a bug here.
+      if (!wgmmaOption("--kv-sync", o.kvSync, o.kvSync == "barrier") ||
+          !wgmmaOption("--rescale", o.rescale, false) ||
+          !wgmmaOption("--grid", o.grid, o.grid == "tiles") ||
+          !wgmmaOption("--epilogue", o.epilogue, o.epilogue == "registers"))
         return 1;
+      if (!o.kvSync.empty())
+        tile.kvSync = *tgpu::symbolizeKVSync(o.kvSync);
+      if (!o.rescale.empty())
+        tile.rescale = *tgpu::symbolizeRescale(o.rescale);
+      const bool tmaSchedule = tile.kvSync == tgpu::KVSync::tma;
       // --grid: persistent CTAs exist on the tma schedule only (kv-sync
       // unset resolves to tma at block_m >= 128); tiles is every mapping's
       // grid; unset, the default's grid where the schedule is tma.
-      std::string grid;
-      if (!wgmmaOption("--grid", o.grid, o.grid == "tiles", grid))
-        return 1;
-      if (grid == "persistent" && tile.kvSync != "tma") {
+      auto notTma = [&](const char *flag, const char *what) {
         fmt::print(stderr,
-                   "attnc emit: error: --grid persistent needs --kv-sync tma "
-                   "(only the TMA schedule has persistent CTAs), but the "
-                   "schedule is {}{}\n",
-                   tile.kvSync,
+                   "attnc emit: error: {} needs --kv-sync tma (only the TMA "
+                   "schedule {}), but the schedule is {}{}\n",
+                   flag, what, tgpu::stringifyKVSync(tile.kvSync),
                    o.kvSync.empty() ? " (the default at block_m " +
                                           std::to_string(tile.blockM) +
                                           "; tma needs block_m >= 128)"
                                     : std::string());
         return 1;
-      }
-      if (!grid.empty())
-        tile.persistent = grid == "persistent";
-      tile.persistent = tile.persistent &&
-                        choice.mapping == GPUMapping::WGMMA &&
-                        tile.kvSync == "tma";
+      };
+      if (o.grid == "persistent" && !tmaSchedule)
+        return notTma("--grid persistent", "has persistent CTAs");
+      if (!o.grid.empty())
+        tile.grid = *tgpu::symbolizeGrid(o.grid);
+      if (choice.mapping != GPUMapping::WGMMA || !tmaSchedule)
+        tile.grid = tgpu::Grid::tiles;
       // --epilogue: the TMA store of O exists on the tma schedule only, as
       // persistent CTAs do; registers is every mapping's epilogue; unset,
       // the default's where the schedule is tma.
-      std::string epilogue;
-      if (!wgmmaOption("--epilogue", o.epilogue, o.epilogue == "registers",
-                       epilogue))
-        return 1;
-      if (epilogue == "tma" && tile.kvSync != "tma") {
-        fmt::print(stderr,
-                   "attnc emit: error: --epilogue tma needs --kv-sync tma "
-                   "(only the TMA schedule stores O by TMA), but the "
-                   "schedule is {}{}\n",
-                   tile.kvSync,
-                   o.kvSync.empty() ? " (the default at block_m " +
-                                          std::to_string(tile.blockM) +
-                                          "; tma needs block_m >= 128)"
-                                    : std::string());
-        return 1;
-      }
-      if (!epilogue.empty())
-        tile.epilogue = epilogue;
+      if (o.epilogue == "tma" && !tmaSchedule)
+        return notTma("--epilogue tma", "stores O by TMA");
+      if (!o.epilogue.empty())
+        tile.epilogue = *tgpu::symbolizeEpilogue(o.epilogue);
       tile.streamK = !o.noStreamK;
-      if (choice.mapping != GPUMapping::WGMMA || tile.kvSync != "tma")
-        tile.epilogue = "registers";
+      if (choice.mapping != GPUMapping::WGMMA || !tmaSchedule)
+        tile.epilogue = tgpu::Epilogue::registers;
       // The default's TMA store where it fits and pays (tmaEpilogueByDefault).
-      if (epilogue.empty() && tile.epilogue == "tma" &&
+      if (o.epilogue.empty() && tile.epilogue == tgpu::Epilogue::tma &&
           !wgmma::tmaEpilogueByDefault(headDimOf(*module), tile.blockM,
                                        tile.blockN, tile.kvStages,
-                                       tile.persistent))
-        tile.epilogue = "registers";
+                                       tile.persistent()))
+        tile.epilogue = tgpu::Epilogue::registers;
       if (choice.mapping == GPUMapping::WGMMA)
         fmt::print(stderr,
                    "attnc: {} path: wgmma m64nNk16 (one warpgroup per 64 "
                    "query rows; {}){}, rescale {}, grid {}, epilogue {}\n",
-                   o.arch, choice.why, kvSyncSummary(tile.kvSync), tile.rescale,
-                   tile.persistent ? "persistent" : "tiles", tile.epilogue);
+                   o.arch, choice.why, kvSyncSummary(tile.kvSync),
+                   tgpu::stringifyRescale(tile.rescale),
+                   tgpu::stringifyGrid(tile.grid),
+                   tgpu::stringifyEpilogue(tile.epilogue));
       else if (decodeModule)
         fmt::print(stderr,
                    "attnc: {} path: mma.sync m16n8k16 (sm_80+ tensor "

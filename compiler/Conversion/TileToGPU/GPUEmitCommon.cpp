@@ -557,7 +557,7 @@ gpu::GPUModuleOp gpu_emit::kernelsModule(ModuleOp module) {
 
 LogicalResult gpu_emit::mapKernelsToGPU(
     ModuleOp module, int64_t rowPad, bool stageRowOwned,
-    function_ref<int64_t(tile::LaunchAttr)> threads,
+    function_ref<int64_t(func::FuncOp, tile::LaunchAttr)> threads,
     function_ref<LogicalResult(func::FuncOp, gpu::GPUFuncOp, tile::LaunchAttr,
                                ArrayRef<Value>)>
         emit,
@@ -592,7 +592,7 @@ LogicalResult gpu_emit::mapKernelsToGPU(
       bufferTypes.push_back(
           MemRefType::get(shape, t.getElementType(), nullptr, wg));
     });
-    int64_t blockThreads = threads(launch);
+    int64_t blockThreads = threads(kernel, launch);
     gpu::GPUFuncOp gpuFunc =
         createKernelFunc(b, gpuModule, kernel, blockThreads);
     // The buffers are views into the dynamic shared memory, each starting on

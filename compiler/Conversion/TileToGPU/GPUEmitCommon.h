@@ -157,7 +157,7 @@ bool isRowOwnedLoad(attnc::tile::LoadOp load);
 
 /// The frame every GPU mapping shares: moves each tile kernel of `module`
 /// (a func.func with `tile.launch`) into `gpu.module @kernels` as a kernel
-/// gpu.func with the same arguments and `threads(launch)` threads, and
+/// gpu.func with the same arguments and `threads(kernel, launch)` threads, and
 /// carves one buffer per staged tile (every K/V tile, and the row-owned Q
 /// tile too when `stageRowOwned`; rows padded by `rowPad` elements; kernel
 /// order) out of dynamic shared memory, so a kernel may use more than the
@@ -173,7 +173,8 @@ bool isRowOwnedLoad(attnc::tile::LoadOp load);
 /// tile.
 mlir::LogicalResult mapKernelsToGPU(
     mlir::ModuleOp module, int64_t rowPad, bool stageRowOwned,
-    llvm::function_ref<int64_t(attnc::tile::LaunchAttr)> threads,
+    llvm::function_ref<int64_t(mlir::func::FuncOp, attnc::tile::LaunchAttr)>
+        threads,
     llvm::function_ref<mlir::LogicalResult(
         mlir::func::FuncOp, mlir::gpu::GPUFuncOp, attnc::tile::LaunchAttr,
         llvm::ArrayRef<mlir::Value> buffers)>

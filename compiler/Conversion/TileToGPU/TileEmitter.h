@@ -11,7 +11,8 @@
 //   emitRowLoad(tile::LoadOp)     a tile of the program's query rows
 //   emitStage(tile::LoadOp)       a tile every row reads (K, V)
 //   emitDot, emitScore, emitSoftmaxUpdate, emitRescale, emitFinalize,
-//   emitStore, emitConstant(arith::ConstantOp on tiles),
+//   emitStore, emitConstant(arith::ConstantOp on tiles), emitConvertLayout
+//   (tgpu.convert_layout, where the tiles carry layouts),
 //   emitTrunc(arith::TruncFOp on tiles), emitFor(scf::ForOp),
 //   optionally emitLseAccumulate (the split-KV combine), emitSplitArrive
 //   (the last split merges) and emitReturn
@@ -23,6 +24,7 @@
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 
 #include "dialects/Tile/IR/TileOps.h"
+#include "dialects/TileGPU/IR/TileGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -119,6 +121,8 @@ protected:
       return m.emitLseAccumulate(accu);
     if (auto arrive = dyn_cast<tile::SplitArriveOp>(op))
       return m.emitSplitArrive(arrive);
+    if (auto cvt = dyn_cast<tgpu::ConvertLayoutOp>(op))
+      return m.emitConvertLayout(cvt);
     if (auto trunc = dyn_cast<arith::TruncFOp>(op);
         trunc && isa<RankedTensorType>(trunc.getType()))
       return m.emitTrunc(trunc);
@@ -172,6 +176,11 @@ protected:
   /// A mapping without a split-KV combine says so at the op.
   mlir::LogicalResult emitLseAccumulate(tile::LseAccumulateOp op) {
     return op.emitError("this GPU mapping has no tile.lse_accumulate");
+  }
+
+  /// A mapping whose tiles carry no layouts has nothing to convert.
+  mlir::LogicalResult emitConvertLayout(tgpu::ConvertLayoutOp op) {
+    return op.emitError("this GPU mapping has no tgpu.convert_layout");
   }
 
   /// A mapping without it says so at the op (its scalar result would

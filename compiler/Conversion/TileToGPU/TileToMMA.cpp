@@ -1145,7 +1145,7 @@ void MapTileToMMAPass::runOnOperation() {
   bool stageQ = qSmem || hasDecodeSplit;
   if (failed(gpu_emit::mapKernelsToGPU(
           getOperation(), swizzle ? 0 : kRowPad, /*stageRowOwned=*/stageQ,
-          [&](tile::LaunchAttr launch) {
+          [&](func::FuncOp, tile::LaunchAttr launch) {
             return 32 * launch.getBlockM() / rows * keyWarpsOf(launch);
           },
           [&](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,

@@ -328,7 +328,9 @@ void MapTileToSIMTPass::runOnOperation() {
   // rows, so there are no bank conflicts to avoid).
   if (failed(gpu_emit::mapKernelsToGPU(
           getOperation(), /*rowPad=*/0, /*stageRowOwned=*/false,
-          [](tile::LaunchAttr launch) { return launch.getBlockM(); },
+          [](func::FuncOp, tile::LaunchAttr launch) {
+            return launch.getBlockM();
+          },
           [](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
              tile::LaunchAttr launch, ArrayRef<Value> buffers) {
             return SIMTEmitter(kernel, gpuFunc, launch, buffers).emit();

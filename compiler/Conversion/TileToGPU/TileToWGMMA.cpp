@@ -40,6 +40,7 @@
 #include "compiler/Transforms/Passes.h"
 
 #include "dialects/Tile/IR/TileOps.h"
+#include "dialects/TileGPU/IR/TileGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -50,7 +51,6 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <limits>
 #include <optional>
@@ -70,39 +70,16 @@ namespace {
 /// one m16 slice of its warpgroup's 64 rows: mTiles = 1).
 using gpu_emit::Frags;
 
-/// How the K/V rings are filled and synchronised (pass option kv-sync).
-enum class KVSync {
-  Barrier,  // every thread copies; one CTA barrier per tile
-  MBarrier, // every thread copies; per-stage full/empty mbarriers
-  // Warp specialisation: one producer warpgroup (registers lowered with
-  // setmaxnreg) copies Q and the K/V tiles, the consumer warpgroups
-  // (registers raised) only wait on the full barriers and compute.
-  Producer,
-  // Producer, and the consumer warpgroups take turns issuing their wgmmas
-  // (named barriers), so that one's softmax runs under the other's GEMMs.
-  PingPong,
-  // PingPong whose producer is one thread issuing TMA copies
-  // (cp.async.bulk.tensor, 128-byte swizzle) of tensor maps the runtime
-  // passes as __grid_constant__ parameters; the full barriers count bytes.
-  Tma,
-};
+/// How the K/V rings are filled and synchronised: the kernel schedule's
+/// kv_sync (#tgpu.wgmma_schedule).
+using tgpu::KVSync;
 
 /// A producer warpgroup copies (the warp-specialised schedules).
 bool hasProducer(KVSync s) {
-  return s == KVSync::Producer || s == KVSync::PingPong || s == KVSync::Tma;
+  return s == KVSync::producer || s == KVSync::pingpong || s == KVSync::tma;
 }
 /// The consumer warpgroups take turns issuing wgmma.
-bool takesTurns(KVSync s) { return s == KVSync::PingPong || s == KVSync::Tma; }
-
-std::optional<KVSync> parseKVSync(StringRef name) {
-  return llvm::StringSwitch<std::optional<KVSync>>(name)
-      .Case("barrier", KVSync::Barrier)
-      .Case("mbarrier", KVSync::MBarrier)
-      .Case("producer", KVSync::Producer)
-      .Case("pingpong", KVSync::PingPong)
-      .Case("tma", KVSync::Tma)
-      .Default(std::nullopt);
-}
+bool takesTurns(KVSync s) { return s == KVSync::pingpong || s == KVSync::tma; }
 
 using wgmma::kProducerThreads;
 using wgmma::RegisterSplit;
@@ -149,7 +126,7 @@ public:
                bool persistent, Value oTensorMap, int64_t oStagingBytes,
                ArrayRef<Value> streamKArgs)
       : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages),
-        barriers(barriers), mbarriers(sync != KVSync::Barrier),
+        barriers(barriers), mbarriers(sync != KVSync::barrier),
         producer(hasProducer(sync)), pingPong(takesTurns(sync)),
         persistent(persistent),
         tensorMaps(tensorMaps.begin(), tensorMaps.end()),
@@ -184,6 +161,19 @@ public:
     return math().rescale(op, awaitAcc);
   }
   LogicalResult emitTrunc(arith::TruncFOp op) { return math().trunc(op); }
+  /// P from its 16-bit accumulator layout to its dot-operand layout: the C
+  /// fragments of two adjacent n8 tiles are, register for register, the A
+  /// fragment of one k16 step, so no element moves (FragmentMath::trunc
+  /// already packs them as A fragments).
+  LogicalResult emitConvertLayout(tgpu::ConvertLayoutOp op) {
+    const Frags &from = frags[op.getSource()];
+    if (!isa<tgpu::DotOperandLayoutAttr>(tgpu::layoutOf(op.getResult())) ||
+        from.kind != Frags::A)
+      return op.emitError("the wgmma mapping converts only a 16-bit "
+                          "accumulator to its dot operand");
+    frags[op.getResult()] = from;
+    return success();
+  }
   LogicalResult emitFinalize(tile::FinalizeOp op) {
     return math().finalize(op);
   }
@@ -2011,41 +2001,66 @@ public:
   void runOnOperation() override;
 };
 
+/// The schedule `kernel` carries (#tgpu.wgmma_schedule), or null.
+static tgpu::WgmmaScheduleAttr scheduleOf(func::FuncOp kernel) {
+  return kernel->getAttrOfType<tgpu::WgmmaScheduleAttr>(
+      tgpu::kScheduleAttrName);
+}
+
+/// Whether the tiles of `kernel` carry the layouts this mapping lowers
+/// (attnc-assign-layouts): 128-byte swizzled shared tiles, accumulators of
+/// block_m / 64 warpgroups, their row statistics and P as their A operand.
+static LogicalResult checkLayouts(func::FuncOp kernel,
+                                  tile::LaunchAttr launch) {
+  MLIRContext *ctx = kernel.getContext();
+  Attribute acc = tgpu::WgmmaLayoutAttr::get(ctx, launch.getBlockM() / 64);
+  Attribute expected[] = {acc, tgpu::RowStatsLayoutAttr::get(ctx, acc),
+                          tgpu::DotOperandLayoutAttr::get(ctx, acc),
+                          tgpu::SharedLayoutAttr::get(ctx, /*swizzle=*/128,
+                                                      /*pad=*/0,
+                                                      /*colBlock=*/64)};
+  WalkResult walk = kernel.walk([&](Operation *op) {
+    for (Value v : op->getResults()) {
+      if (!isa<RankedTensorType>(v.getType()))
+        continue;
+      Attribute layout = tgpu::layoutOf(v);
+      if (!layout) {
+        op->emitError("the wgmma mapping needs the layout of every tile "
+                      "(run attnc-assign-layouts first)");
+        return WalkResult::interrupt();
+      }
+      if (!llvm::is_contained(expected, layout)) {
+        op->emitError() << "the wgmma mapping has no lowering for layout "
+                        << layout << " in a kernel of block_m "
+                        << launch.getBlockM();
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 void MapTileToWGMMAPass::runOnOperation() {
-  std::optional<KVSync> sync = parseKVSync(kvSync);
-  if (!sync) {
-    getOperation().emitError()
-        << "attnc-map-tile-to-wgmma: kv-sync must be barrier, mbarrier, "
-           "producer, pingpong or tma, not "
-        << kvSync;
-    return signalPassFailure();
-  }
-  if (rescale != "threshold" && rescale != "exact") {
-    getOperation().emitError()
-        << "attnc-map-tile-to-wgmma: rescale must be threshold or exact, not "
-        << rescale;
-    return signalPassFailure();
-  }
-  if (epilogue != "registers" && epilogue != "tma") {
-    getOperation().emitError()
-        << "attnc-map-tile-to-wgmma: epilogue must be registers or tma, not "
-        << epilogue;
-    return signalPassFailure();
-  }
-  // FlashAttention-4's threshold: 8 in log2 units, probabilities <= 256.
-  const float rescaleThreshold = rescale == "threshold" ? 8.f : 0.f;
-  const bool mbarriers = *sync != KVSync::Barrier;
-  const bool producer = hasProducer(*sync);
-  const bool tmaEpilogue = epilogue == "tma";
+  // Every kernel needs its schedule; the callbacks below read it.
+  for (auto kernel : getOperation().getOps<func::FuncOp>())
+    if (kernel->hasAttr("tile.launch") && !scheduleOf(kernel)) {
+      kernel.emitError("the wgmma mapping needs the kernel's schedule "
+                       "(tgpu.schedule = #tgpu.wgmma_schedule<...>; run "
+                       "attnc-assign-layouts first)");
+      return signalPassFailure();
+    }
   // epilogue=tma with persistent blocks: O's staging buffer, at the start
   // of the scratch bytes (1 KiB aligned: they follow the tiles).
   auto oStaging = [&](func::FuncOp kernel, tile::LaunchAttr launch) {
+    tgpu::WgmmaScheduleAttr sched = scheduleOf(kernel);
     int64_t headDim = 0;
     kernel.walk([&](tile::LoadOp load) {
       if (gpu_emit::isRowOwnedLoad(load))
         headDim = load.getResult().getType().getDimSize(1);
     });
-    return tmaEpilogue && persistent
+    return sched.getEpilogue() == tgpu::Epilogue::tma &&
+                   sched.getGrid() == tgpu::Grid::persistent
                ? wgmma::oStagingBytes(headDim, launch.getBlockM())
                : int64_t(0);
   };
@@ -2055,22 +2070,29 @@ void MapTileToWGMMAPass::runOnOperation() {
   if (failed(gpu_emit::mapKernelsToGPU(
           getOperation(), /*rowPad=*/0, /*stageRowOwned=*/true,
           // One warpgroup per 64 query rows (+ the producer's).
-          [&](tile::LaunchAttr launch) {
+          [&](func::FuncOp kernel, tile::LaunchAttr launch) {
+            bool producer = scheduleOf(kernel).hasProducer();
             return 2 * launch.getBlockM() + (producer ? kProducerThreads : 0);
           },
           [&](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
               tile::LaunchAttr launch,
               ArrayRef<Value> buffers) -> LogicalResult {
+            tgpu::WgmmaScheduleAttr sched = scheduleOf(kernel);
+            const KVSync sync = sched.getKvSync();
+            const int64_t kvStages = sched.getKvStages();
+            const bool persistent = sched.getGrid() == tgpu::Grid::persistent;
+            const bool tmaEpilogue = sched.getEpilogue() == tgpu::Epilogue::tma;
+            const bool mbarriers = sync != KVSync::barrier;
+            // FlashAttention-4's threshold: 8 in log2 units, probabilities
+            // <= 256.
+            const float rescaleThreshold =
+                sched.getRescale() == tgpu::Rescale::threshold ? 8.f : 0.f;
+            if (failed(checkLayouts(kernel, launch)))
+              return failure();
             std::string why =
                 wgmma::unsupportedReason(kernel, launch, kvStages);
             if (!why.empty())
               return kernel.emitError() << "the wgmma mapping " << why;
-            if (persistent && *sync != KVSync::Tma)
-              return kernel.emitError()
-                     << "persistent blocks need kv-sync tma, not " << kvSync;
-            if (tmaEpilogue && *sync != KVSync::Tma)
-              return kernel.emitError()
-                     << "epilogue tma needs kv-sync tma, not " << kvSync;
             if (int64_t staging = oStaging(kernel, launch)) {
               int64_t headDim = staging / (2 * launch.getBlockM());
               int64_t tiles = wgmma::smemBytes(headDim, launch.getBlockM(),
@@ -2084,9 +2106,9 @@ void MapTileToWGMMAPass::runOnOperation() {
                        << " bytes), more than the 227 KiB of shared "
                           "memory a block can have";
             }
-            if (takesTurns(*sync) && launch.getBlockM() < 128)
+            if (takesTurns(sync) && launch.getBlockM() < 128)
               return kernel.emitError()
-                     << "kv-sync " << kvSync
+                     << "kv-sync " << tgpu::stringifyKVSync(sync)
                      << " needs two consumer warpgroups or more (block_m >= "
                         "128), not block_m "
                      << launch.getBlockM();
@@ -2108,7 +2130,7 @@ void MapTileToWGMMAPass::runOnOperation() {
             // ABI's parameters (q_tmap, k_tmap, v_tmap; built by the
             // runtime, passed by value: attnc-mark-tensor-map-params).
             SmallVector<Value> tensorMaps;
-            if (*sync == KVSync::Tma) {
+            if (sync == KVSync::tma) {
               SmallVector<int64_t> indices;
               SmallVector<const char *, 4> names(
                   kAttentionTensorMapParams.begin(),
@@ -2127,7 +2149,7 @@ void MapTileToWGMMAPass::runOnOperation() {
             }
             // setmaxnreg moves registers only in a kernel whose count is
             // capped at entry: one block per SM, all its threads.
-            if (producer)
+            if (hasProducer(sync))
               gpuFunc->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                                OpBuilder(gpuFunc).getI32IntegerAttr(1));
             Value barriers = mbarriers ? buffers.back() : Value();
@@ -2141,7 +2163,7 @@ void MapTileToWGMMAPass::runOnOperation() {
             // Two consumer warpgroups only: three (block_m 192) have 160
             // registers each, and the tail's values spilled (16 B, fp16
             // D128 192x64).
-            if (persistent && streamK && launch.getBlockM() == 128 &&
+            if (sched.getStreamK() && launch.getBlockM() == 128 &&
                 itemInvariantKVLoop(kernel, launch)) {
               for (const char *name : kAttentionStreamKParams)
                 streamKArgs.push_back(appendParam(name, ab.getI32Type()));
@@ -2153,28 +2175,31 @@ void MapTileToWGMMAPass::runOnOperation() {
             }
             return WGMMAEmitter(kernel, gpuFunc, launch,
                                 mbarriers ? buffers.drop_back() : buffers,
-                                kvStages, *sync, barriers, tensorMaps,
+                                kvStages, sync, barriers, tensorMaps,
                                 rescaleThreshold, persistent, oTensorMap,
                                 oStaging(kernel, launch), streamKArgs)
                 .emit();
           },
-          // K and V of the KV loop: rings of kv-stages tiles.
+          // K and V of the KV loop: rings of kv_stages tiles.
           [&](tile::LoadOp load) -> int64_t {
             auto loop = load->getParentOfType<scf::ForOp>();
+            auto kernel = load->getParentOfType<func::FuncOp>();
             return loop && llvm::is_contained(gpu_emit::prefetchableLoads(loop),
                                               load)
-                       ? int64_t(kvStages)
+                       ? scheduleOf(kernel).getKvStages()
                        : 1;
           },
           // O's staging buffer (persistent epilogue=tma), then the mbarrier
-          // schedules' 4 x kv-stages objects of 8 bytes (+ Q's full barrier
+          // schedules' 4 x kv_stages objects of 8 bytes (+ Q's full barrier
           // with a producer, and its empty one when persistent).
           [&](func::FuncOp kernel, tile::LaunchAttr launch) -> int64_t {
+            tgpu::WgmmaScheduleAttr sched = scheduleOf(kernel);
+            if (sched.getKvSync() == KVSync::barrier)
+              return oStaging(kernel, launch);
             return oStaging(kernel, launch) +
-                   (mbarriers ? (4 * kvStages + (producer ? 1 : 0) +
-                                 (persistent ? 1 : 0)) *
-                                    8
-                              : 0);
+                   (4 * sched.getKvStages() + (sched.hasProducer() ? 1 : 0) +
+                    (sched.getGrid() == tgpu::Grid::persistent ? 1 : 0)) *
+                       8;
           })))
     signalPassFailure();
 }

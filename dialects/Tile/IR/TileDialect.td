@@ -16,7 +16,9 @@ def Tile_Dialect : Dialect {
     (`tile.score`, `tile.softmax_update`, `tile.rescale`, `tile.finalize`),
     with the softmax state carried through an `scf.for` over KV tiles.
     Nothing here says how a tile is spread over threads: that is the
-    target mapping's job (row per thread, mma.sync fragments, wgmma).
+    target mapping's job (row per thread, mma.sync fragments, wgmma). A
+    GPU pipeline records the choice as the encoding of each tile's tensor
+    type (the `tgpu` dialect's layouts); the tile ops accept any encoding.
 
     A kernel function marked `tile.dim0_major` (a unit attribute; causal
     attention) wants its programs started with program id 0 varying

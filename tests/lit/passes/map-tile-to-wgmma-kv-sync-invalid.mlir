@@ -1,7 +1,7 @@
-// RUN: not attnc-opt %s -attnc-tile-attention="block-m=64 block-n=64" -attnc-map-tile-to-wgmma="kv-sync=fence" 2>&1 | FileCheck %s
+// RUN: not attnc-opt %s -attnc-tile-attention="block-m=64 block-n=64" -attnc-assign-layouts="kv-sync=fence" -attnc-map-tile-to-wgmma 2>&1 | FileCheck %s
 
 // kv-sync takes barrier, mbarrier (the default), producer, pingpong or tma.
-// CHECK: error: attnc-map-tile-to-wgmma: kv-sync must be barrier, mbarrier, producer, pingpong or tma, not fence
+// CHECK: for the --kv-sync option: Cannot find option named 'fence'!
 func.func @attention_fwd(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>)
     -> tensor<?x2x?x64xbf16> {
   %o = attn.attention %q, %k, %v

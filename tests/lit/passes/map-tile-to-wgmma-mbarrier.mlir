@@ -1,5 +1,5 @@
-// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=64" -attnc-map-tile-to-wgmma="kv-stages=3 kv-sync=mbarrier" -verify-diagnostics | FileCheck %s
-// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=64" -attnc-map-tile-to-wgmma="kv-stages=3 kv-sync=mbarrier" -convert-gpu-to-nvvm -verify-diagnostics | FileCheck %s --check-prefix=NVVM
+// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-stages=3 kv-sync=mbarrier" -attnc-map-tile-to-wgmma -verify-diagnostics | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-stages=3 kv-sync=mbarrier" -attnc-map-tile-to-wgmma -convert-gpu-to-nvvm -verify-diagnostics | FileCheck %s --check-prefix=NVVM
 
 // kv-sync=mbarrier: the K/V rings synchronised by per-stage full/empty
 // mbarriers instead of one CTA barrier per tile. 128x64 tiles (two

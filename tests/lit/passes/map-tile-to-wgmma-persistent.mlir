@@ -1,5 +1,5 @@
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=tma persistent=true" | FileCheck %s
-// RUN: not attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-map-tile-to-wgmma="kv-sync=pingpong persistent=true" 2>&1 | FileCheck %s --check-prefix=NOTMA
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-stages=2 kv-sync=tma grid=persistent" -attnc-map-tile-to-wgmma | FileCheck %s
+// RUN: not attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-sync=pingpong grid=persistent" -attnc-map-tile-to-wgmma 2>&1 | FileCheck %s --check-prefix=NOTMA
 
 // Persistent blocks (issue #6): the barriers, the role split and setmaxnreg
 // once per block; then each role loops over the block's work items (pairs
@@ -74,7 +74,7 @@
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads
 // CHECK: gpu.return
 
-// NOTMA: error: persistent blocks need kv-sync tma, not pingpong
+// NOTMA: error: #tgpu.wgmma_schedule: persistent blocks need kv_sync = tma, not pingpong
 func.func @attention_fwd(%q: tensor<?x4x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>)
     -> (tensor<?x4x?x128xbf16>, tensor<?x4x?xf32>) {
   %o, %lse = attn.attention %q, %k, %v {causal}

@@ -1,5 +1,5 @@
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=producer" -verify-diagnostics | FileCheck %s --check-prefixes=CHECK,PRODUCER
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=pingpong" -verify-diagnostics | FileCheck %s --check-prefixes=CHECK,PINGPONG
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-stages=2 kv-sync=producer" -attnc-map-tile-to-wgmma -verify-diagnostics | FileCheck %s --check-prefixes=CHECK,PRODUCER
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-stages=2 kv-sync=pingpong" -attnc-map-tile-to-wgmma -verify-diagnostics | FileCheck %s --check-prefixes=CHECK,PINGPONG
 
 // Warp specialisation (issue #6): 128x64 tiles, D = 128, two stages. Two
 // consumer warpgroups (256 threads) and a producer warpgroup after them:

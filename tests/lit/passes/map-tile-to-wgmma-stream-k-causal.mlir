@@ -1,4 +1,4 @@
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=tma persistent=true" | FileCheck %s
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-stages=2 kv-sync=tma grid=persistent" -attnc-map-tile-to-wgmma | FileCheck %s
 
 // A causal KV loop ends where the item's diagonal is: the items differ, so
 // no stream-K tail (no schedule, no workspace).

@@ -1,6 +1,6 @@
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=tma persistent=true epilogue=tma" | FileCheck %s
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=tma persistent=true stream-k=false" | FileCheck %s --check-prefix=OFF
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=tma" | FileCheck %s --check-prefix=OFF
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-stages=2 kv-sync=tma grid=persistent epilogue=tma" -attnc-map-tile-to-wgmma | FileCheck %s
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-stages=2 kv-sync=tma grid=persistent stream-k=false" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=OFF
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-stages=2 kv-sync=tma" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=OFF
 
 // The stream-K tail (issue #6, bench/NOTES-hopper.md "Session 14"):
 // persistent blocks over items whose KV loop is the same for all of them

@@ -1,8 +1,8 @@
-// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=128" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=tma epilogue=tma" | FileCheck %s
-// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=128" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=tma epilogue=tma persistent=true" | FileCheck %s --check-prefix=PERSISTENT
-// RUN: not attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=128" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=pingpong epilogue=tma" 2>&1 | FileCheck %s --check-prefix=NOTMA
-// RUN: not attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=176" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=tma epilogue=tma persistent=true" 2>&1 | FileCheck %s --check-prefix=SMEM
-// RUN: not attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=128" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=tma epilogue=smem" 2>&1 | FileCheck %s --check-prefix=BADNAME
+// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-stages=2 kv-sync=tma epilogue=tma" -attnc-map-tile-to-wgmma | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-stages=2 kv-sync=tma epilogue=tma grid=persistent" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=PERSISTENT
+// RUN: not attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-stages=2 kv-sync=pingpong epilogue=tma" -attnc-map-tile-to-wgmma 2>&1 | FileCheck %s --check-prefix=NOTMA
+// RUN: not attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=176" -attnc-assign-layouts="kv-stages=2 kv-sync=tma epilogue=tma grid=persistent" -attnc-map-tile-to-wgmma 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not attnc-opt %s -split-input-file -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-stages=2 kv-sync=tma epilogue=smem" -attnc-map-tile-to-wgmma 2>&1 | FileCheck %s --check-prefix=BADNAME
 
 // epilogue=tma (issue #6): O leaves through shared memory and a TMA store.
 // The kernel takes O's tensor map after Q's, K's and V's.
@@ -54,9 +54,9 @@
 // PERSISTENT: nvvm.cp.async.bulk.wait_group 0 {read}
 // PERSISTENT: gpu.return
 
-// NOTMA: error: epilogue tma needs kv-sync tma, not pingpong
+// NOTMA: error: #tgpu.wgmma_schedule: the tma epilogue needs kv_sync = tma, not pingpong
 // SMEM: error: epilogue tma with persistent blocks needs O's staging buffer (32768 bytes) beside the Q tile and K/V rings (212992 bytes), more than the 227 KiB of shared memory a block can have
-// BADNAME: error: attnc-map-tile-to-wgmma: epilogue must be registers or tma, not smem
+// BADNAME: for the --epilogue option: Cannot find option named 'smem'!
 func.func @attention_fwd(%q: tensor<?x4x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>)
     -> (tensor<?x4x?x128xbf16>, tensor<?x4x?xf32>) {
   %o, %lse = attn.attention %q, %k, %v

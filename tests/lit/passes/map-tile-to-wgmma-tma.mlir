@@ -1,4 +1,4 @@
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-map-tile-to-wgmma="kv-stages=2 kv-sync=tma" -verify-diagnostics | FileCheck %s
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-stages=2 kv-sync=tma" -attnc-map-tile-to-wgmma -verify-diagnostics | FileCheck %s
 
 // kv-sync=tma (issue #6): the producer of the warp-specialised schedule is
 // one thread issuing TMA copies (cp.async.bulk.tensor) of three tensor maps

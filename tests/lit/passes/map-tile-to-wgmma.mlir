@@ -1,4 +1,4 @@
-// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=64 block-n=64" -attnc-map-tile-to-wgmma="kv-sync=barrier" -verify-diagnostics | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=64 block-n=64" -attnc-assign-layouts="kv-sync=barrier" -attnc-map-tile-to-wgmma -verify-diagnostics | FileCheck %s
 // RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=64 block-n=64" -attnc-wgmma-pipeline -verify-diagnostics | FileCheck %s --check-prefix=NVVM
 
 // One warpgroup (128 threads) for 64 query rows, D = 128. Q and the K and
