@@ -40,7 +40,7 @@ cp "$build/lib/libattnc.so" "$stage/lib/"
 #   cmake -S . -B build-rt -G Ninja -DATTNC_COMPILER=OFF \
 #     -DATTNC_EXTRA_INCLUDE_DIR=$PWD/.gpu/include
 mkdir -p "$stage/include"
-cp -r /usr/include/nlohmann "$stage/include/"
+cp -r /usr/include/nlohmann /usr/include/xxhash.h "$stage/include/"
 
 # Autotuning sweep (issue #9): PEERS.md's D=128 prefill cells (causal and
 # not) and decode cells; the candidates compiled into .gpu/tune/bundle, the

@@ -38,7 +38,7 @@ std::string metaError(const std::string &text) {
 TEST_CASE("meta.json has the documented schema", "[metadata]") {
   // The exact file, as the compiler's metadata writer and tools can rely on.
   CHECK(writeMetadata(sampleMeta()) == R"({
-  "meta_version": 1,
+  "meta_version": 2,
   "entry": "attnc_attention_fwd",
   "arch": "sm_90a",
   "block": [256, 1, 1],
@@ -68,7 +68,7 @@ TEST_CASE("meta.json has the documented schema", "[metadata]") {
   "files": {
     "kernel.ptx": {
       "size": 1234,
-      "fnv1a128": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+      "xxh3_128": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
     }
   }
 }
@@ -151,8 +151,8 @@ TEST_CASE("damaged metadata is rejected with a reason", "[metadata]") {
   CHECK(metaError("garbage").rfind("meta: JSON parse error at line 1", 0) == 0);
   CHECK(metaError(writeMetadata(sampleMeta()).substr(0, 100))
             .rfind("meta: JSON parse error", 0) == 0);
-  CHECK(metaError(edit("\"meta_version\": 1", "\"meta_version\": 2")) ==
-        "meta.meta_version: unsupported version 2 (expected 1)");
+  CHECK(metaError(edit("\"meta_version\": 2", "\"meta_version\": 1")) ==
+        "meta.meta_version: unsupported version 1 (expected 2)");
   CHECK(metaError(edit("\"block_m\"", "\"blockm\"")) ==
         "meta: missing required key \"block_m\"");
   CHECK(metaError(edit("\"spec\":", "\"extra\": 1, \"spec\":")) ==
