@@ -21,7 +21,7 @@ def main():
         for slots in (132, 264):
             for c in (0, 2):
                 orders = {
-                    "per head, longest first (session 6)":
+                    "per head, longest first":
                         [cost(m, c) for h in range(heads) for m in reversed(range(tiles))],
                     "per head, shortest first (FA2)":
                         [cost(m, c) for h in range(heads) for m in range(tiles)],
