@@ -196,9 +196,9 @@ private:
   }
 
   bool fail(size_t at, const std::string &message) {
-    error_ = Status(ErrorCode::ParseError, "JSON parse error at " +
-                                               position(text_, at) + ": " +
-                                               message);
+    error_ =
+        Status(ErrorCode::ParseError,
+               "JSON parse error at " + position(text_, at) + ": " + message);
     return false;
   }
 
@@ -214,9 +214,9 @@ private:
 
   bool open(Json container) {
     if (stack_.size() >= kMaxDepth)
-      return fail(offset() ? offset() - 1 : 0,
-                  "nesting deeper than " + std::to_string(kMaxDepth) +
-                      " levels");
+      return fail(offset() ? offset() - 1 : 0, "nesting deeper than " +
+                                                   std::to_string(kMaxDepth) +
+                                                   " levels");
     stack_.push_back(std::move(container));
     if (stack_.size() > 1 && stack_[stack_.size() - 2].isObject())
       keys_.push_back(std::move(key_));
@@ -281,9 +281,9 @@ Result<Json> parseJson(std::string_view text) {
 std::string writeJson(const Json &value, int indent) {
   // Invalid UTF-8 in a string is replaced (U+FFFD) rather than written out
   // as bytes the reader would reject.
-  std::string out = toOrdered(value).dump(
-      indent, ' ', /*ensure_ascii=*/false,
-      OrderedJson::error_handler_t::replace);
+  std::string out =
+      toOrdered(value).dump(indent, ' ', /*ensure_ascii=*/false,
+                            OrderedJson::error_handler_t::replace);
   if (indent >= 0)
     out += '\n';
   return out;

@@ -153,8 +153,8 @@ TEST_CASE("JSON parse errors say what and where", "[json]") {
              "duplicate object key \"a\"");
   checkError("{\"a\": {\"b\": 1, \"b\": 2}}", "line 1, column 19",
              "duplicate object key \"b\"");
-  checkError(std::string(300, '[') + std::string(300, ']'), "line 1, column 257",
-             "nesting deeper than 256 levels");
+  checkError(std::string(300, '[') + std::string(300, ']'),
+             "line 1, column 257", "nesting deeper than 256 levels");
 }
 
 TEST_CASE("JSON keeps keys of nested containers apart", "[json]") {
