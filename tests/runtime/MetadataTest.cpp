@@ -41,7 +41,11 @@ TEST_CASE("meta.json has the documented schema", "[metadata]") {
   "meta_version": 2,
   "entry": "attnc_attention_fwd",
   "arch": "sm_90a",
-  "block": [256, 1, 1],
+  "block": [
+    256,
+    1,
+    1
+  ],
   "grid_rule": "attention_fwd_v1",
   "block_m": 128,
   "dynamic_smem": 98304,
@@ -160,9 +164,10 @@ TEST_CASE("damaged metadata is rejected with a reason", "[metadata]") {
   CHECK(metaError(edit("\"kind\": \"i32\"", "\"kind\": \"u8\"")) ==
         "meta.params[2].kind: unknown parameter kind \"u8\" (expected ptr, "
         "i64, i32, f32 or tensormap)");
-  CHECK(metaError(edit("[256, 1, 1]", "[256, 1]")) ==
+  const std::string block = "\"block\": [\n    256,\n    1,\n    1\n  ]";
+  CHECK(metaError(edit(block, "\"block\": [256, 1]")) ==
         "meta.block: expected an array of 3 integers");
-  CHECK(metaError(edit("[256, 1, 1]", "[256, 8, 1]")) ==
+  CHECK(metaError(edit(block, "\"block\": [256, 8, 1]")) ==
         "meta: invalid kernel metadata: block has 2048 threads; CUDA allows "
         "at most 1024");
   CHECK(metaError(edit("\"name\": \"n\"", "\"name\": \"q\"")) ==
