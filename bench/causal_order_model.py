@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A list-scheduling model of the causal prefill grid's tail (bench/NOTES.md,
-"Session 17"): every query tile costs its KV tiles plus a constant and starts
+2026-12-04): every query tile costs its KV tiles plus a constant and starts
 on the first free slot (blocks resident on the GPU), in one of three orders.
 Prints each order's makespan over the ideal (total work / slots)."""
 import heapq
