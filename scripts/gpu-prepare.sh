@@ -37,7 +37,7 @@ done
 cp "$build/lib/libattnc.so" "$stage/lib/"
 # The header-only libraries the runtime side and its tools compile in, for a
 # runtime-only build on a machine without a package registry:
-#   cmake -S . -B build-rt -G Ninja -DATTNC_COMPILER=OFF \
+#   cmake -S . -B build-rt -G Ninja -DATTNC_COMPILER=OFF -DATTNC_TESTS=OFF \
 #     -DATTNC_EXTRA_INCLUDE_DIR=$PWD/.gpu/include
 mkdir -p "$stage/include"
 cp -r /usr/include/nlohmann /usr/include/xxhash.h /usr/include/CLI "$stage/include/"
