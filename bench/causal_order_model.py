@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A list-scheduling model of the causal prefill grid's tail (bench/NOTES.md,
-"Session 17"): every query tile costs its KV tiles plus a constant and starts
+2026-12-04): every query tile costs its KV tiles plus a constant and starts
 on the first free slot (blocks resident on the GPU), in one of three orders.
 Prints each order's makespan over the ideal (total work / slots)."""
 import heapq
@@ -21,7 +21,7 @@ def main():
         for slots in (132, 264):
             for c in (0, 2):
                 orders = {
-                    "per head, longest first (session 6)":
+                    "per head, longest first":
                         [cost(m, c) for h in range(heads) for m in reversed(range(tiles))],
                     "per head, shortest first (FA2)":
                         [cost(m, c) for h in range(heads) for m in range(tiles)],

@@ -7,7 +7,7 @@ summarises the PC-sampling columns: the samples per stall reason over the
 whole kernel, per opcode (HGMMA, MUFU, SYNCS, BAR, ...) and the instructions
 with the most samples, each with its address and SASS text. Two files side
 by side (attnc's kernel and cuDNN's at the same shape) show where the one
-spends cycles the other does not (bench/NOTES-hopper.md, session 19).
+spends cycles the other does not (bench/NOTES-hopper.md, 2026-12-06).
 
 Usage: ncu_source_stalls.py SOURCE.csv [SOURCE2.csv ...] [--top 40]
 """

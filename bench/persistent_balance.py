@@ -3,7 +3,7 @@
 
 Each work item (query tile, head, batch) costs its KV tiles plus a fixed
 cost per item, in units of one KV tile (~1.53 us at D128 on the H200,
-bench/NOTES-hopper.md session 8: a block per tile pays ~5.8 us = 3.8 tiles
+bench/NOTES-hopper.md, 2026-12-01: a block per tile pays ~5.8 us = 3.8 tiles
 once; a persistent block overlaps most of it, ~0.7 tiles assumed). The
 makespan is the busiest SM's total. Compared:
   tiles    one block per item, the hardware handing the next item to the

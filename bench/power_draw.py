@@ -12,7 +12,7 @@ ATTNC_LIBRARY and ATTNC_CACHE_DIR set (as scripts/gpu-run.sh does):
 python3 bench/power_draw.py
 With ATTNC_BENCH_ARCH=sm_80 attnc runs its portable mma.sync kernels and the
 peer is FA2 (SDPA's flash backend), issue #5's comparison. Results from
-2026-12-03: bench/RESULTS.md, "Session 11 steps".
+2026-12-03 (H200): docs/devlog/2026-11-29-to-12-06-gpu-runs.md.
 """
 import os
 import statistics

@@ -10,7 +10,7 @@ softmax's exp2). Nested loops are listed separately; the count of a loop
 includes its inner loops' bodies once.
 
 No GPU is needed, so the KV loop of two schedules can be compared before
-spending device time (bench/NOTES-hopper.md, session 10). nvdisasm is not in
+spending device time (bench/NOTES-hopper.md, 2026-12-02). nvdisasm is not in
 the CUDA Toolkit's minimal install here; NVIDIA publishes it on PyPI
 (`pip install nvidia-cuda-nvdisasm`), which this script finds, or give its
 path with --nvdisasm / $NVDISASM.

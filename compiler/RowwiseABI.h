@@ -31,10 +31,10 @@ struct RowSchedule {
 /// Threads per row and rows per program for a row of `d` output elements:
 /// about two 16-byte output vectors per thread (the fewest power-of-two
 /// threads that leave each at most two, up to 1024), and blocks of at least
-/// 512 threads from 64 threads per row up (shorter rows: 128, as the
-/// earlier rule had it; they share a program). Measured on the H200
-/// (bench/RESULTS.md, session 3 sweep): silu_and_mul 8192 x 14336 1024 x 1
-/// (4.22 TB/s, 34 registers) vs 256 x 1 (3.47, 155 registers); add+rms_norm
+/// 512 threads from 64 threads per row up (shorter rows: 128; they share a
+/// program). Measured on the H200 (schedule sweep of 2026-11-29, docs/devlog):
+/// silu_and_mul 8192 x 14336 1024 x 1 (4.22 TB/s, 34 registers) vs 256 x 1
+/// (3.47, 155 registers); add+rms_norm
 /// 8192 x 4096 256 x 2 (3.81) vs 128 x 1 (3.68).
 inline RowSchedule defaultRowSchedule(int64_t d) {
   int64_t chunks = std::max<int64_t>(1, d / kRowVector);

@@ -35,6 +35,12 @@ for b in attnc-gpu-attention attnc-gpu-decode attnc-gpu-elementwise attnc-bench 
   cp "$build/bin/$b" "$stage/bin/"
 done
 cp "$build/lib/libattnc.so" "$stage/lib/"
+# The header-only libraries the runtime side and its tools compile in, for a
+# runtime-only build on a machine without a package registry:
+#   cmake -S . -B build-rt -G Ninja -DATTNC_COMPILER=OFF -DATTNC_TESTS=OFF \
+#     -DATTNC_EXTRA_INCLUDE_DIR=$PWD/.gpu/include
+mkdir -p "$stage/include"
+cp -r /usr/include/nlohmann /usr/include/xxhash.h /usr/include/CLI "$stage/include/"
 
 # Autotuning sweep (issue #9): PEERS.md's D=128 prefill cells (causal and
 # not) and decode cells; the candidates compiled into .gpu/tune/bundle, the
@@ -49,7 +55,7 @@ fi
 cp "$build/bin/attnc-tune-run" "$stage/bin/"
 du -sh "$stage"
 # The device tool carries at most 64 MiB with the working tree, and .gpu/
-# is close to that (61 MiB in session 7); compressed it is about a quarter.
+# is close to that (about 61 MiB); compressed it is about a quarter.
 # gpu-run.sh unpacks it when .gpu/ did not travel:
 #   run(command="scripts/gpu-run.sh", carry=[".gpu-pack"])
 mkdir -p .gpu-pack

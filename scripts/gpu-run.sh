@@ -72,10 +72,10 @@ step templates-gpu "$stage/bin/templates_gpu_test"
 # timeout: a kernel that never finishes (an mbarrier protocol bug) must not
 # eat the GPU session; the tests log each case as it finishes ("run NAME"
 # before it, PASS/FAIL after). attention-gpu runs the defaults (on sm_90a
-# the tma schedule since session 8) and none of the cases named for a
+# the tma schedule) and none of the cases named for a
 # kv_sync schedule: those have steps of their own below.
 # The stream-K tail's cases first, under a short timeout: a block waiting
-# for a slot nobody fills would hang (session 14).
+# for a slot nobody fills would hang.
 step attention-gpu-stream-k timeout 180 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only stream-K
 step attention-gpu timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle"
 # The wgmma K/V rings on per-stage mbarriers (tuning.kv_sync "mbarrier",
@@ -83,9 +83,9 @@ step attention-gpu timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage
 step attention-gpu-mbarrier timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only mbarrier
 step attention-bench-mbarrier timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only mbarrier
 # Warp specialisation (tuning.kv_sync "producer" / "pingpong" / "tma", issue #6):
-# not yet run on a GPU in the session that wrote it, so each in a step of
-# its own under a short timeout; then their bench rows (bench tiles with
-# the schedule's name) beside the default's.
+# a protocol bug hangs the kernel, so each in a step of its own under a
+# short timeout; then their bench rows (bench tiles with the schedule's
+# name) beside the default's.
 step attention-gpu-producer timeout 90 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only producer
 step attention-gpu-pingpong timeout 90 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only pingpong
 step attention-gpu-tma timeout 400 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --only tma
@@ -122,7 +122,8 @@ step ncu-prefill-mma timeout 240 "$ncu_bin" --clock-control none --set full \
 step ncu-prefill-fa2 timeout 240 "$ncu_bin" --clock-control none --set full \
   --metrics "$ncu_stalls" -k regex:flash --launch-skip 3 --launch-count 1 \
   python3 bench/ncu_fa2.py
-# The same two, causal (session 6: 0.92x FA2 at S4k, 0.99x at S16k).
+# The same two, causal (sm_80 was 0.92x FA2 at S4k, 0.99x at S16k on
+# 2026-11-30).
 step ncu-prefill-causal timeout 300 bash -c "$ncu_bin --clock-control none --set full \
   --metrics '$ncu_stalls' -k regex:attention --launch-skip 3 --launch-count 1 \
   $stage/bin/attnc-bench --bundle $stage/bundle --heads 16 --kv-heads 16 \
@@ -138,7 +139,7 @@ step ncu-prefill-tma timeout 300 bash -c "for c in '' --causal; do $ncu_bin --cl
   $stage/bin/attnc-bench --bundle $stage/bundle --heads 16 --kv-heads 16 \
   --head-dim 128 --batch 4 --seq-len 4096 --arch sm_90a --reps 2 \$c; done"
 # Persistent CTAs against one CTA per tile at D64 S4k without a mask (the
-# cell where persistence loses, session 9): the bench's 3rd launch of each
+# cell where persistence loses): the bench's 3rd launch of each
 # (12 launches per bench row; --only 'default persistent' lists D128 then
 # D64, --only default lists D128, D128 causal, D64 first).
 step ncu-persistent timeout 300 bash -c "for sel in 'default persistent:14' 'default:26'; do \

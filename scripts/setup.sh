@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ ccache git python3 python3-pip
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libzstd-dev zlib1g-dev libedit-dev libxml2-dev libcurl4-openssl-dev
-  catch2 libcli11-dev libfmt-dev clang-format-22
+  catch2 libcli11-dev libfmt-dev clang-format-22 nlohmann-json3-dev libxxhash-dev
 )
 
 missing=()

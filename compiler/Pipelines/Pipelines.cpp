@@ -80,7 +80,7 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
   // The rescale threshold pays where the unit-rescale skip applies (head
   // dim 128 and more): H200 D256 S4k +4.4% / +7.9% (causal), D128 0 / +1%;
   // at D64, where O's multiplies are never skipped, it cost 1.2-1.5%
-  // (bench/NOTES-hopper.md, session 8).
+  // (bench/NOTES-hopper.md, 2026-12-01).
   t.rescale = headDim >= 128 ? tgpu::Rescale::threshold : tgpu::Rescale::exact;
   if (blockM > 0)
     t.blockM = blockM;

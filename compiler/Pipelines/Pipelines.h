@@ -75,14 +75,14 @@ void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);
 struct DecodeTileOptions {
   // Keys per K/V tile. 16: on the H200 best or within 1% on every row of
   // the decode sweep at pages 16 and 256 (B=64: 3.97 / 4.21 TB/s against
-  // 3.64 / 3.89 at 32; bench/NOTES.md, session 4); 64 spills at D = 128.
+  // 3.64 / 3.89 at 32; bench/NOTES.md, 2026-11-29); 64 spills at D = 128.
   int64_t blockN = 16;
   int64_t maxQLen = 1;
   // K/V tiles per ring: 1 = copy each where it is used, n = keep the next
   // n - 1 in flight (tuning.stages, 1 to 4). 3: with the swizzled tiles and
   // kDecodeProgramsPerSm programs per SM, the fastest on every row of the
   // H200 decode sweep (B1 L128k 4.10, B16 L32k 4.53, B64 L4k 4.33, B64
-  // L16k 4.58 TB/s; one stage 3.46-4.54; bench/NOTES.md "Session 5").
+  // L16k 4.58 TB/s; one stage 3.46-4.54; bench/NOTES.md, 2026-11-29).
   int64_t stages = 3;
 };
 

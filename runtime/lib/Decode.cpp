@@ -90,7 +90,7 @@ int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
   // Streams per SM the split count aims for: decodeResidentPerSm of the
   // loaded kernel (6 when unknown), at most maxPerSm. Each program is one
   // stream of K/V loads in flight; past a few per SM more streams only
-  // contend (bench/NOTES.md, "Decode" and "Session 5").
+  // contend (bench/NOTES.md, the decode measurements of 2026-11-29).
   const int64_t perSm =
       std::min(slotsPerSm > 0 ? slotsPerSm : 6, maxPerSm > 0 ? maxPerSm : 32);
   const int64_t sms = smCount > 0 ? smCount : 108;
@@ -106,7 +106,7 @@ int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
   // draw only that share of the SM's bandwidth. A program count that is
   // not a multiple of the SM count leaves some SMs a program behind the
   // rest: at B=1 L=128k, 57 splits (456 programs, 3 or 4 per SM) took
-  // 129 us where cuDNN's kernel took 120 (bench/NOTES.md, "Session 6").
+  // 129 us where cuDNN's kernel took 120 (bench/NOTES.md, 2026-11-30).
   // Fewest splits among equal costs: fewer partials to combine.
   double best = 0;
   int64_t bestSplits = 1;

@@ -49,7 +49,7 @@ Status badKey(std::string_view key) {
 }
 
 FileChecksum checksum(const char *name, std::string_view data) {
-  return {name, data.size(), fnv1a128(data).hex()};
+  return {name, data.size(), xxh3_128(data).hex()};
 }
 
 // Reads and verifies one entry through its directory descriptor, so every
@@ -92,10 +92,10 @@ Result<CacheEntry> readEntry(int dirFd, std::string_view key,
       return corrupt(file.name + " has " + std::to_string(data->size()) +
                      " bytes but meta.json records " +
                      std::to_string(file.size));
-    std::string actual = fnv1a128(*data).hex();
-    if (actual != file.fnv1a128)
+    std::string actual = xxh3_128(*data).hex();
+    if (actual != file.xxh3)
       return corrupt(file.name + " checksum " + actual +
-                     " does not match meta.json (" + file.fnv1a128 + ")");
+                     " does not match meta.json (" + file.xxh3 + ")");
     *target = std::move(data).value();
   }
   return entry;

@@ -1,10 +1,18 @@
-//===- Json.cpp - Strict JSON reader and writer ---------------------------===//
+//===- Json.cpp - Json values read and written with nlohmann-json ---------===//
+//
+// nlohmann-json parses (RFC 8259, no comments, UTF-8 checked) and writes;
+// the runtime's own Json value keeps nlohmann out of its public headers.
+//
+//===----------------------------------------------------------------------===//
 
 #include "attnc/runtime/Json.h"
 
-#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <iterator>
+#include <limits>
 
 namespace attnc {
 
@@ -54,557 +62,228 @@ const char *jsonKindName(Json::Kind kind) {
   return "unknown";
 }
 
-//===----------------------------------------------------------------------===//
-// Reader
-//===----------------------------------------------------------------------===//
-
 namespace {
 
-// Deep enough for any real file, shallow enough that recursion cannot blow
-// the stack on hostile input.
+using OrderedJson = nlohmann::ordered_json;
+
+// Deep enough for any real file, shallow enough that destroying the value
+// (recursive) cannot blow the stack on hostile input.
 constexpr int kMaxDepth = 256;
 
-class Parser {
+// A forward iterator over the text that publishes how far nlohmann's lexer
+// has read, so that errors found while building the value (duplicate keys,
+// nesting, overflow) can name a line and column like the parser's own.
+class TrackedIterator {
 public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char *;
+  using reference = const char &;
 
-  Result<Json> parseDocument() {
-    skipSpace();
-    Json value;
-    if (!parseValue(value, 0))
-      return error_;
-    skipSpace();
-    if (pos_ != text_.size()) {
-      fail("unexpected trailing characters after the JSON value");
-      return error_;
+  TrackedIterator() = default;
+  TrackedIterator(const char *at, const char **readHead)
+      : at_(at), readHead_(readHead) {}
+  reference operator*() const { return *at_; }
+  TrackedIterator &operator++() {
+    ++at_;
+    if (readHead_)
+      *readHead_ = at_;
+    return *this;
+  }
+  TrackedIterator operator++(int) {
+    TrackedIterator old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const TrackedIterator &other) const {
+    return at_ == other.at_;
+  }
+
+private:
+  const char *at_ = nullptr;
+  const char **readHead_ = nullptr;
+};
+
+// "line L, column C" (1-based) of byte `offset` of `text`.
+std::string position(std::string_view text, size_t offset) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
     }
-    return value;
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+// Builds a Json from nlohmann's SAX events, adding what RFC 8259 leaves to
+// the reader: duplicate keys are errors, integers that fit int64 stay exact.
+class Builder : public nlohmann::json_sax<OrderedJson> {
+public:
+  Builder(std::string_view text, const char **readHead)
+      : text_(text), readHead_(readHead) {}
+
+  Result<Json> result() {
+    if (!error_.isOk())
+      return error_;
+    return std::move(root_);
+  }
+
+  bool null() override { return add(Json(nullptr)); }
+  bool boolean(bool value) override { return add(Json(value)); }
+  bool number_integer(number_integer_t value) override {
+    return add(Json(static_cast<int64_t>(value)));
+  }
+  bool number_unsigned(number_unsigned_t value) override {
+    if (value <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return add(Json(static_cast<int64_t>(value)));
+    return add(Json(static_cast<double>(value))); // beyond int64: a double
+  }
+  bool number_float(number_float_t value, const string_t &token) override {
+    if (!std::isfinite(value)) {
+      size_t start = text_.rfind(token, offset());
+      return fail(start == std::string_view::npos ? offset() : start,
+                  "number out of range");
+    }
+    return add(Json(static_cast<double>(value)));
+  }
+  bool string(string_t &value) override { return add(Json(std::move(value))); }
+  bool binary(binary_t &) override {
+    return fail(offset(), "binary values are not JSON");
+  }
+  bool start_object(std::size_t) override { return open(Json::object()); }
+  bool key(string_t &key) override {
+    for (const Json::Member &member : stack_.back().asObject())
+      if (member.first == key)
+        return fail(offset(), "duplicate object key \"" + key + "\"");
+    key_ = std::move(key);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(Json::array()); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t bytesRead, const std::string &lastToken,
+                   const nlohmann::detail::exception &error) override {
+    // nlohmann says "[json.exception.parse_error.101] parse error at line
+    // L, column C: <what>" or "[json.exception.out_of_range.406] <what>".
+    // Keep the what; name the position as every other error here does (the
+    // byte that stopped the lexer; an overflowing number's first digit).
+    std::string_view what = error.what();
+    if (size_t tag = what.find("] "); tag != std::string_view::npos)
+      what.remove_prefix(tag + 2);
+    if (what.starts_with("parse error"))
+      if (size_t colon = what.find(": "); colon != std::string_view::npos)
+        what.remove_prefix(colon + 2);
+    size_t at = bytesRead ? bytesRead - 1 : 0;
+    if (error.id == 406) // number overflow
+      at = std::min(at, text_.rfind(lastToken, at));
+    return fail(at, std::string(what));
   }
 
 private:
   std::string_view text_;
-  size_t pos_ = 0;
+  const char **readHead_;
+  Json root_;
+  std::vector<Json> stack_; // the open arrays and objects
+  std::string key_;         // the pending member's key in an object
   Status error_;
 
-  bool atEnd() const { return pos_ >= text_.size(); }
-  char peek() const { return atEnd() ? '\0' : text_[pos_]; }
+  size_t offset() const {
+    return *readHead_ ? static_cast<size_t>(*readHead_ - text_.data()) : 0;
+  }
 
-  // Records the first error with a 1-based line/column of the current
-  // position; always returns false so callers can `return fail(...)`.
-  bool failAt(size_t pos, const std::string &message) {
-    if (!error_.isOk())
-      return false;
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i < pos && i < text_.size(); ++i) {
-      if (text_[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    error_ = Status(ErrorCode::ParseError,
-                    "JSON parse error at line " + std::to_string(line) +
-                        ", column " + std::to_string(column) + ": " + message);
+  bool fail(size_t at, const std::string &message) {
+    error_ =
+        Status(ErrorCode::ParseError,
+               "JSON parse error at " + position(text_, at) + ": " + message);
     return false;
   }
-  bool fail(const std::string &message) { return failAt(pos_, message); }
 
-  std::string describeHere() const {
-    if (atEnd())
-      return "end of input";
-    char c = peek();
-    if (static_cast<unsigned char>(c) < 0x20 ||
-        static_cast<unsigned char>(c) >= 0x7f) {
-      char buf[16];
-      std::snprintf(buf, sizeof(buf), "byte 0x%02x",
-                    static_cast<unsigned char>(c));
-      return buf;
-    }
-    return std::string("'") + c + "'";
-  }
-
-  void skipSpace() {
-    while (!atEnd()) {
-      char c = peek();
-      if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-        break;
-      ++pos_;
-    }
-  }
-
-  bool parseValue(Json &out, int depth) {
-    if (depth > kMaxDepth)
-      return fail("nesting deeper than " + std::to_string(kMaxDepth) +
-                  " levels");
-    if (atEnd())
-      return fail("expected a value but found end of input");
-    char c = peek();
-    switch (c) {
-    case '{':
-      return parseObject(out, depth);
-    case '[':
-      return parseArray(out, depth);
-    case '"': {
-      std::string s;
-      if (!parseString(s))
-        return false;
-      out = Json(std::move(s));
-      return true;
-    }
-    case 't':
-      return parseLiteral("true", Json(true), out);
-    case 'f':
-      return parseLiteral("false", Json(false), out);
-    case 'n':
-      return parseLiteral("null", Json(nullptr), out);
-    default:
-      if (c == '-' || (c >= '0' && c <= '9'))
-        return parseNumber(out);
-      return fail("expected a value but found " + describeHere());
-    }
-  }
-
-  bool parseLiteral(std::string_view word, Json value, Json &out) {
-    if (text_.substr(pos_, word.size()) != word)
-      return fail("invalid literal (expected '" + std::string(word) + "')");
-    pos_ += word.size();
-    out = std::move(value);
+  bool add(Json value) {
+    if (stack_.empty())
+      root_ = std::move(value);
+    else if (stack_.back().isArray())
+      stack_.back().push(std::move(value));
+    else
+      stack_.back().asObject().emplace_back(std::move(key_), std::move(value));
     return true;
   }
 
-  bool parseObject(Json &out, int depth) {
-    ++pos_; // '{'
-    Json::Object object;
-    skipSpace();
-    if (peek() == '}') {
-      ++pos_;
-      out = Json(std::move(object));
-      return true;
-    }
-    while (true) {
-      skipSpace();
-      if (peek() != '"')
-        return fail("expected a string object key but found " + describeHere());
-      size_t keyPos = pos_;
-      std::string key;
-      if (!parseString(key))
-        return false;
-      for (const Json::Member &member : object)
-        if (member.first == key)
-          return failAt(keyPos, "duplicate object key \"" + key + "\"");
-      skipSpace();
-      if (peek() != ':')
-        return fail("expected ':' after object key but found " +
-                    describeHere());
-      ++pos_;
-      skipSpace();
-      Json value;
-      if (!parseValue(value, depth + 1))
-        return false;
-      object.emplace_back(std::move(key), std::move(value));
-      skipSpace();
-      if (peek() == ',') {
-        ++pos_;
-        skipSpace();
-        if (peek() == '}')
-          return fail("trailing comma before '}'");
-        continue;
-      }
-      if (peek() == '}') {
-        ++pos_;
-        out = Json(std::move(object));
-        return true;
-      }
-      return fail("expected ',' or '}' after object member but found " +
-                  describeHere());
-    }
-  }
-
-  bool parseArray(Json &out, int depth) {
-    ++pos_; // '['
-    Json::Array array;
-    skipSpace();
-    if (peek() == ']') {
-      ++pos_;
-      out = Json(std::move(array));
-      return true;
-    }
-    while (true) {
-      skipSpace();
-      Json value;
-      if (!parseValue(value, depth + 1))
-        return false;
-      array.push_back(std::move(value));
-      skipSpace();
-      if (peek() == ',') {
-        ++pos_;
-        skipSpace();
-        if (peek() == ']')
-          return fail("trailing comma before ']'");
-        continue;
-      }
-      if (peek() == ']') {
-        ++pos_;
-        out = Json(std::move(array));
-        return true;
-      }
-      return fail("expected ',' or ']' after array element but found " +
-                  describeHere());
-    }
-  }
-
-  bool parseHex4(uint32_t &out) {
-    if (pos_ + 4 > text_.size())
-      return fail("truncated \\u escape");
-    out = 0;
-    for (int i = 0; i < 4; ++i) {
-      char c = text_[pos_ + i];
-      uint32_t digit;
-      if (c >= '0' && c <= '9')
-        digit = c - '0';
-      else if (c >= 'a' && c <= 'f')
-        digit = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        digit = c - 'A' + 10;
-      else
-        return failAt(pos_ + i, "invalid hex digit in \\u escape");
-      out = out * 16 + digit;
-    }
-    pos_ += 4;
+  bool open(Json container) {
+    if (stack_.size() >= kMaxDepth)
+      return fail(offset() ? offset() - 1 : 0, "nesting deeper than " +
+                                                   std::to_string(kMaxDepth) +
+                                                   " levels");
+    stack_.push_back(std::move(container));
+    if (stack_.size() > 1 && stack_[stack_.size() - 2].isObject())
+      keys_.push_back(std::move(key_));
+    else
+      keys_.emplace_back();
     return true;
   }
 
-  static void appendUtf8(std::string &s, uint32_t cp) {
-    if (cp < 0x80) {
-      s += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      s += static_cast<char>(0xC0 | (cp >> 6));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      s += static_cast<char>(0xE0 | (cp >> 12));
-      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      s += static_cast<char>(0xF0 | (cp >> 18));
-      s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    }
+  bool close() {
+    Json done = std::move(stack_.back());
+    stack_.pop_back();
+    key_ = std::move(keys_.back());
+    keys_.pop_back();
+    return add(std::move(done));
   }
 
-  // Length of a valid UTF-8 sequence starting at pos_, or 0 (overlong forms,
-  // surrogates and code points above U+10FFFF are invalid).
-  size_t utf8SequenceLength() const {
-    auto byte = [&](size_t i) -> uint32_t {
-      return pos_ + i < text_.size()
-                 ? static_cast<unsigned char>(text_[pos_ + i])
-                 : 0u;
-    };
-    auto cont = [&](size_t i) { return (byte(i) & 0xC0) == 0x80; };
-    uint32_t b0 = byte(0);
-    if (b0 >= 0xC2 && b0 <= 0xDF)
-      return cont(1) ? 2 : 0;
-    if (b0 >= 0xE0 && b0 <= 0xEF) {
-      if (!cont(1) || !cont(2))
-        return 0;
-      uint32_t cp = ((b0 & 0x0F) << 12) | ((byte(1) & 0x3F) << 6);
-      if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-      return 3;
-    }
-    if (b0 >= 0xF0 && b0 <= 0xF4) {
-      if (!cont(1) || !cont(2) || !cont(3))
-        return 0;
-      uint32_t cp = ((b0 & 0x07) << 18) | ((byte(1) & 0x3F) << 12);
-      if (cp < 0x10000 || cp > 0x10FFFF)
-        return 0;
-      return 4;
-    }
-    return 0;
-  }
-
-  bool parseString(std::string &out) {
-    size_t start = pos_;
-    ++pos_; // opening quote
-    while (true) {
-      if (atEnd())
-        return failAt(start, "unterminated string");
-      unsigned char c = static_cast<unsigned char>(text_[pos_]);
-      if (c == '"') {
-        ++pos_;
-        return true;
-      }
-      if (c < 0x20)
-        return fail("unescaped control character in string (byte 0x" +
-                    hexByte(c) + ")");
-      if (c >= 0x80) {
-        size_t len = utf8SequenceLength();
-        if (len == 0)
-          return fail("invalid UTF-8 in string");
-        out.append(text_.substr(pos_, len));
-        pos_ += len;
-        continue;
-      }
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        ++pos_;
-        continue;
-      }
-      size_t escapePos = pos_;
-      ++pos_;
-      if (atEnd())
-        return failAt(start, "unterminated string");
-      char e = text_[pos_++];
-      switch (e) {
-      case '"':
-        out += '"';
-        break;
-      case '\\':
-        out += '\\';
-        break;
-      case '/':
-        out += '/';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'u': {
-        uint32_t cp = 0;
-        if (!parseHex4(cp))
-          return false;
-        if (cp >= 0xDC00 && cp <= 0xDFFF)
-          return failAt(escapePos, "unpaired low surrogate in \\u escape");
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          if (text_.substr(pos_, 2) != "\\u")
-            return failAt(escapePos, "unpaired high surrogate in \\u escape");
-          pos_ += 2;
-          uint32_t low = 0;
-          if (!parseHex4(low))
-            return false;
-          if (low < 0xDC00 || low > 0xDFFF)
-            return failAt(escapePos, "unpaired high surrogate in \\u escape");
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-        }
-        appendUtf8(out, cp);
-        break;
-      }
-      default:
-        return failAt(escapePos, std::string("invalid escape '\\") + e + "'");
-      }
-    }
-  }
-
-  static std::string hexByte(unsigned char c) {
-    char buf[3];
-    std::snprintf(buf, sizeof(buf), "%02x", c);
-    return buf;
-  }
-
-  bool parseNumber(Json &out) {
-    size_t start = pos_;
-    bool isInteger = true;
-    if (peek() == '-')
-      ++pos_;
-    if (peek() == '0') {
-      ++pos_;
-      if (peek() >= '0' && peek() <= '9')
-        return failAt(start, "leading zeros are not allowed in numbers");
-    } else if (peek() >= '1' && peek() <= '9') {
-      while (peek() >= '0' && peek() <= '9')
-        ++pos_;
-    } else {
-      return failAt(start, "invalid number");
-    }
-    if (peek() == '.') {
-      isInteger = false;
-      ++pos_;
-      if (!(peek() >= '0' && peek() <= '9'))
-        return fail("expected a digit after the decimal point");
-      while (peek() >= '0' && peek() <= '9')
-        ++pos_;
-    }
-    if (peek() == 'e' || peek() == 'E') {
-      isInteger = false;
-      ++pos_;
-      if (peek() == '+' || peek() == '-')
-        ++pos_;
-      if (!(peek() >= '0' && peek() <= '9'))
-        return fail("expected a digit in the exponent");
-      while (peek() >= '0' && peek() <= '9')
-        ++pos_;
-    }
-    const char *first = text_.data() + start;
-    const char *last = text_.data() + pos_;
-    if (isInteger) {
-      int64_t value;
-      auto [ptr, ec] = std::from_chars(first, last, value);
-      if (ec == std::errc() && ptr == last) {
-        out = Json(value);
-        return true;
-      }
-      // Out of int64 range: fall through to a double.
-    }
-    double value;
-    auto [ptr, ec] = std::from_chars(first, last, value);
-    if (ec == std::errc::result_out_of_range)
-      return failAt(start, "number out of range");
-    if (ec != std::errc() || ptr != last)
-      return failAt(start, "invalid number");
-    out = Json(value);
-    return true;
-  }
+  std::vector<std::string> keys_; // each open container's key in its parent
 };
 
-//===----------------------------------------------------------------------===//
-// Writer
-//===----------------------------------------------------------------------===//
-
-void writeString(std::string &out, const std::string &s) {
-  out += '"';
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\b':
-      out += "\\b";
-      break;
-    case '\f':
-      out += "\\f";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-        out += buf;
-      } else {
-        out += ch;
-      }
-    }
-  }
-  out += '"';
-}
-
-void writeDouble(std::string &out, double value) {
-  if (!std::isfinite(value)) {
-    out += "null";
-    return;
-  }
-  // Shortest form that reads back to the same double.
-  char buf[64];
-  auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-  (void)ec;
-  std::string_view text(buf, ptr - buf);
-  out += text;
-  // Keep the Double kind on a round trip ("1" would read back as Int).
-  if (text.find_first_of(".eE") == std::string_view::npos)
-    out += ".0";
-}
-
-void newline(std::string &out, int indent, int depth) {
-  if (indent < 0)
-    return;
-  out += '\n';
-  out.append(static_cast<size_t>(indent) * depth, ' ');
-}
-
-void writeValue(std::string &out, const Json &value, int indent, int depth) {
+OrderedJson toOrdered(const Json &value) {
   switch (value.kind()) {
   case Json::Kind::Null:
-    out += "null";
-    return;
+    return nullptr;
   case Json::Kind::Bool:
-    out += value.asBool() ? "true" : "false";
-    return;
+    return value.asBool();
   case Json::Kind::Int:
-    out += std::to_string(value.asInt());
-    return;
+    return value.asInt();
   case Json::Kind::Double:
-    writeDouble(out, value.asDouble());
-    return;
+    return value.asDouble();
   case Json::Kind::String:
-    writeString(out, value.asString());
-    return;
+    return value.asString();
   case Json::Kind::Array: {
-    const Json::Array &array = value.asArray();
-    if (array.empty()) {
-      out += "[]";
-      return;
-    }
-    // Arrays of scalars stay on one line ("block": [128, 1, 1]).
-    bool flat = true;
-    for (const Json &element : array)
-      flat = flat && !element.isArray() && !element.isObject();
-    out += '[';
-    for (size_t i = 0; i < array.size(); ++i) {
-      if (i)
-        out += flat && indent >= 0 ? ", " : ",";
-      if (!flat)
-        newline(out, indent, depth + 1);
-      writeValue(out, array[i], indent, depth + 1);
-    }
-    if (!flat)
-      newline(out, indent, depth);
-    out += ']';
-    return;
+    OrderedJson out = OrderedJson::array();
+    for (const Json &element : value.asArray())
+      out.push_back(toOrdered(element));
+    return out;
   }
   case Json::Kind::Object: {
-    const Json::Object &object = value.asObject();
-    if (object.empty()) {
-      out += "{}";
-      return;
-    }
-    out += '{';
-    for (size_t i = 0; i < object.size(); ++i) {
-      if (i)
-        out += ',';
-      newline(out, indent, depth + 1);
-      writeString(out, object[i].first);
-      out += indent >= 0 ? ": " : ":";
-      writeValue(out, object[i].second, indent, depth + 1);
-    }
-    newline(out, indent, depth);
-    out += '}';
-    return;
+    OrderedJson out = OrderedJson::object();
+    for (const Json::Member &member : value.asObject())
+      out[member.first] = toOrdered(member.second);
+    return out;
   }
   }
+  return nullptr;
 }
 
 } // namespace
 
 Result<Json> parseJson(std::string_view text) {
-  return Parser(text).parseDocument();
+  const char *readHead = text.data();
+  Builder builder(text, &readHead);
+  TrackedIterator first(text.data(), &readHead);
+  TrackedIterator last(text.data() + text.size(), nullptr);
+  // Strict: the whole input is one value, no comments.
+  OrderedJson::sax_parse(first, last, &builder,
+                         nlohmann::detail::input_format_t::json,
+                         /*strict=*/true, /*ignore_comments=*/false);
+  return builder.result();
 }
 
 std::string writeJson(const Json &value, int indent) {
-  std::string out;
-  writeValue(out, value, indent, 0);
+  // Invalid UTF-8 in a string is replaced (U+FFFD) rather than written out
+  // as bytes the reader would reject.
+  std::string out =
+      toOrdered(value).dump(indent, ' ', /*ensure_ascii=*/false,
+                            OrderedJson::error_handler_t::replace);
   if (indent >= 0)
     out += '\n';
   return out;

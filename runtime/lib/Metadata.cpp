@@ -111,7 +111,7 @@ Status validateMetadata(const KernelMetadata &meta) {
       return invalid("file name \"" + file.name + "\" is not valid");
     if (!files.insert(file.name).second)
       return invalid("file \"" + file.name + "\" appears twice");
-    if (!isHex128(file.fnv1a128))
+    if (!isHex128(file.xxh3))
       return invalid("checksum of \"" + file.name +
                      "\" is not 32 lowercase hex digits");
   }
@@ -135,7 +135,7 @@ Json metadataToJson(const KernelMetadata &meta) {
   for (const FileChecksum &file : meta.files) {
     Json f = Json::object();
     f.set("size", static_cast<int64_t>(file.size));
-    f.set("fnv1a128", file.fnv1a128);
+    f.set("xxh3_128", file.xxh3);
     files.set(file.name, std::move(f));
   }
   Json out = Json::object();
@@ -215,7 +215,7 @@ Result<KernelMetadata> metadataFromJson(const Json &value,
       file.name = member.first;
       int64_t size = -1;
       fileReader.getInt("size", size, true);
-      fileReader.getString("fnv1a128", file.fnv1a128, true);
+      fileReader.getString("xxh3_128", file.xxh3, true);
       ATTNC_RETURN_IF_ERROR(fileReader.finish());
       if (size < 0)
         return Status(ErrorCode::ParseError,

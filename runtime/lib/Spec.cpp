@@ -13,9 +13,10 @@ namespace attnc {
 
 namespace {
 
-// Bumped when the entry layout or the canonical form changes, so old entries
-// are never read by a runtime that would misinterpret them.
-constexpr std::string_view kCacheLayoutVersion = "attnc-cache-v1";
+// Bumped when the key's hash, the entry layout or the canonical form
+// changes, so old entries are never read by a runtime that would
+// misinterpret them (v2: XXH3-128 keys and checksums, meta_version 2).
+constexpr std::string_view kCacheLayoutVersion = "attnc-cache-v2";
 
 // Shortest decimal that reads back to the same double; deterministic, so
 // the canonical string (and the key) is reproducible on any machine.
@@ -93,7 +94,7 @@ std::string KernelSpec::canonical() const {
   field("scale", formatFloat(float(effectiveScale())));
   intField("has_lse", hasLse ? 1 : 0);
   field("arch", arch);
-  field("custom_ir", customIr.empty() ? "none" : fnv1a128(customIr).hex());
+  field("custom_ir", customIr.empty() ? "none" : xxh3_128(customIr).hex());
   intField("block_m", tuning.blockM);
   intField("block_n", tuning.blockN);
   intField("stages", tuning.stages);
@@ -500,7 +501,7 @@ std::string writeSpecFile(const std::vector<KernelSpec> &specs) {
 }
 
 std::string cacheKey(std::string_view buildId, std::string_view canonicalSpec) {
-  Fnv1a128 hasher;
+  FieldHasher hasher;
   hasher.updateField(kCacheLayoutVersion);
   hasher.updateField(buildId);
   hasher.updateField(canonicalSpec);

@@ -150,18 +150,17 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
   if (spec.arch == "sm_90a" && spec.headDim % 64 == 0 && spec.headDim <= 256) {
     // The wgmma mapping with warp specialisation by TMA (kv_sync "tma": one
     // producer thread, two consumer warpgroups taking turns). H200, D128
-    // S4k, session 8 (bench/NOTES-hopper.md): 128x128 s2 650 TFLOP/s
-    // non-causal and 558 causal against 434 / 357 for session 4's 192x64
-    // on per-stage mbarriers; 128x176 654 / 546, 192x64 647 / 514. D64
-    // 128x128 453 / 395 (was 331 / 298). D256 128x64 698 / 569 (128x80:
-    // 733 / 595, but it spills); D192 takes D256's tiles.
+    // S4k (bench/NOTES-hopper.md, 2026-12-01): 128x128 s2 650 TFLOP/s
+    // non-causal and 558 causal against 434 / 357 for 192x64 on per-stage
+    // mbarriers; 128x176 654 / 546, 192x64 647 / 514. D256 128x64 698 / 569
+    // (128x80: 733 / 595, but it spills); D192 takes D256's tiles.
     // D64: 192 query rows (three consumer warpgroups) by 128 keys, as
     // FlashAttention-3 does: a D64 tile's GEMMs are half a D128 tile's, so
     // one warpgroup's softmax no longer hides under the other's GEMMs; a
-    // third keeps the tensor cores fed. H100, session 20 (attnc-tune-run,
-    // B4 S4k / B1 S16k causal): 525 / 472-531 TFLOP/s against 461 / 462 at
-    // 128x128; beside cuDNN 0.96x / 0.98x -> 1.07-1.09x (bench/NOTES-hopper.md
-    // "Session 20"). Not with a soft-cap: its tanh needs more than the 160
+    // third keeps the tensor cores fed. H100 (attnc-tune-run, B4 S4k / B1
+    // S16k causal): 525 / 472-531 TFLOP/s against 461 / 462 at 128x128;
+    // 1.07-1.09x cuDNN against 0.96x / 0.98x (bench/NOTES-hopper.md,
+    // 2026-12-06). Not with a soft-cap: its tanh needs more than the 160
     // registers three consumer warpgroups can have, and it spills.
     t.blockM = spec.headDim == 64 && spec.softcap == 0.0 ? 192 : 128;
     t.blockN = spec.headDim <= 128 ? 128 : 64;
@@ -171,7 +170,7 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
     if (spec.windowLeft < 0 || spec.headDim <= 192) {
       t.kvSync = "tma";
       // The grid and O's epilogue of the tma kernels, from the A/B of all
-      // four at B4 S4k on the H200 (bench/NOTES-hopper.md session 10,
+      // four at B4 S4k on the H200 (bench/NOTES-hopper.md, 2026-12-02,
       // TFLOP/s; tiles / persistent, O from registers / by TMA):
       //   D128          644.6 / 652.2 tiles, 657.1 / 676.9 persistent
       //   D128 causal   559.2 / 574.0 tiles, 595.7 / 615.6 persistent
@@ -184,7 +183,7 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
       // registers make the consumers spill (persistentFits). The TMA store
       // of O wherever its staging fits (the compiler's
       // tmaEpilogueByDefault; D64 causal persistent 421.1 against 414.3
-      // TFLOP/s with registers, session 12). The one place both defaults
+      // TFLOP/s with registers, H200). The one place both defaults
       // are switched: defaultTileOptions (Pipelines.cpp) reads them.
       t.grid = spec.windowLeft < 0 && spec.headDim <= 192 &&
                        (spec.causal || spec.headDim == 128)
@@ -196,12 +195,12 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
   } else if (spec.headDim <= 128) {
     t.blockM = 128;
     // 64-key tiles spill at 32 rows per warp above head dim 64, except at
-    // D128 since the ldmatrix offsets became immediates (session 5: H200
-    // D128 S4k 352.8 TFLOP/s against 303 at 32 keys). Since session 6 the
-    // D128 kernels spill 8 B (40 B causal) and are still the fastest
-    // measured: causal 295 against 251-253 at 32 keys, non-causal 360
-    // (bench/NOTES.md "Session 6"). A window's left bound adds to the
-    // masks' registers (16-44 B more), so windows keep 32 keys.
+    // D128, where the ldmatrix offsets are immediates (H200 D128 S4k 352.8
+    // TFLOP/s against 303 at 32 keys). The D128 kernels spill 8 B (40 B
+    // causal) and are still the fastest measured: causal 295 against
+    // 251-253 at 32 keys, non-causal 360 (bench/NOTES.md, 2026-11-29/30).
+    // A window's left bound adds to the masks' registers (16-44 B more), so
+    // windows keep 32 keys.
     t.blockN = spec.headDim == 128 ? (spec.windowLeft >= 0 ? 32 : 64)
                : spec.headDim > 64 ? 32
                                    : 64;
@@ -231,14 +230,16 @@ decodeSizeRule(const KernelSpec &spec, const ProblemSize &size, int smCount) {
     return std::nullopt; // one split fills the GPU
   TuningConfig t;
   if (spec.pageSize % 128 == 0) {
-    // Session 16 (bench/NOTES.md): 128-key tiles, four warps along the keys,
-    // two stages: one block per SM keeps two 64 KiB tiles in flight (B1
-    // 1.03x, B16 1.02x the 32-key rule in the H200 tune).
+    // 128-key tiles, four warps along the keys, two stages: one block per
+    // SM keeps two 64 KiB tiles in flight (B1 1.03x, B16 1.02x the 32-key
+    // rule in the H200 tune; bench/NOTES.md, 2026-12-03 "warps along the
+    // keys").
     t.blockN = 128;
     t.warps = 4;
     t.stages = 2;
   } else {
-    // Session 13: 32-key tiles, three stages, about two programs per SM.
+    // 32-key tiles, three stages, about two programs per SM (the H200
+    // sweep of bench/NOTES.md, 2026-12-03).
     t.blockN = 32;
     t.stages = 3;
   }

@@ -258,8 +258,8 @@ std::vector<Case> correctnessCases() {
        cs[0].bshd};
   c.spec.arch = "sm_80";
   cs.push_back(c);
-  // sm_80's default tiles at D128 without a mask (128x64 on 4 warps since
-  // session 5), odd lengths, GQA, BHSD.
+  // sm_80's default tiles at D128 without a mask (128x64 on 4 warps), odd
+  // lengths, GQA, BHSD.
   c = {"sm_80 default tiles, D128 bf16, Sq=1531 Skv=2055, GQA 8/2, BHSD",
        spec(8, 2, 128, "bf16"),
        2,
@@ -542,8 +542,8 @@ std::vector<Case> correctnessCases() {
 /// Whether a case runs: --only SUBSTR in its name or tiles; without it,
 /// every case but those named for a kv_sync schedule ("mbarrier",
 /// "producer", "pingpong", "tma": gpu-run.sh runs each in a step of its own
-/// under a short timeout, since a protocol bug hangs the kernel; all passed
-/// on the H200 in session 8, and sm_90a's defaults take tma since).
+/// under a short timeout, since a protocol bug hangs the kernel; sm_90a's
+/// defaults take tma, so the default cases cover it).
 bool selected(const Case &c, const std::string &only) {
   if (!only.empty())
     return c.name.find(only) != std::string::npos ||
@@ -630,7 +630,7 @@ std::vector<Case> benchCases() {
     }
   // The other grid beside sm_90a's default at its default tiles (issue
   // #6, persistent blocks measured; heuristicTuning's grid is the default).
-  // And O's epilogue (issue #6, session 10): the register stores beside
+  // And O's epilogue (issue #6): the register stores beside
   // the default's TMA store, on both grids.
   for (size_t i = 0, n = cs.size(); i < n; ++i)
     if (cs[i].tiles == "default" && cs[i].spec.arch == "sm_90a" &&

@@ -738,7 +738,7 @@ struct Knobs {
 struct Variant {
   int64_t blockN = 0, stages = 0, warps = 0; // Knobs
   // Auto: the runtime's choice (decodeProgramsPerSm per SM); Fill: every
-  // resident slot (the policy before session 5).
+  // resident slot (the alternative policy, for comparison).
   // Fixed: `fixed` splits (`--splits a,b,...`).
   enum Splits { Auto, Fill, Double, Half, Fixed } splits = Auto;
   int64_t fixed = 0;

@@ -6,7 +6,7 @@
 // configurations of head dims up to 128 must not spill, with one measured
 // exception: the D = 128 mma.sync kernels (128x64 tiles) may spill up to 48
 // B each way. They spill 8-40 B and are still the fastest on the H200
-// (bench/NOTES.md "Session 6", A/B in one GPU session, S = 4k): causal
+// (bench/NOTES.md, 2026-11-30, A/B in one GPU run, S = 4k): causal
 // 287-288 TFLOP/s against 279-281 for a spill-free form of the masks and
 // 251-253 for 32-key tiles; the scale folded into the exponent's FMA
 // (8 B non-causal, 40 B causal) 360 / 295 against 355 / 289 without.

@@ -415,7 +415,7 @@ TEST_CASE("kv_sync tma: one producer thread copies by TMA from tensor maps "
     // One CTA per tile writes the staging buffer with stmatrix and syncs on
     // bar.sync; persistent CTAs with 4-byte shared stores and a non-aligned
     // barrier.sync (the .aligned forms took the causal KV loop out of the
-    // uniform datapath, bench/NOTES-hopper.md "Session 11").
+    // uniform datapath, bench/NOTES-hopper.md, 2026-12-03).
     const bool persistentGrid =
         k.meta.mappingWhy.find("grid persistent") != std::string::npos;
     CHECK((k.ptx.find("stmatrix.sync.aligned.m8n8.x4.shared.b16") !=

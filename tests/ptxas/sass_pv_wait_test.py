@@ -7,8 +7,8 @@ wait for P·V (`wgmma.wait_group 0`, SASS `WARPGROUP.DEPBAR.LE gsb0, 0x0`)
 belongs after the softmax. ptxas schedules that wait near the top of its
 basic block: emitted after the softmax in the softmax's block, it ran before
 the first exponential and the overlap was lost (bench/NOTES-hopper.md,
-session 19: D128 +7-8% once the wait moved into the arms of the rescale's
-vote branch). This assembles the default kernels that have the vote branch
+2026-12-06: D128 +7-8% with the wait in the arms of the rescale's vote
+branch). This assembles the default kernels that have the vote branch
 (head dim >= 128) and checks that, in the KV loop, every such wait comes
 after the last MUFU.EX2, and that the loop stays in the uniform datapath
 (at most R2UR_MAX values moved to uniform registers per tile).
@@ -26,7 +26,7 @@ import tempfile
 from kv_loop_sass import SKIP, emitted_kv_loop, find_nvdisasm, sass_loops
 
 VARIANTS = ((128, False), (128, True), (256, False), (256, True), (192, True))
-# R2UR per tile of the KV loop with the uniform datapath (session 19): 16 at
+# R2UR per tile of the KV loop with the uniform datapath (measured): 16 at
 # D128, 32 at D256 (the D-dependent wgmma descriptors); more means ptxas
 # moved the loop's descriptors to vector registers.
 R2UR_MAX = {128: 16, 192: 24, 256: 32}

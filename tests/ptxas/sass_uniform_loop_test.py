@@ -5,11 +5,11 @@ ptxas keeps the KV loop's counter and wgmma descriptors in uniform registers
 only while it can: an `.aligned` instruction (stmatrix, bar.sync) in the
 epilogue after a causal KV loop made it wrap the loop for reconvergence and
 move them to vector registers, R2UR before every HGMMA (bench/NOTES-hopper.md,
-sessions 10 and 11: D128 causal 828 SASS instructions per tile against 752).
+2026-12-02/03: D128 causal 828 SASS instructions per tile against 752).
 This assembles the persistent kernels with both epilogues and checks that the
 TMA epilogue's KV loop is no longer than the register epilogue's and moves no
-more values into uniform registers. The same for the stream-K tail (session
-14: a piece's dynamic first key and one thread's spin on a flag each took
+more values into uniform registers. The same for the stream-K tail (where
+a piece's dynamic first key and one thread's spin on a flag each took
 the loop out of the uniform datapath, 654 and 698 instructions per tile
 against 617): the kernel with the tail against --no-stream-k.
 

@@ -89,9 +89,8 @@ TEST_CASE("publish writes the documented layout and lookup reads it back",
   REQUIRE(meta.isOk());
   REQUIRE(meta->files.size() == 2);
   CHECK(meta->findFile("kernel.ptx")->size == kernel.ptx.size());
-  CHECK(meta->findFile("kernel.ptx")->fnv1a128 == fnv1a128(kernel.ptx).hex());
-  CHECK(meta->findFile("kernel.cubin")->fnv1a128 ==
-        fnv1a128(kernel.cubin).hex());
+  CHECK(meta->findFile("kernel.ptx")->xxh3 == xxh3_128(kernel.ptx).hex());
+  CHECK(meta->findFile("kernel.cubin")->xxh3 == xxh3_128(kernel.cubin).hex());
 
   Result<CacheLookup> hit = cache.lookup(kKey);
   REQUIRE(hit.isOk());

@@ -38,10 +38,14 @@ std::string metaError(const std::string &text) {
 TEST_CASE("meta.json has the documented schema", "[metadata]") {
   // The exact file, as the compiler's metadata writer and tools can rely on.
   CHECK(writeMetadata(sampleMeta()) == R"({
-  "meta_version": 1,
+  "meta_version": 2,
   "entry": "attnc_attention_fwd",
   "arch": "sm_90a",
-  "block": [256, 1, 1],
+  "block": [
+    256,
+    1,
+    1
+  ],
   "grid_rule": "attention_fwd_v1",
   "block_m": 128,
   "dynamic_smem": 98304,
@@ -68,7 +72,7 @@ TEST_CASE("meta.json has the documented schema", "[metadata]") {
   "files": {
     "kernel.ptx": {
       "size": 1234,
-      "fnv1a128": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+      "xxh3_128": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
     }
   }
 }
@@ -151,8 +155,8 @@ TEST_CASE("damaged metadata is rejected with a reason", "[metadata]") {
   CHECK(metaError("garbage").rfind("meta: JSON parse error at line 1", 0) == 0);
   CHECK(metaError(writeMetadata(sampleMeta()).substr(0, 100))
             .rfind("meta: JSON parse error", 0) == 0);
-  CHECK(metaError(edit("\"meta_version\": 1", "\"meta_version\": 2")) ==
-        "meta.meta_version: unsupported version 2 (expected 1)");
+  CHECK(metaError(edit("\"meta_version\": 2", "\"meta_version\": 1")) ==
+        "meta.meta_version: unsupported version 1 (expected 2)");
   CHECK(metaError(edit("\"block_m\"", "\"blockm\"")) ==
         "meta: missing required key \"block_m\"");
   CHECK(metaError(edit("\"spec\":", "\"extra\": 1, \"spec\":")) ==
@@ -160,9 +164,10 @@ TEST_CASE("damaged metadata is rejected with a reason", "[metadata]") {
   CHECK(metaError(edit("\"kind\": \"i32\"", "\"kind\": \"u8\"")) ==
         "meta.params[2].kind: unknown parameter kind \"u8\" (expected ptr, "
         "i64, i32, f32 or tensormap)");
-  CHECK(metaError(edit("[256, 1, 1]", "[256, 1]")) ==
+  const std::string block = "\"block\": [\n    256,\n    1,\n    1\n  ]";
+  CHECK(metaError(edit(block, "\"block\": [256, 1]")) ==
         "meta.block: expected an array of 3 integers");
-  CHECK(metaError(edit("[256, 1, 1]", "[256, 8, 1]")) ==
+  CHECK(metaError(edit(block, "\"block\": [256, 8, 1]")) ==
         "meta: invalid kernel metadata: block has 2048 threads; CUDA allows "
         "at most 1024");
   CHECK(metaError(edit("\"name\": \"n\"", "\"name\": \"q\"")) ==

@@ -189,10 +189,10 @@ TEST_CASE("the choice: the spec's own tuning, the database, the heuristic",
   CHECK(h256.warps == 0);
   CHECK(h256.stages == 2);
   CHECK(h256.kvSync == "tma");
-  // One CTA per item until the persistent A/B (the one place to switch).
+  // One CTA per item at D256: the persistent item loop's registers would
+  // make the consumers spill.
   CHECK(h256.grid == "tiles");
-  // O by TMA beside the tma schedule (its GPU A/B pending; the one place to
-  // switch), on every grid.
+  // O by TMA beside the tma schedule, on every grid.
   CHECK(h256.epilogue == "tma");
   // wgmma takes no left window at D256: mma.sync, which has no kv_sync
   // (nor grid).

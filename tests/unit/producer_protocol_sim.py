@@ -34,8 +34,8 @@ arrival) and raises the phase's pending bytes, which the copy's completion,
 later and asynchronously, pays off: the phase completes when both are done.
 The programs below mirror emitKVLoop; keep the two in step.
 
-Persistent CTAs (TileToWGMMA.cpp emitPersistent; bench/NOTES-hopper.md
-"Session 9" and "Session 10"): a CTA takes several work items in turn; tile
+Persistent CTAs (TileToWGMMA.cpp emitPersistent; bench/NOTES-hopper.md,
+2026-12-01/02): a CTA takes several work items in turn; tile
 t of every item sits in ring stage t mod S and each stage's barrier phases
 run on across items (ring_schedule), Q sits behind a full/empty barrier
 pair (phase = item), each item's last V is released for the next item's

@@ -20,6 +20,8 @@
 #include "templates/HostHalf.h"
 #include "templates/Templates.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -59,55 +61,34 @@ Options parse(int argc, char **argv) {
   o.spec.kvHeads = 8;
   o.spec.headDim = 128;
   o.spec.hasLse = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc)
-        die("missing value after " + a);
-      return argv[++i];
-    };
-    auto integer = [&]() -> int64_t {
-      std::string v = value();
-      char *end = nullptr;
-      long long x = std::strtoll(v.c_str(), &end, 10);
-      if (!end || *end || x <= 0)
-        die(a + " expects a positive integer, got '" + v + "'");
-      return x;
-    };
-    if (a == "--bundle")
-      o.bundle = value();
-    else if (a == "--baseline") {
-      o.baseline = value();
-      if (o.baseline != "unfused")
-        die("--baseline: only 'unfused' is known, got '" + o.baseline + "'");
-    } else if (a == "--heads")
-      o.spec.heads = integer();
-    else if (a == "--kv-heads")
-      o.spec.kvHeads = integer();
-    else if (a == "--head-dim")
-      o.spec.headDim = integer();
-    else if (a == "--dtype")
-      o.spec.dtype = value();
-    else if (a == "--arch")
-      o.spec.arch = value();
-    else if (a == "--causal")
-      o.spec.causal = true;
-    else if (a == "--batch")
-      o.batch = integer();
-    else if (a == "--seq-len")
-      o.seqLen = integer();
-    else if (a == "--reps")
-      o.reps = int(integer());
-    else if (a == "--block-m")
-      o.spec.tuning.blockM = integer();
-    else if (a == "--block-n")
-      o.spec.tuning.blockN = integer();
-    else if (a == "--warps")
-      o.spec.tuning.warps = integer();
-    else if (a == "--stages")
-      o.spec.tuning.stages = integer();
-    else
-      die("unknown argument '" + a + "' (see the header of attnc-bench.cpp)");
+  CLI::App app("Time attnc's fused attention for a spec, from the cache or a "
+               "bundle, beside standard attention",
+               "attnc-bench");
+  app.add_option("--bundle", o.bundle, "Cache directory to load from");
+  app.add_option("--baseline", o.baseline,
+                 "unfused: also time the three-kernel standard attention")
+      ->check(CLI::IsMember({"unfused"}));
+  auto positive = [&](const char *name, int64_t &value) {
+    app.add_option(name, value)->check(CLI::PositiveNumber);
+  };
+  positive("--heads", o.spec.heads);
+  positive("--kv-heads", o.spec.kvHeads);
+  positive("--head-dim", o.spec.headDim);
+  app.add_option("--dtype", o.spec.dtype, "bf16 | fp16");
+  app.add_option("--arch", o.spec.arch, "sm_80 | sm_90a");
+  app.add_flag("--causal", o.spec.causal);
+  positive("--batch", o.batch);
+  positive("--seq-len", o.seqLen);
+  app.add_option("--reps", o.reps, "Timed runs (median)")
+      ->check(CLI::PositiveNumber);
+  positive("--block-m", o.spec.tuning.blockM);
+  positive("--block-n", o.spec.tuning.blockN);
+  positive("--warps", o.spec.tuning.warps);
+  positive("--stages", o.spec.tuning.stages);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    std::exit(app.exit(e) == 0 ? 0 : 1); // the help, or the error
   }
   if (Status s = validateSpec(o.spec); !s.isOk())
     die(s.message());

@@ -9,57 +9,36 @@
 //===----------------------------------------------------------------------===//
 #include "tools/attnc-tune-run/TuneRunner.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <string>
 
 int main(int argc, char **argv) {
   attnc::TuneRunOptions o;
-  auto usage = [] {
-    std::fprintf(
-        stderr, "usage: attnc-tune-run --plan PLAN.json [--bundle DIR] "
-                "[--db OUT.json] [--table OUT.md] [--shard i/n] [--device N] "
-                "[--gpu-name NAME] [--seed N] [--min-reps N] [--max-reps N]\n");
-    return 2;
-  };
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char * {
-      return i + 1 < argc ? argv[++i] : nullptr;
-    };
-    const char *v = nullptr;
-    if (a == "--help" || a == "-h")
-      return usage(), 0;
-    if (!(v = value()))
-      return usage();
-    if (a == "--plan")
-      o.planPath = v;
-    else if (a == "--bundle")
-      o.bundleDir = v;
-    else if (a == "--db")
-      o.dbPath = v;
-    else if (a == "--table")
-      o.tablePath = v;
-    else if (a == "--shard")
-      o.shard = v;
-    else if (a == "--device")
-      o.device = std::atoi(v);
-    else if (a == "--gpu-name")
-      o.gpuName = v;
-    else if (a == "--seed")
-      o.seed = std::strtoull(v, nullptr, 10);
-    else if (a == "--min-reps")
-      o.minReps = std::max(1, std::atoi(v));
-    else if (a == "--max-reps")
-      o.maxReps = std::max(1, std::atoi(v));
-    else {
-      std::fprintf(stderr, "attnc-tune-run: unknown argument %s\n", a.c_str());
-      return usage();
-    }
+  CLI::App app("Check and time an autotuning plan's candidates on this GPU; "
+               "write the fastest correct configuration per problem to a "
+               "tuning database",
+               "attnc-tune-run");
+  app.add_option("--plan", o.planPath, "plan.json from `attnc tune plan`")
+      ->required();
+  app.add_option("--bundle", o.bundleDir, "Default: bundle/ beside the plan");
+  app.add_option("--db", o.dbPath, "Tuning database to write (merged into)");
+  app.add_option("--table", o.tablePath, "Results table (Markdown)");
+  app.add_option("--shard", o.shard, "i/n: this process's share of the runs");
+  app.add_option("--device", o.device, "CUDA device")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--gpu-name", o.gpuName, "Record under this device name");
+  app.add_option("--seed", o.seed, "Input seed (default: from the clock)");
+  app.add_option("--min-reps", o.minReps, "Fewest timed runs per candidate")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-reps", o.maxReps, "Most timed runs per candidate")
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int code = app.exit(e); // prints the help, or the error
+    return code == 0 ? 0 : 2;
   }
-  if (o.planPath.empty())
-    return usage();
   o.maxReps = std::max(o.maxReps, o.minReps);
   return attnc::runTuneSweep(o);
 }

@@ -18,14 +18,13 @@
 #include "compiler/Driver/SpecCompiler.h"
 #include "compiler/Driver/TuneSpace.h"
 #include "compiler/Target/NVPTX/Ptxas.h"
+#include "llvm/Support/ThreadPool.h"
 
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fmt/core.h>
 #include <map>
 #include <mutex>
-#include <thread>
 
 namespace attnc::cli {
 
@@ -191,32 +190,26 @@ int runTunePlan(const TunePlanOptions &o) {
       std::lock_guard<std::mutex> lock(printMutex);
       fmt::print(stderr, "attnc: {}\n", m);
     };
-    int jobs =
-        o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+    // LLVM's pool: hardware_concurrency(0) means every core.
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency(o.jobs));
     fmt::print(stderr, "attnc tune plan: compiling {} kernels on {} threads\n",
-               tasks.size(), jobs);
-    std::atomic<size_t> next{0}, done{0};
+               tasks.size(), pool.getMaxConcurrency());
+    size_t done = 0; // under printMutex
     auto start = std::chrono::steady_clock::now();
-    auto worker = [&] {
-      for (size_t t; (t = next.fetch_add(1)) < tasks.size();) {
-        tasks[t].result =
-            compileOne(cache, tasks[t].spec, options, o.ptxasPath);
+    for (Task &task : tasks)
+      pool.async([&] {
+        task.result = compileOne(cache, task.spec, options, o.ptxasPath);
+        std::lock_guard<std::mutex> lock(printMutex);
         size_t n = ++done;
         double secs = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - start)
                           .count();
-        std::lock_guard<std::mutex> lock(printMutex);
         int filled = int(30.0 * n / tasks.size());
         fmt::print(stderr, "\r[{}{}] {}/{} kernels, {:.0f}s, ETA {:.0f}s ",
                    std::string(filled, '#'), std::string(30 - filled, '.'), n,
                    tasks.size(), secs, secs / n * (tasks.size() - n));
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int i = 0; i < jobs; ++i)
-      pool.emplace_back(worker);
-    for (std::thread &t : pool)
-      t.join();
+      });
+    pool.wait();
     fmt::print(stderr, "\n");
 
     for (size_t g = 0; g < plan.groups.size(); ++g) {

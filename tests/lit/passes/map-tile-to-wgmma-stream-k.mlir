@@ -2,7 +2,7 @@
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-stages=2 kv-sync=tma grid=persistent stream-k=false" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=OFF
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=128" -attnc-assign-layouts="kv-stages=2 kv-sync=tma" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=OFF
 
-// The stream-K tail (issue #6, bench/NOTES-hopper.md "Session 14"):
+// The stream-K tail (issue #6, bench/NOTES-hopper.md, 2026-12-03):
 // persistent blocks over items whose KV loop is the same for all of them
 // take the schedule's seven i32 parameters and the workspace last.
 // CHECK-LABEL: gpu.func @attention_fwd

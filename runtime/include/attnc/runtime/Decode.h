@@ -18,7 +18,7 @@
 // aligned. write_o says who writes O (and LSE):
 //   0  the combine kernel, from the partials;
 //   1  the split kernel itself (one split): at B=64 L=4k the combine cost
-//      6.7 of 245 us (bench/NOTES.md, "Session 6");
+//      6.7 of 245 us (bench/NOTES.md, 2026-11-30);
 //   2  (2 to kDecodeMergeMaxSplits splits) the last split program of each
 //      (sequence, KV head) to finish merges the group's partials
 //      (tile.split_arrive on merge_counts, with this launch's
@@ -80,8 +80,8 @@ inline constexpr int64_t kDecodeWriteCombine = 0, kDecodeWriteOneSplit = 1,
 // The most splits the last split program merges itself (write_o = 2): it
 // reads the group's partials one split at a time, an L2 round trip each,
 // where the combine kernel spreads many splits over 8 warps. On the H200
-// (attnc-gpu-decode --bench --ab-merge --splits, bench/NOTES.md "Session
-// 15") the merge was as fast or faster up to 6 splits (B64 L4k: -2.5% at
+// (attnc-gpu-decode --bench --ab-merge --splits, bench/NOTES.md,
+// 2026-12-03) the merge was as fast or faster up to 6 splits (B64 L4k: -2.5% at
 // 6, -3.3% at 3) and 1.3% slower at 8 (B16 L32k).
 inline constexpr int64_t kDecodeMergeMaxSplits = 6;
 inline constexpr std::array<const char *, 12> kDecodeCombineParamNames = {
@@ -117,7 +117,7 @@ struct DecodeArgs {
 // three-stage split kernel (two 8 KiB tiles in flight per program) four per
 // SM read fastest on the H200: filling all nine resident slots read 2-8%
 // slower (more programs contend for DRAM, more partials to combine;
-// bench/NOTES.md "Session 5").
+// bench/NOTES.md, 2026-11-29).
 inline constexpr int kDecodeProgramsPerSm = 4;
 
 // The compiler's decode K/V tile and ring depth when tuning.block_n /
@@ -132,7 +132,7 @@ inline constexpr int64_t kDecodeDefaultStages = 3;
 // and two of the 32-key one: on the H200 the 32-key kernel read fastest at
 // two per SM (B1 L128k 4.00-4.07 TB/s at 33 splits against 3.96-4.00 at 66;
 // B16 L32k 4.42-4.45 at 2 splits against 4.30-4.32 at 4), and 16-key
-// 4-stage at about three (bench/NOTES.md, decode "Session 13").
+// 4-stage at about three (bench/NOTES.md, decode, 2026-12-03).
 inline constexpr int64_t kDecodeRowsInFlightPerSm = 128;
 
 // The split programs per SM the split count aims for with this kernel:

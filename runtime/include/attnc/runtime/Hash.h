@@ -1,9 +1,10 @@
-//===- Hash.h - 128-bit FNV-1a content hash ---------------------*- C++ -*-===//
+//===- Hash.h - 128-bit content hash (XXH3-128) -----------------*- C++ -*-===//
 //
-// Cache keys and payload checksums. FNV-1a with 128 bits: simple enough to
-// write here, well-specified (so keys are reproducible anywhere), and wide
-// enough that accidental collisions between specs are not a concern. It is
-// not a cryptographic hash: the cache trusts its own directory.
+// Cache keys and payload checksums. XXH3-128 (xxHash, compiled into the
+// runtime in header-only mode): fast, specified and stable across platforms
+// (so keys are reproducible anywhere), and wide enough that accidental
+// collisions between specs are not a concern. It is not a cryptographic
+// hash: the cache trusts its own directory.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_RUNTIME_HASH_H
@@ -22,24 +23,24 @@ struct Hash128 {
 
   // 32 lowercase hex digits, most significant first.
   std::string hex() const;
+
   bool operator==(const Hash128 &) const = default;
 };
 
-class Fnv1a128 {
+// XXH3-128 of `data` (seed 0).
+Hash128 xxh3_128(std::string_view data);
+
+// Hashes a sequence of fields, each preceded by its length (8 bytes, little
+// endian), so consecutive fields cannot run into each other ("ab"+"c"
+// differs from "a"+"bc").
+class FieldHasher {
 public:
-  Fnv1a128();
-  void update(const void *data, size_t size);
-  void update(std::string_view data) { update(data.data(), data.size()); }
-  // Hashes the length first, so consecutive fields cannot run into each
-  // other ("ab"+"c" differs from "a"+"bc").
   void updateField(std::string_view data);
-  Hash128 digest() const;
+  Hash128 digest() const { return xxh3_128(framed_); }
 
 private:
-  unsigned __int128 state_;
+  std::string framed_;
 };
-
-Hash128 fnv1a128(std::string_view data);
 
 } // namespace attnc
 

@@ -1,7 +1,7 @@
-//===- Json.h - A small strict JSON value, reader and writer ----*- C++ -*-===//
+//===- Json.h - JSON values, strictly read and written ----------*- C++ -*-===//
 //
-// Enough JSON for kernel metadata and spec files, written here because the
-// runtime takes no third-party dependencies. The reader is strict (RFC 8259:
+// The runtime's JSON value; nlohmann-json reads and writes it (Json.cpp), so
+// public headers need no third-party include. Reading is strict (RFC 8259:
 // no comments, no trailing commas, no NaN, UTF-8 checked, duplicate keys
 // rejected) so a damaged cache entry fails loudly instead of half-parsing.
 //

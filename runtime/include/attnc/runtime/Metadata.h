@@ -21,7 +21,7 @@
 namespace attnc {
 
 // Bumped on any incompatible change of the meta.json schema.
-constexpr int64_t kMetadataVersion = 1;
+constexpr int64_t kMetadataVersion = 2; // 2: XXH3-128 checksums
 
 // TensorMap: a CUtensorMap (128 bytes, 64-byte aligned) the runtime builds
 // for a TMA kernel and passes by value (a __grid_constant__ parameter).
@@ -44,7 +44,7 @@ struct KernelParam {
 struct FileChecksum {
   std::string name; // file name inside the entry, e.g. "kernel.ptx"
   uint64_t size = 0;
-  std::string fnv1a128; // 32 hex digits
+  std::string xxh3; // XXH3-128 of the file, 32 hex digits
   bool operator==(const FileChecksum &) const = default;
 };
 

@@ -52,7 +52,7 @@ struct TuningConfig {
   // row's max grew in the warp). In the canonical string only when set.
   std::string rescale;
   // Attention's grid on the wgmma mapping: "" (the compiler's choice:
-  // heuristicTuning's, "tiles" for now), "tiles" (one program per (query
+  // heuristicTuning's, see TuningDb.h), "tiles" (one program per (query
   // tile, head, batch): grid rule attention_fwd_v1) or "persistent" (grid
   // rule attention_fwd_persistent_v1: min(work items, SMs) programs, each
   // looping over the items; needs kv_sync "tma"). In the canonical string

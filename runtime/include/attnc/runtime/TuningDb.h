@@ -86,15 +86,15 @@ private:
   std::map<std::string, TuningRecord> records_; // gpu|arch|spec|bucket
 };
 
-/// The default tile configuration of the mma.sync mapping, from the H200
-/// measurements in bench/NOTES.md: up to head dim 128, 128 query rows on 4
-/// warps (32 rows per warp) with 64-key tiles at head dim 64 and 32-key
-/// tiles above (64 spill); above 128, 64 rows on 4 warps with 32-key tiles
-/// (the accumulator alone takes head_dim / 2 registers per m16 tile).
-/// sm_90a at head dim 128 takes the wgmma mapping: 64x64 tiles. Its grid
-/// and epilogue (with kv_sync "tma") are chosen here for the compiler too
-/// (defaultTileOptions reads them): persistent CTAs for causal attention up
-/// to head dim 192, else "tiles"; epilogue "tma" (its GPU A/B pending).
+/// The default tiles and schedule. mma.sync (H200, bench/NOTES.md): up to
+/// head dim 128, 128 query rows on 4 warps, 64-key tiles at head dims 64
+/// and 128 (32 with a left window at 128), 32 at 96; above 128, 64 rows on
+/// 4 warps with 32-key tiles. sm_90a, head dims 64-256: wgmma on the tma
+/// schedule, 128 query rows (192 at D64 without a soft-cap) by 128 keys up
+/// to D128 and 64 above, 2 stages. Its grid and epilogue are chosen here
+/// for the compiler too (defaultTileOptions reads them): persistent CTAs
+/// without a left window up to head dim 192 when causal, and at D128, else
+/// "tiles"; O stored by TMA. A left window at D256 takes mma.sync.
 TuningConfig heuristicTuning(const KernelSpec &spec);
 
 struct TuningChoice {
@@ -112,9 +112,9 @@ struct TuningChoice {
 /// the GPU (bucket batch x kv_heads < smCount) on sm_90a at head dim 128 with
 /// pages a multiple of 32 keys and at most 8 live rows per program: with
 /// pages a multiple of 128 keys, 128-key tiles over 4 warps along the keys,
-/// 2 stages, one program per SM (session 16); else 32-key tiles, 3 stages,
-/// about two programs per SM (session 13; decodeProgramsPerSm). Measured on
-/// the H200 (bench/NOTES.md, decode "Session 13" and "Session 16"); the
+/// 2 stages, one program per SM; else 32-key tiles, 3 stages, about two
+/// programs per SM (decodeProgramsPerSm). Measured on the H200
+/// (bench/NOTES.md, the decode sweeps of 2026-12-03); the
 /// sweeps did not favour a rule at B = 64 (one split) or page 16 (a tile
 /// spans pages). smCount 0: unknown, no rule.
 std::optional<TuningConfig>
