@@ -123,7 +123,11 @@ Status validateRowArgs(const KernelSpec &spec, const RowArgs &args) {
       return bad(spec, name + " has row stride " + std::to_string(t.stride) +
                            ", less than its " + std::to_string(t.cols) +
                            " columns (rows must not overlap)");
-    if ((t.stride * elt) % 16 != 0)
+    int64_t strideBytes;
+    if (__builtin_mul_overflow(t.stride, elt, &strideBytes))
+      return bad(spec, name + " has row stride " + std::to_string(t.stride) +
+                           " elements, past 2^63 bytes");
+    if (strideBytes % 16 != 0)
       return bad(spec, name + " has row stride " + std::to_string(t.stride) +
                            " elements, not a multiple of 16 bytes");
   }

@@ -31,11 +31,6 @@
 #include <unistd.h>
 #include <vector>
 
-void fuzzFail(const char *what) {
-  std::fprintf(stderr, "fuzz: invariant failed: %s\n", what);
-  std::abort();
-}
-
 namespace {
 
 // The input being run, for the crash handler (async-signal-safe writes).

@@ -12,11 +12,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 extern "C" int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 // A target's invariant did not hold: print and abort (a finding, as a crash).
-[[noreturn]] void fuzzFail(const char *what);
+[[noreturn]] inline void fuzzFail(const char *what) {
+  std::fprintf(stderr, "fuzz: invariant failed: %s\n", what);
+  std::abort();
+}
 
 #endif

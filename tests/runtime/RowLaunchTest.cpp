@@ -139,6 +139,13 @@ TEST_CASE("row arguments: overflowing offsets and aliasing outputs are "
   CHECK_THAT(validateRowArgs(s, a).message(),
              Catch::Contains("tensor 'x' at ") &&
                  Catch::Contains("reach past 2^63 bytes"));
+  // A stride whose bytes overflow (signed overflow before the check, found
+  // by the c-abi fuzz target under UBSan).
+  a = rmsArgs(7);
+  a.tensors[0].stride = int64_t(4970291812980507112);
+  CHECK(validateRowArgs(s, a).message() ==
+        "invalid add_rmsnorm arguments: tensor 'x' has row stride "
+        "4970291812980507112 elements, past 2^63 bytes");
   a = rmsArgs(7);
   a.tensors[1].data = reinterpret_cast<const void *>(~uintptr_t(0) - 4095);
   CHECK_THAT(validateRowArgs(s, a).message(),
