@@ -203,8 +203,9 @@ TEST_CASE("damaged entries are detected, removed and reported as misses",
        "cannot open 'meta.json'"},
   };
 
-  // A hang is a failure, not a stuck test run.
-  AlarmGuard alarm(20);
+  // A hang is a failure, not a stuck test run (generous: fsyncs on a busy
+  // machine and sanitizer builds are slow).
+  AlarmGuard alarm(120);
   for (const Damage &damage : damages) {
     INFO(damage.what);
     REQUIRE(cache.publish(kKey, kernel).isOk());
@@ -369,7 +370,7 @@ TEST_CASE("ls, clear and prune do not hang on a FIFO in an entry", "[cache]") {
   const std::string meta = dir.path() + "/" + kKey + "/meta.json";
   ::unlink(meta.c_str());
   REQUIRE(::mkfifo(meta.c_str(), 0644) == 0);
-  AlarmGuard alarm(20);
+  AlarmGuard alarm(120);
   Result<std::vector<CacheEntryInfo>> infos = cache.list();
   REQUIRE(infos.isOk());
   REQUIRE(infos->size() == 1);
@@ -475,7 +476,7 @@ TEST_CASE("a cache root of / or a relative ATTNC_CACHE_DIR is refused",
 }
 
 TEST_CASE("spec files are read with a size cap and never block", "[cache]") {
-  AlarmGuard alarm(20);
+  AlarmGuard alarm(120);
   Result<std::vector<KernelSpec>> zero = readSpecFile("/dev/zero");
   REQUIRE_FALSE(zero.isOk());
   CHECK_THAT(zero.status().message(), Catch::Contains("not a regular file"));
