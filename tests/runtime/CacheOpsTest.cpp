@@ -125,6 +125,33 @@ TEST_CASE("kv_append arguments: errors name the argument", "[decode]") {
   CHECK(g.block[0] == 128);
 }
 
+TEST_CASE("kv_append and lse_merge arguments: offsets and addresses must "
+          "fit",
+          "[decode]") {
+  KernelSpec s = appendSpec();
+  KVAppendArgs a = appendArgs();
+  a.kCache.stride[0] = int64_t(1) << 61; // 9 pages x 2^61 x 2 bytes
+  CHECK_THAT(validateKVAppendArgs(s, a).message(),
+             Catch::Contains("k_cache: ") &&
+                 Catch::Contains("address beyond 2^63 elements"));
+  a = appendArgs();
+  a.vCache.data = addr(~uintptr_t(0) - 4095);
+  CHECK_THAT(validateKVAppendArgs(s, a).message(),
+             Catch::Contains("v_cache: its last byte lies past"));
+  a = appendArgs();
+  a.key.stride[0] = int64_t(1) << 62; // its bytes overflow
+  CHECK_THAT(validateKVAppendArgs(s, a).message(),
+             Catch::Contains("key.stride[0]") &&
+                 Catch::Contains("past 2^63 bytes"));
+  CHECK(validateKVAppendArgs(s, appendArgs(0)).isOk()); // no tokens
+
+  KernelSpec m = mergeSpec();
+  MergeArgs b = mergeArgs();
+  b.o.data = addr(~uintptr_t(0) - 4095);
+  CHECK_THAT(validateMergeArgs(m, b).message(),
+             Catch::Contains("o: its last byte lies past"));
+}
+
 TEST_CASE("lse_merge arguments: shapes, LSE presence, plan", "[decode]") {
   KernelSpec s = mergeSpec();
   CHECK(validateMergeArgs(s, mergeArgs()).isOk());
