@@ -23,6 +23,11 @@ inline constexpr const char *kRowwiseRule = "rowwise_v1";
 /// Elements per vector access (16 bytes of a 16-bit type).
 inline constexpr int64_t kRowVector = 8;
 
+/// The longest row a row kernel takes (the runtime's kMaxHidden): each
+/// thread's share of a row is unrolled, so 10^9 elements compiled for
+/// minutes.
+inline constexpr int64_t kMaxRowLength = 65536;
+
 struct RowSchedule {
   int64_t threadsPerRow = 1;
   int64_t rowsPerProgram = 1;

@@ -30,8 +30,14 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/bundle"
 "$build/bin/attnc" bundle --specs "$stage/gpu-row-specs.json" -o "$stage/bundle"
 "$build/bin/attnc" bundle --specs bench/row_specs.json -o "$stage/bundle"
 
+# The random differential test's spec pool and the prefill kernels
+# compute-sanitizer runs one by one (gpu-run.sh's differential and
+# sanitize-* steps).
+"$build/bin/attnc-gpu-differential" --write-specs "$stage/gpu-differential-specs.json"
+"$build/bin/attnc" bundle --specs "$stage/gpu-differential-specs.json" -o "$stage/bundle"
 
-for b in attnc-gpu-attention attnc-gpu-decode attnc-gpu-elementwise attnc-bench attnc_runtime_gpu_tests templates_gpu_test; do
+
+for b in attnc-gpu-attention attnc-gpu-decode attnc-gpu-elementwise attnc-gpu-differential attnc-bench attnc_runtime_gpu_tests templates_gpu_test; do
   cp "$build/bin/$b" "$stage/bin/"
 done
 cp "$build/lib/libattnc.so" "$stage/lib/"

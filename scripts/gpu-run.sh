@@ -219,6 +219,31 @@ step decode-sweep "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench
 step decode-splits "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench \
   --splits 33,57,64,66,99,132
 step elementwise-gpu "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle"
+# Issue 39: random prefill configurations against float64 (head dims, GQA,
+# masks, soft-cap, lengths 1 and primes, seq_q != seq_kv, layouts, padded
+# rows), a new seed each run, printed first; ATTNC_DIFF_ARGS="--seed N"
+# replays a run.
+step differential timeout 540 "$stage/bin/attnc-gpu-differential" --bundle "$stage/bundle" --count 400 ${ATTNC_DIFF_ARGS:-}
+# compute-sanitizer's four tools over every kernel family, zero reports
+# wanted (--error-exitcode): prefill per head dim, arch and sm_90a schedule
+# (the differential test's --sanitize runs, small problems), decode with
+# splits, the merge and kv_append (the decode test), the row kernels (the
+# elementwise test). One step per tool, each binary under its own timeout.
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+sanitize_all() { # tool
+  local rc=0
+  local cs=("$sanitizer" --tool "$1" --error-exitcode 99 --print-limit 20)
+  echo "--- prefill (differential --sanitize)"
+  timeout 180 "${cs[@]}" "$stage/bin/attnc-gpu-differential" --bundle "$stage/bundle" --sanitize || rc=1
+  echo "--- decode, lse_merge, kv_append (decode test)"
+  timeout 180 "${cs[@]}" "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" || rc=1
+  echo "--- row kernels (elementwise test)"
+  timeout 180 "${cs[@]}" "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle" || rc=1
+  return $rc
+}
+for tool in memcheck racecheck synccheck initcheck; do
+  step "sanitize-$tool" sanitize_all "$tool"
+done
 step elementwise-bench "$stage/bin/attnc-gpu-elementwise" --bundle "$stage/bundle" --bench
 # The row kernels' schedule knobs side by side (threads per row, rows per
 # program, blocks per SM), each variant checked first: picks the default.

@@ -2,6 +2,10 @@
 # Installs every Debian package attnc's build and tests need, and checks for
 # the CUDA Toolkit. Idempotent: installs only what is missing; uses sudo when
 # not root. Both quick-start commands run it.
+#
+#   scripts/setup.sh --libfuzzer   also clang-22 and its runtime libraries, for
+#                                  the libFuzzer build of tests/fuzz
+#                                  (README.md, "Fuzzing")
 set -euo pipefail
 
 packages=(
@@ -10,6 +14,9 @@ packages=(
   libzstd-dev zlib1g-dev libedit-dev libxml2-dev libcurl4-openssl-dev
   catch2 libcli11-dev libfmt-dev clang-format-22 nlohmann-json3-dev libxxhash-dev
 )
+if [ "${1:-}" = --libfuzzer ]; then
+  packages+=(clang-22 libclang-rt-22-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -25,6 +25,9 @@
 
 using namespace mlir;
 
+static_assert(attnc::kMaxRowLength == attnc::kMaxHidden,
+              "the compiler and the runtime cap row lengths alike");
+
 namespace {
 
 DialectRegistry allDialects() {

@@ -600,10 +600,11 @@ public:
       for (Type t : fn.getFunctionType().getResults())
         if (auto rt = dyn_cast<RankedTensorType>(t); rt && rt.getRank() == 2)
           d = rt.getDimSize(1);
-      if (d <= 0 || d % kRowVector != 0) {
+      if (d <= 0 || d % kRowVector != 0 || d > kMaxRowLength) {
         fn.emitError() << "expected the row kernel's results to be [rows, d] "
                           "with d a multiple of "
-                       << kRowVector << " (16-byte vectors)";
+                       << kRowVector << " (16-byte vectors) up to "
+                       << kMaxRowLength << ", got " << d;
         return signalPassFailure();
       }
       RowSchedule schedule = defaultRowSchedule(d);

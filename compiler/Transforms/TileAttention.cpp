@@ -221,10 +221,12 @@ void TileAttentionPass::runOnOperation() {
                            "the function's arguments";
       return signalPassFailure();
     }
-    if (blockM <= 0 || blockN <= 0 || blockM % 16 || blockN % 16) {
+    if (blockM <= 0 || blockN <= 0 || blockM % 16 || blockN % 16 ||
+        blockM > 256 || blockN > 256) {
       att.emitOpError() << "cannot be tiled with block-m " << blockM.getValue()
                         << " and block-n " << blockN.getValue()
-                        << ": both must be positive multiples of 16";
+                        << ": both must be positive multiples of 16, at "
+                           "most 256";
       return signalPassFailure();
     }
     work.push_back({fn, att});

@@ -530,9 +530,10 @@ void TileDecodePass::runOnOperation() {
                            "function's arguments";
       return signalPassFailure();
     }
-    if (blockN <= 0 || blockN % 16) {
+    if (blockN <= 0 || blockN % 16 || blockN > 256) {
       dec.emitOpError() << "cannot be tiled with block-n " << blockN.getValue()
-                        << ": it must be a positive multiple of 16";
+                        << ": it must be a positive multiple of 16, at most "
+                           "256";
       return signalPassFailure();
     }
     int64_t group = dec.getNumHeads() / dec.getNumKVHeads();

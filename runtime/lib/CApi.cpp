@@ -306,6 +306,15 @@ attnc_status attnc_attention_validate(const attnc_spec *spec,
     auto cxx = specFromC(spec);
     if (!cxx.isOk())
       return fail(cxx.status());
+    // The spec first: arguments are only meaningful against a kernel that
+    // can exist (a launch's spec was validated when its kernel was built).
+    if (attnc::Status s = attnc::validateSpec(*cxx); !s.isOk())
+      return fail(s);
+    if (cxx->op != "attention_fwd")
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT,
+                  "attnc_attention_validate checks attention_fwd arguments; "
+                  "the spec's op is \"" +
+                      cxx->op + "\"");
     return report(attnc::validateAttentionArgs(*cxx, argsFromC(*args)));
   });
 }

@@ -22,7 +22,8 @@ bool aligned(const void *p, size_t bytes) {
 }
 
 /// Null pointer, base alignment, unit innermost stride, non-negative outer
-/// strides whose bytes are multiples of `strideBytes`.
+/// strides whose bytes are multiples of `strideBytes`, and a last element
+/// whose offset fits in int64 and whose address does not wrap.
 Status checkTensor(const char *op, const char *name, const TensorArg &t,
                    int rank, int64_t elemSize, size_t align) {
   if (!t.data)
@@ -33,12 +34,34 @@ Status checkTensor(const char *op, const char *name, const TensorArg &t,
   if (t.stride[rank - 1] != 1)
     return bad(op, std::string(name) + ".stride[" + str(rank - 1) +
                        "] must be 1, got " + str(t.stride[rank - 1]));
-  for (int d = 0; d < rank - 1; ++d)
-    if (t.stride[d] < 0 || (t.stride[d] * elemSize) % int64_t(align) != 0)
+  for (int d = 0; d < rank - 1; ++d) {
+    int64_t bytes;
+    if (t.stride[d] < 0 ||
+        __builtin_mul_overflow(t.stride[d], elemSize, &bytes) ||
+        bytes % int64_t(align) != 0)
       return bad(op, std::string(name) + ".stride[" + str(d) +
                          "] = " + str(t.stride[d]) +
-                         " elements is negative or not a multiple of " +
+                         " elements is negative, past 2^63 bytes or not a "
+                         "multiple of " +
                          str(align) + " bytes");
+  }
+  for (int d = 0; d < rank; ++d)
+    if (t.shape[d] < 1)
+      return Status::ok(); // no element (tokens == 0): nothing addressed
+  int64_t last = 0, term, bytes;
+  uintptr_t end;
+  for (int d = 0; d < rank; ++d)
+    if (__builtin_mul_overflow(t.shape[d] - 1, t.stride[d], &term) ||
+        __builtin_add_overflow(last, term, &last))
+      return bad(op, std::string(name) +
+                         ": shape and strides address beyond 2^63 elements");
+  if (__builtin_add_overflow(last, int64_t(1), &bytes) ||
+      __builtin_mul_overflow(bytes, elemSize, &bytes) ||
+      __builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data),
+                             static_cast<uintptr_t>(bytes), &end))
+    return bad(op, std::string(name) +
+                       ": its last byte lies past 2^63 bytes or the end of "
+                       "the address space");
   return Status::ok();
 }
 

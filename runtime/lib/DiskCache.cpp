@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <dirent.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,6 +51,46 @@ Status badKey(std::string_view key) {
 
 FileChecksum checksum(const char *name, std::string_view data) {
   return {name, data.size(), xxh3_128(data).hex()};
+}
+
+// Whether `path` is a directory (not a symbolic link) holding nothing but
+// files attnc writes into an entry: a published entry, a temporary one or
+// one renamed away for removal, complete or partly written or removed.
+// clear, prune and the removal of a damaged entry touch nothing else, so
+// a cache root pointed at the wrong place loses no one's files.
+bool isAttncDirectory(const std::string &path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return false;
+  DIR *dir = ::opendir(path.c_str());
+  if (!dir)
+    return false;
+  bool ours = true;
+  while (struct dirent *ent = ::readdir(dir)) {
+    std::string_view name = ent->d_name;
+    if (name == "." || name == "..")
+      continue;
+    struct stat file;
+    if ((name != kMetaFileName && name != kPtxFileName &&
+         name != kCubinFileName) ||
+        (::fstatat(::dirfd(dir), ent->d_name, &file, AT_SYMLINK_NOFOLLOW) ==
+             0 &&
+         S_ISDIR(file.st_mode))) {
+      ours = false;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return ours;
+}
+
+Status notOurs(const std::string &path) {
+  return Status(ErrorCode::IoError,
+                "'" + path +
+                    "' is named like a cache entry but is not one attnc "
+                    "wrote (not a directory of kernel.ptx, kernel.cubin and "
+                    "meta.json); left it alone: move it out of the cache "
+                    "directory");
 }
 
 // Reads and verifies one entry through its directory descriptor, so every
@@ -98,6 +139,9 @@ Result<CacheEntry> readEntry(int dirFd, std::string_view key,
                      " does not match meta.json (" + file.xxh3 + ")");
     *target = std::move(data).value();
   }
+  // What publish refuses to write: the driver could not load it.
+  if (entry.ptx.empty() || entry.ptx.find('\0') != std::string::npos)
+    return corrupt(std::string(kPtxFileName) + " is empty or holds a NUL byte");
   return entry;
 }
 
@@ -119,8 +163,16 @@ DiskCache::DiskCache(std::string root) : root_(std::move(root)) {
 
 Result<std::string> DiskCache::defaultRoot() {
   std::string dir = nonEmptyEnv("ATTNC_CACHE_DIR");
-  if (!dir.empty())
+  if (!dir.empty()) {
+    // A relative path would name a different cache in every working
+    // directory; "/" would make clear and prune walk the root.
+    if (dir[0] != '/' || dir.find_first_not_of('/') == std::string::npos)
+      return Status(ErrorCode::InvalidArgument,
+                    "ATTNC_CACHE_DIR must be an absolute path other than / "
+                    "(got '" +
+                        dir + "')");
     return dir;
+  }
   // The XDG spec says relative values are invalid and must be ignored.
   std::string xdg = nonEmptyEnv("XDG_CACHE_HOME");
   if (!xdg.empty() && xdg[0] == '/')
@@ -144,14 +196,19 @@ Result<CacheLookup> DiskCache::lookup(std::string_view key) {
   if (!isCacheKey(key))
     return badKey(key);
   std::string dir = entryDir(key);
-  Result<fs::Fd> dirFd = fs::openDir(dir);
+  Result<fs::Fd> dirFd = fs::openDir(dir, /*noFollow=*/true);
   if (!dirFd.isOk()) {
     if (dirFd.status().code() == ErrorCode::NotFound)
       return CacheLookup{};
+    struct stat st;
+    if (::lstat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+      return notOurs(dir); // a file or a symbolic link in the entry's place
     return dirFd.status();
   }
   Result<CacheEntry> entry = readEntry(dirFd->get(), key, dir);
   if (!entry.isOk()) {
+    if (!isAttncDirectory(dir))
+      return notOurs(dir);
     CacheLookup miss;
     miss.problem = entry.status().message();
     Status removed = remove(key);
@@ -257,7 +314,17 @@ Status DiskCache::remove(std::string_view key) {
   struct stat st;
   if (::lstat(entryDir(key).c_str(), &st) != 0)
     return Status::ok();
+  if (!isAttncDirectory(entryDir(key)))
+    return notOurs(entryDir(key));
   return moveAwayAndRemove(entryDir(key));
+}
+
+Status DiskCache::checkRemovableRoot() const {
+  if (root_.empty() || root_ == "/")
+    return Status(ErrorCode::InvalidArgument, "refusing to clear or prune '" +
+                                                  root_ +
+                                                  "': not a cache directory");
+  return Status::ok();
 }
 
 Result<std::vector<CacheEntryInfo>> DiskCache::list() const {
@@ -280,8 +347,17 @@ Result<std::vector<CacheEntryInfo>> DiskCache::list() const {
     if (info.lastUseNs < 0)
       continue; // removed meanwhile
     info.sizeBytes = fs::directorySize(path);
+    if (!isAttncDirectory(path)) {
+      info.readable = false;
+      info.foreign = true;
+      infos.push_back(std::move(info));
+      continue;
+    }
+    Result<fs::Fd> entryFd = fs::openDir(path, /*noFollow=*/true);
     Result<std::string> metaText =
-        fs::readFile(path + "/" + kMetaFileName, kMaxMetaBytes);
+        entryFd.isOk()
+            ? fs::readFileAt(entryFd->get(), kMetaFileName, kMaxMetaBytes)
+            : Result<std::string>(entryFd.status());
     Result<KernelMetadata> meta =
         metaText.isOk() ? parseMetadata(*metaText)
                         : Result<KernelMetadata>(metaText.status());
@@ -310,10 +386,11 @@ void DiskCache::removeStaleTemporaries(int64_t olderThanNs) {
   while (struct dirent *ent = ::readdir(dir)) {
     std::string name = ent->d_name;
     std::string path = root_ + "/" + name;
-    if (startsWith(name, kTrashPrefix))
-      doomed.push_back(path);
-    else if (startsWith(name, kTempPrefix) &&
-             now - fs::mtimeNs(path) > olderThanNs)
+    if (!startsWith(name, kTrashPrefix) && !startsWith(name, kTempPrefix))
+      continue;
+    if (startsWith(name, kTempPrefix) && now - fs::mtimeNs(path) <= olderThanNs)
+      continue;
+    if (isAttncDirectory(path))
       doomed.push_back(path);
   }
   ::closedir(dir);
@@ -322,9 +399,12 @@ void DiskCache::removeStaleTemporaries(int64_t olderThanNs) {
 }
 
 Result<size_t> DiskCache::clear() {
+  ATTNC_RETURN_IF_ERROR(checkRemovableRoot());
   ATTNC_ASSIGN_OR_RETURN(std::vector<CacheEntryInfo> infos, list());
   size_t removed = 0;
   for (const CacheEntryInfo &info : infos) {
+    if (info.foreign)
+      continue;
     ATTNC_RETURN_IF_ERROR(remove(info.key));
     ++removed;
   }
@@ -333,7 +413,12 @@ Result<size_t> DiskCache::clear() {
 }
 
 Result<PruneResult> DiskCache::prune(uint64_t maxBytes) {
-  ATTNC_ASSIGN_OR_RETURN(std::vector<CacheEntryInfo> infos, list());
+  ATTNC_RETURN_IF_ERROR(checkRemovableRoot());
+  ATTNC_ASSIGN_OR_RETURN(std::vector<CacheEntryInfo> all, list());
+  std::vector<CacheEntryInfo> infos;
+  for (CacheEntryInfo &info : all)
+    if (!info.foreign)
+      infos.push_back(std::move(info));
   PruneResult result;
   uint64_t total = 0;
   for (const CacheEntryInfo &info : infos)

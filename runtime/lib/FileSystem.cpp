@@ -2,12 +2,14 @@
 
 #include "FileSystem.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace attnc::fs {
@@ -59,8 +61,9 @@ Status makeDirs(const std::string &path) {
   return Status::ok();
 }
 
-Result<Fd> openDir(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+Result<Fd> openDir(const std::string &path, bool noFollow) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+                                    (noFollow ? O_NOFOLLOW : 0));
   if (fd < 0)
     return ioError("cannot open directory '" + path + "'", errno);
   return Fd(fd);
@@ -93,9 +96,14 @@ static Result<std::string> readAll(int fd, const std::string &what,
   return data;
 }
 
+// O_NONBLOCK: opening a FIFO for reading blocks until a writer comes, so a
+// FIFO planted in the cache would stall every reader before the fstat that
+// rejects it. Reads of the regular files that pass the check ignore it.
+constexpr int kReadFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+
 Result<std::string> readFileAt(int dirFd, const std::string &name,
                                uint64_t maxSize) {
-  int fd = ::openat(dirFd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = ::openat(dirFd, name.c_str(), kReadFlags | O_NOFOLLOW);
   if (fd < 0)
     return ioError("cannot open '" + name + "'", errno);
   Fd holder(fd);
@@ -103,7 +111,7 @@ Result<std::string> readFileAt(int dirFd, const std::string &name,
 }
 
 Result<std::string> readFile(const std::string &path, uint64_t maxSize) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), kReadFlags);
   if (fd < 0)
     return ioError("cannot open '" + path + "'", errno);
   Fd holder(fd);
@@ -157,11 +165,28 @@ Status writeFileAt(int dirFd, const std::string &name, std::string_view data) {
 
 Result<std::string> makeTempDir(const std::string &parent,
                                 const std::string &prefix) {
-  std::string pattern = parent + "/" + prefix + "XXXXXX";
-  if (!::mkdtemp(pattern.data()))
-    return ioError("cannot create a temporary directory in '" + parent + "'",
-                   errno);
-  return pattern;
+  // Not mkdtemp: its 0700 would survive the rename into place, and a cache
+  // filled by one user (a bundle built as root) must be readable by others.
+  // mkdir's 0755 is subject to the umask, like the files' 0644.
+  static std::atomic<uint64_t> counter{0};
+  const char *digits = "0123456789abcdefghijklmnopqrstuvwxyz";
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    struct timespec ts;
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (static_cast<uint64_t>(ts.tv_nsec) << 20) ^
+                 (static_cast<uint64_t>(::getpid()) << 40) ^
+                 (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
+    std::string path = parent + "/" + prefix;
+    for (int i = 0; i < 6; ++i, x /= 36)
+      path += digits[x % 36];
+    if (::mkdir(path.c_str(), 0755) == 0)
+      return path;
+    if (errno != EEXIST)
+      return ioError("cannot create a temporary directory in '" + parent + "'",
+                     errno);
+  }
+  return Status(ErrorCode::IoError, "cannot create a temporary directory in '" +
+                                        parent + "': every name tried exists");
 }
 
 Status removeTree(const std::string &path) {

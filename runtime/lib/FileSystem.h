@@ -45,11 +45,14 @@ private:
 Status makeDirs(const std::string &path);
 
 // Opens a directory for openat()-relative access. ENOENT gives NotFound.
-Result<Fd> openDir(const std::string &path);
+// With noFollow, a symbolic link at `path` is an error (ELOOP), not followed.
+Result<Fd> openDir(const std::string &path, bool noFollow = false);
 
 // Reads a whole file relative to `dirFd`; files larger than maxSize are an
-// error (a damaged entry must not make us allocate gigabytes). ENOENT gives
-// NotFound.
+// error (a damaged entry must not make us allocate gigabytes), and so is
+// anything but a regular file (checked on the descriptor, after an open
+// that neither blocks on a FIFO nor, at `name`, follows a symbolic link).
+// ENOENT gives NotFound. readFile follows symbolic links.
 Result<std::string> readFileAt(int dirFd, const std::string &name,
                                uint64_t maxSize);
 Result<std::string> readFile(const std::string &path, uint64_t maxSize);
@@ -65,7 +68,8 @@ Status replaceFile(const std::string &path, std::string_view data);
 
 Status fsyncFd(int fd, const std::string &what);
 
-// Creates a fresh directory "<parent>/<prefix>XXXXXX" and returns its path.
+// Creates a fresh directory "<parent>/<prefix>XXXXXX" (mode 0755 less the
+// umask, as mkdir gives) and returns its path.
 Result<std::string> makeTempDir(const std::string &parent,
                                 const std::string &prefix);
 

@@ -25,6 +25,9 @@ Result<ResolvedKernel> resolveKernel(DiskCache &cache, const KernelSpec &spec,
       !(options.compiler && lookup.status().code() == ErrorCode::IoError))
     return lookup.status();
   // An unreadable cache (IoError) with a compiler in hand is a miss.
+  if (!lookup.isOk())
+    warn(options, "attnc: cannot read cache entry " + key + " (" +
+                      lookup.status().message() + "); compiling");
   CacheLookup found = lookup.isOk() ? std::move(lookup).value() : CacheLookup{};
   if (!found.problem.empty())
     warn(options, "attnc: cache entry " + key + " was damaged (" +

@@ -2,6 +2,7 @@
 
 #include "attnc/runtime/RowLaunch.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -18,6 +19,39 @@ std::string pointerText(const void *p) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%p", p);
   return buf;
+}
+
+// A tensor's memory as rows of `width` bytes, `stride` bytes apart.
+struct RowSpan {
+  uintptr_t begin = 0;
+  int64_t rows = 1, width = 0, stride = 0;
+  uintptr_t end() const {
+    return begin + static_cast<uintptr_t>((rows - 1) * stride + width);
+  }
+};
+
+// Whether two spans share a byte. Rows of one stride interleave without
+// touching (query and key as views of one fused qkv tensor): solved
+// exactly; spans of different strides that meet are taken to overlap.
+bool overlaps(RowSpan a, RowSpan b) {
+  if (a.end() <= b.begin || b.end() <= a.begin)
+    return false;
+  if (a.rows == 1)
+    a.stride = b.stride;
+  if (b.rows == 1)
+    b.stride = a.stride;
+  if (a.stride != b.stride || a.stride <= 0)
+    return true;
+  // Rows i of a and j of b meet iff, with k = j - i,
+  // begin_a - begin_b - width_b < k * stride < begin_a - begin_b + width_a.
+  // The spans meet, so the difference of their begins fits in int64.
+  const int64_t s = a.stride;
+  const int64_t d = static_cast<int64_t>(a.begin - b.begin);
+  const int64_t lo = d - b.width; // k * s > lo
+  // The smallest k with k * s > lo (a floor division that rounds down).
+  int64_t k = lo >= 0 ? lo / s + 1 : -((-lo) / s) + ((-lo) % s == 0 ? 1 : 0);
+  k = std::max<int64_t>(k, -(a.rows - 1));
+  return k <= b.rows - 1 && k * s < d + a.width;
 }
 
 } // namespace
@@ -89,9 +123,70 @@ Status validateRowArgs(const KernelSpec &spec, const RowArgs &args) {
       return bad(spec, name + " has row stride " + std::to_string(t.stride) +
                            ", less than its " + std::to_string(t.cols) +
                            " columns (rows must not overlap)");
-    if ((t.stride * elt) % 16 != 0)
+    int64_t strideBytes;
+    if (__builtin_mul_overflow(t.stride, elt, &strideBytes))
+      return bad(spec, name + " has row stride " + std::to_string(t.stride) +
+                           " elements, past 2^63 bytes");
+    if (strideBytes % 16 != 0)
       return bad(spec, name + " has row stride " + std::to_string(t.stride) +
                            " elements, not a multiple of 16 bytes");
+  }
+
+  // Every tensor's bytes: offsets that fit in int64 and addresses that do
+  // not wrap (the kernels index in i64 from the base pointer).
+  std::vector<RowSpan> spans(roles.size());
+  for (size_t i = 0; i < roles.size(); ++i) {
+    const RowTensorRole &role = roles[i];
+    const RowTensorArg &t = args.tensors[i];
+    RowSpan &span = spans[i];
+    span.begin = reinterpret_cast<uintptr_t>(t.data);
+    bool overflow;
+    if (role.perRowBytes > 0)
+      overflow = __builtin_mul_overflow(t.rows, role.perRowBytes, &span.width);
+    else if (role.vector)
+      overflow = __builtin_mul_overflow(t.cols, elt, &span.width);
+    else {
+      span.rows = std::max<int64_t>(t.rows, 1);
+      overflow = __builtin_mul_overflow(t.cols, elt, &span.width) ||
+                 __builtin_mul_overflow(t.stride, elt, &span.stride);
+    }
+    int64_t last = 0, bytes = 0;
+    uintptr_t end;
+    overflow =
+        overflow || __builtin_mul_overflow(span.rows - 1, span.stride, &last) ||
+        __builtin_add_overflow(last, span.width, &bytes) ||
+        __builtin_add_overflow(span.begin, static_cast<uintptr_t>(bytes), &end);
+    if (overflow)
+      return bad(spec, std::string("tensor '") + role.name + "' at " +
+                           pointerText(t.data) + ": its " +
+                           std::to_string(t.rows) + " rows of stride " +
+                           std::to_string(t.stride) +
+                           " reach past 2^63 bytes or the end of the address "
+                           "space");
+  }
+  // A written tensor (an output; rope's query and key, rotated in place)
+  // may share memory with nothing, except an input it replaces element for
+  // element (same base, row stride and shape: each element is read before
+  // it is written, by the same thread).
+  auto written = [&](size_t i) {
+    return roles[i].output || (spec.op == "rope" && roles[i].perRowBytes == 0 &&
+                               !roles[i].anyRows);
+  };
+  for (size_t i = 0; i < roles.size(); ++i) {
+    if (!written(i))
+      continue;
+    for (size_t j = 0; j < roles.size(); ++j) {
+      if (j == i || (written(j) && j < i) || !overlaps(spans[i], spans[j]))
+        continue;
+      const RowTensorArg &a = args.tensors[i], &b = args.tensors[j];
+      if (!written(j) && a.data == b.data && a.stride == b.stride &&
+          a.cols == b.cols && a.rows == b.rows && !roles[j].vector)
+        continue; // in place
+      return bad(spec, std::string("tensor '") + roles[i].name +
+                           "' overlaps tensor '" + roles[j].name +
+                           "': a written tensor may share memory only with "
+                           "an input of its shape it replaces in place");
+    }
   }
   return Status::ok();
 }

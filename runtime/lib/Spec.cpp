@@ -2,6 +2,7 @@
 
 #include "attnc/runtime/Spec.h"
 
+#include "FileSystem.h"
 #include "attnc/runtime/Hash.h"
 #include "attnc/runtime/JsonReader.h"
 
@@ -131,10 +132,13 @@ std::string KernelSpec::canonical() const {
 namespace {
 
 Status validateRopeSpec(const KernelSpec &spec) {
-  if (spec.heads < 1 || spec.kvHeads < 1)
-    return invalid("rope needs heads and kv_heads >= 1 (got " +
-                   std::to_string(spec.heads) + ", " +
-                   std::to_string(spec.kvHeads) + ")");
+  if (spec.heads < 1 || spec.kvHeads < 1 || spec.heads > kMaxHeads ||
+      spec.kvHeads > kMaxHeads || spec.headDim > 1024)
+    return invalid(
+        "rope needs heads and kv_heads 1 to " + std::to_string(kMaxHeads) +
+        " and head_dim at most 1024 (got " + std::to_string(spec.heads) + ", " +
+        std::to_string(spec.kvHeads) + ", " + std::to_string(spec.headDim) +
+        ")");
   if (spec.headDim < 8 || spec.headDim % 8 != 0)
     return invalid("rope's head_dim (head size) must be a positive multiple "
                    "of 8, got " +
@@ -158,9 +162,11 @@ Status validateElementwiseSpec(const KernelSpec &spec) {
   if (spec.op == "rope") {
     if (Status s = validateRopeSpec(spec); !s.isOk())
       return s;
-  } else if (spec.hidden < 8 || spec.hidden % 8 != 0)
-    return invalid("hidden must be a positive multiple of 8 (16-byte rows), "
-                   "got " +
+  } else if (spec.hidden < 8 || spec.hidden % 8 != 0 ||
+             spec.hidden > kMaxHidden)
+    return invalid("hidden must be a positive multiple of 8 (16-byte rows) "
+                   "up to " +
+                   std::to_string(kMaxHidden) + ", got " +
                    std::to_string(spec.hidden));
   if (spec.op == "add_rmsnorm" && (!std::isfinite(spec.eps) || spec.eps <= 0))
     return invalid("eps must be finite and > 0 (got " + formatDouble(spec.eps) +
@@ -251,8 +257,9 @@ Status validateSpec(const KernelSpec &spec) {
                    "\"add_rmsnorm\" or \"rope\")");
   if (spec.op == "kv_append") {
     // K/V rows into a paged cache: heads are the cache's KV heads.
-    if (spec.pageSize < 1)
-      return invalid("kv_append needs page_size >= 1 (got " +
+    if (spec.pageSize < 1 || spec.pageSize > kMaxPageSize)
+      return invalid("kv_append needs page_size 1 to " +
+                     std::to_string(kMaxPageSize) + " (got " +
                      std::to_string(spec.pageSize) + ")");
     if (spec.maxQLen != 0)
       return invalid("max_q_len is a decode field; op \"kv_append\" takes 0");
@@ -261,8 +268,9 @@ Status validateSpec(const KernelSpec &spec) {
                      "must be a multiple of 8 (got " +
                      std::to_string(spec.headDim) + ")");
   } else if (spec.op == "decode") {
-    if (spec.pageSize < 1)
-      return invalid("decode needs page_size >= 1 (got " +
+    if (spec.pageSize < 1 || spec.pageSize > kMaxPageSize)
+      return invalid("decode needs page_size 1 to " +
+                     std::to_string(kMaxPageSize) + " (got " +
                      std::to_string(spec.pageSize) + ")");
     if (spec.maxQLen < 1 || spec.maxQLen > 16)
       return invalid("decode needs max_q_len in 1..16 (got " +
@@ -299,6 +307,9 @@ Status validateSpec(const KernelSpec &spec) {
   if (spec.kvHeads < 1)
     return invalid("kv_heads must be >= 1 (got " +
                    std::to_string(spec.kvHeads) + ")");
+  if (spec.heads > kMaxHeads)
+    return invalid("heads must be at most " + std::to_string(kMaxHeads) +
+                   " (got " + std::to_string(spec.heads) + ")");
   if (spec.heads % spec.kvHeads != 0)
     return invalid("heads (" + std::to_string(spec.heads) +
                    ") must be a multiple of kv_heads (" +
@@ -332,6 +343,16 @@ Status validateSpec(const KernelSpec &spec) {
       return invalid(std::string("tuning.") + name +
                      " must be >= 0, 0 meaning default (got " +
                      std::to_string(value) + ")");
+  if (spec.tuning.blockM > kMaxTileSize || spec.tuning.blockN > kMaxTileSize ||
+      spec.tuning.stages > 8 || spec.tuning.warps > 32)
+    return invalid("tuning.block_m and tuning.block_n must be at most " +
+                   std::to_string(kMaxTileSize) +
+                   ", tuning.stages at most 8 and tuning.warps at most 32 "
+                   "(got " +
+                   std::to_string(spec.tuning.blockM) + ", " +
+                   std::to_string(spec.tuning.blockN) + ", " +
+                   std::to_string(spec.tuning.stages) + ", " +
+                   std::to_string(spec.tuning.warps) + ")");
   if (!spec.tuning.mapping.empty()) {
     if (!oneOf(spec.tuning.mapping, {"wgmma", "mma"}))
       return invalid("tuning.mapping \"" + spec.tuning.mapping +
@@ -489,6 +510,12 @@ Result<std::vector<KernelSpec>> parseSpecFile(std::string_view text) {
     specs.push_back(std::move(spec));
   }
   return specs;
+}
+
+Result<std::vector<KernelSpec>> readSpecFile(const std::string &path) {
+  ATTNC_ASSIGN_OR_RETURN(std::string text,
+                         fs::readFile(path, kMaxSpecFileBytes));
+  return parseSpecFile(text);
 }
 
 std::string writeSpecFile(const std::vector<KernelSpec> &specs) {

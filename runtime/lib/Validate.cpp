@@ -7,6 +7,7 @@
 
 #include "attnc/runtime/Launch.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace attnc {
@@ -68,7 +69,7 @@ Status checkLayout(const char *tensor, const TensorArg &t, int64_t elemSize,
                  " bytes");
   }
   // The largest element offset must be representable: kernels index in i64.
-  int64_t maxOffset = 0;
+  int64_t maxOffset = 0, bytes;
   for (int d = 0; d < rank; ++d) {
     int64_t term;
     if (__builtin_mul_overflow(t.shape[d] - 1, t.stride[d], &term) ||
@@ -77,6 +78,65 @@ Status checkLayout(const char *tensor, const TensorArg &t, int64_t elemSize,
       return bad(std::string(tensor) +
                  ": shape and strides address beyond 2^63 bytes");
   }
+  // ... and so must its address: the last byte may not wrap past 2^64.
+  uintptr_t end;
+  if (__builtin_add_overflow(maxOffset, int64_t(1), &bytes) ||
+      __builtin_mul_overflow(bytes, elemSize, &bytes) ||
+      __builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data),
+                             static_cast<uintptr_t>(bytes), &end))
+    return bad(std::string(tensor) + ": data pointer " + pointerText(t.data) +
+               " plus the tensor's extent wraps past the end of the address "
+               "space");
+  return Status::ok();
+}
+
+// The bytes [begin, end) between a tensor's first and last element (checked
+// by checkLayout not to overflow).
+struct Extent {
+  uintptr_t begin, end;
+};
+
+Extent extentOf(const TensorArg &t, int64_t elemSize, int rank) {
+  int64_t maxOffset = 0;
+  for (int d = 0; d < rank; ++d)
+    maxOffset += (t.shape[d] - 1) * t.stride[d];
+  uintptr_t begin = reinterpret_cast<uintptr_t>(t.data);
+  return {begin, begin + static_cast<uintptr_t>((maxOffset + 1) * elemSize)};
+}
+
+// An output must give each element its own memory: taken by increasing
+// stride, every dimension of more than one element must step past all the
+// elements of the ones before it. (Conservative: interleaved layouts that
+// do not overlap but fail this are rejected too; no framework makes them.)
+Status checkNoSelfOverlap(const char *tensor, const TensorArg &t, int rank) {
+  int order[4] = {0, 1, 2, 3};
+  std::sort(order, order + rank,
+            [&](int a, int b) { return t.stride[a] < t.stride[b]; });
+  int64_t extent = 0; // elements spanned by the dims so far, less one
+  for (int i = 0; i < rank; ++i) {
+    int d = order[i];
+    if (t.shape[d] <= 1)
+      continue;
+    if (t.stride[d] <= extent)
+      return bad(std::string(tensor) + ".stride[" + std::to_string(d) + "] (" +
+                 kDimNames[d] + ") = " + std::to_string(t.stride[d]) +
+                 " makes elements of the output share memory (strides " +
+                 "must not overlap)");
+    extent += (t.shape[d] - 1) * t.stride[d];
+  }
+  return Status::ok();
+}
+
+Status checkDisjoint(const char *output, const Extent &o, const char *other,
+                     const Extent &x) {
+  if (o.begin < x.end && x.begin < o.end)
+    return bad(std::string(output) + " [" +
+               pointerText(reinterpret_cast<const void *>(o.begin)) + ", " +
+               pointerText(reinterpret_cast<const void *>(o.end)) +
+               ") overlaps " + other + " [" +
+               pointerText(reinterpret_cast<const void *>(x.begin)) + ", " +
+               pointerText(reinterpret_cast<const void *>(x.end)) +
+               "): outputs may not alias inputs or each other");
   return Status::ok();
 }
 
@@ -141,6 +201,12 @@ Status validateAttentionArgs(const KernelSpec &spec,
   ATTNC_RETURN_IF_ERROR(checkLayout("k", k, elemSize, 4, 16));
   ATTNC_RETURN_IF_ERROR(checkLayout("v", v, elemSize, 4, 16));
   ATTNC_RETURN_IF_ERROR(checkLayout("o", o, elemSize, 4, 16));
+  ATTNC_RETURN_IF_ERROR(checkNoSelfOverlap("o", o, 4));
+  const Extent qx = extentOf(q, elemSize, 4), kx = extentOf(k, elemSize, 4),
+               vx = extentOf(v, elemSize, 4), ox = extentOf(o, elemSize, 4);
+  ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, "q", qx));
+  ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, "k", kx));
+  ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, "v", vx));
 
   if (!spec.hasLse) {
     if (lse.data)
@@ -159,7 +225,15 @@ Status validateAttentionArgs(const KernelSpec &spec,
     return bad("lse is [B, H, S]: shape[3] and stride[3] must be 1 (got " +
                std::to_string(lse.shape[3]) + " and " +
                std::to_string(lse.stride[3]) + ")");
-  return checkLayout("lse", lse, 4, 3, 4);
+  ATTNC_RETURN_IF_ERROR(checkLayout("lse", lse, 4, 3, 4));
+  ATTNC_RETURN_IF_ERROR(checkNoSelfOverlap("lse", lse, 3));
+  const Extent lx = extentOf(lse, 4, 3);
+  for (auto [name, x] : {std::pair<const char *, const Extent *>{"q", &qx},
+                         {"k", &kx},
+                         {"v", &vx},
+                         {"o", &ox}})
+    ATTNC_RETURN_IF_ERROR(checkDisjoint("lse", lx, name, *x));
+  return Status::ok();
 }
 
 } // namespace attnc

@@ -225,7 +225,15 @@ def validate_valid_transposed_views_and_gqa():
     q = bhsd_as_bshd(2, 8, 128, 64)
     k = bhsd_as_bshd(2, 2, 256, 64)
     v = bhsd_as_bshd(2, 2, 256, 64)
-    attnc.validate_attention(SPEC, *descs(q, k, v, o=q))
+    o = bhsd_as_bshd(2, 8, 128, 64)
+    attnc.validate_attention(SPEC, *descs(q, k, v, o=o))
+
+
+@test
+def validate_rejects_an_output_over_an_input():
+    q, k, v = qkv()
+    expect_error(lambda: attnc.validate_attention(SPEC, *descs(q, k, v, o=q)),
+                 "overlaps q", status=INVALID_ARGUMENT)
 
 
 @test
@@ -639,14 +647,15 @@ def repeated_attention_call_reuses_its_plan():
 def row_arguments_are_checked_by_the_runtime():
     spec = ('{"op": "add_rmsnorm", "dtype": "bf16", "hidden": 4096, '
             '"eps": 1e-5}')
-    ok = [attnc.RowDesc(16 * (i + 1), 7, 4096, 4096) for i in range(5)]
+    # Fake addresses 4 GiB apart: outputs may not overlap inputs.
+    ok = [attnc.RowDesc((i + 1) << 32, 7, 4096, 4096) for i in range(5)]
     attnc.validate_rows(spec, 7, ok)
     bad = list(ok)
     bad[1] = attnc.RowDesc(0, 7, 4096, 4096)
     expect_error(lambda: attnc.validate_rows(spec, 7, bad),
                  "tensor 'residual' is a null pointer", status=INVALID_ARGUMENT)
     bad = list(ok)
-    bad[3] = attnc.RowDesc(24, 7, 4096, 4096)
+    bad[3] = attnc.RowDesc((4 << 32) + 8, 7, 4096, 4096)
     expect_error(lambda: attnc.validate_rows(spec, 7, bad),
                  "tensor 'out'", "is not 16-byte aligned")
     expect_error(lambda: attnc.validate_rows(spec, 7, ok[:2]),

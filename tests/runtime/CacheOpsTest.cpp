@@ -71,7 +71,7 @@ TEST_CASE("kv_append and lse_merge specs validate and key their fields",
   KernelSpec s = appendSpec();
   s.pageSize = 0;
   CHECK_THAT(validateSpec(s).message(),
-             Catch::Contains("kv_append needs page_size >= 1"));
+             Catch::Contains("kv_append needs page_size 1 to 4096"));
   s = appendSpec();
   s.headDim = 12;
   CHECK_THAT(validateSpec(s).message(), Catch::Contains("multiple of 8"));
@@ -123,6 +123,33 @@ TEST_CASE("kv_append arguments: errors name the argument", "[decode]") {
   CHECK(word(p, 13) == 8 * 128);     // kc_stride_s (NHD)
   CHECK(g.grid[0] == 5);             // ceil(40 / 8)
   CHECK(g.block[0] == 128);
+}
+
+TEST_CASE("kv_append and lse_merge arguments: offsets and addresses must "
+          "fit",
+          "[decode]") {
+  KernelSpec s = appendSpec();
+  KVAppendArgs a = appendArgs();
+  a.kCache.stride[0] = int64_t(1) << 61; // 9 pages x 2^61 x 2 bytes
+  CHECK_THAT(validateKVAppendArgs(s, a).message(),
+             Catch::Contains("k_cache: ") &&
+                 Catch::Contains("address beyond 2^63 elements"));
+  a = appendArgs();
+  a.vCache.data = addr(~uintptr_t(0) - 4095);
+  CHECK_THAT(validateKVAppendArgs(s, a).message(),
+             Catch::Contains("v_cache: its last byte lies past"));
+  a = appendArgs();
+  a.key.stride[0] = int64_t(1) << 62; // its bytes overflow
+  CHECK_THAT(validateKVAppendArgs(s, a).message(),
+             Catch::Contains("key.stride[0]") &&
+                 Catch::Contains("past 2^63 bytes"));
+  CHECK(validateKVAppendArgs(s, appendArgs(0)).isOk()); // no tokens
+
+  KernelSpec m = mergeSpec();
+  MergeArgs b = mergeArgs();
+  b.o.data = addr(~uintptr_t(0) - 4095);
+  CHECK_THAT(validateMergeArgs(m, b).message(),
+             Catch::Contains("o: its last byte lies past"));
 }
 
 TEST_CASE("lse_merge arguments: shapes, LSE presence, plan", "[decode]") {

@@ -58,6 +58,12 @@ void withEnv(const char *name, const char *value, Fn fn) {
     ::unsetenv(name);
 }
 
+// Kills the test (SIGALRM) if it is still running after `seconds`.
+struct AlarmGuard {
+  explicit AlarmGuard(unsigned seconds) { ::alarm(seconds); }
+  ~AlarmGuard() { ::alarm(0); }
+};
+
 } // namespace
 
 TEST_CASE("publish writes the documented layout and lookup reads it back",
@@ -173,8 +179,32 @@ TEST_CASE("damaged entries are detected, removed and reported as misses",
          writeFile(entry + "/meta.json", writeMetadata(meta));
        },
        "has no checksum for kernel.ptx"},
+      // Opening a FIFO for reading once blocked until a writer came: anyone
+      // who could write the cache stalled every reader of it.
+      {"FIFO as meta",
+       [&] {
+         ::unlink((entry + "/meta.json").c_str());
+         REQUIRE(::mkfifo((entry + "/meta.json").c_str(), 0644) == 0);
+       },
+       "'meta.json' is not a regular file"},
+      {"FIFO as PTX",
+       [&] {
+         ::unlink((entry + "/kernel.ptx").c_str());
+         REQUIRE(::mkfifo((entry + "/kernel.ptx").c_str(), 0644) == 0);
+       },
+       "'kernel.ptx' is not a regular file"},
+      {"symbolic link as meta",
+       [&] {
+         ::unlink((entry + "/meta.json").c_str());
+         REQUIRE(::symlink("/etc/hostname", (entry + "/meta.json").c_str()) ==
+                 0);
+       },
+       "cannot open 'meta.json'"},
   };
 
+  // A hang is a failure, not a stuck test run (generous: fsyncs on a busy
+  // machine and sanitizer builds are slow).
+  AlarmGuard alarm(120);
   for (const Damage &damage : damages) {
     INFO(damage.what);
     REQUIRE(cache.publish(kKey, kernel).isOk());
@@ -330,4 +360,133 @@ TEST_CASE("an unusable cache root is an I/O error, not a crash", "[cache]") {
   CHECK(published.status().code() == ErrorCode::IoError);
   CHECK_THAT(published.status().message(),
              Catch::Contains("cannot create directory"));
+}
+
+TEST_CASE("ls, clear and prune do not hang on a FIFO in an entry", "[cache]") {
+  TempDir dir;
+  DiskCache cache(dir.path());
+  REQUIRE(cache.publish(kKey, sampleKernel()).isOk());
+  const std::string meta = dir.path() + "/" + kKey + "/meta.json";
+  ::unlink(meta.c_str());
+  REQUIRE(::mkfifo(meta.c_str(), 0644) == 0);
+  AlarmGuard alarm(120);
+  Result<std::vector<CacheEntryInfo>> infos = cache.list();
+  REQUIRE(infos.isOk());
+  REQUIRE(infos->size() == 1);
+  CHECK_FALSE((*infos)[0].readable);
+  CHECK_FALSE((*infos)[0].foreign);
+  REQUIRE(cache.prune(1u << 30).isOk());
+  Result<size_t> removed = cache.clear();
+  REQUIRE(removed.isOk());
+  CHECK(*removed == 1);
+  CHECK(listDir(dir.path()).empty());
+}
+
+TEST_CASE("entries are readable by other users (mode 0755 and 0644 under "
+          "umask 022)",
+          "[cache]") {
+  TempDir dir;
+  DiskCache cache(dir.path());
+  mode_t old = ::umask(022);
+  Result<CacheEntry> published = cache.publish(kKey, sampleKernel());
+  ::umask(old);
+  REQUIRE(published.isOk());
+  struct stat st;
+  REQUIRE(::stat(published->dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0755); // mkdtemp's 0700 once survived
+  for (const char *name : {"kernel.ptx", "meta.json"}) {
+    INFO(name);
+    REQUIRE(::stat((published->dir + "/" + name).c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0644);
+  }
+}
+
+TEST_CASE("clear and prune remove attnc's entries only", "[cache]") {
+  TempDir dir;
+  DiskCache cache(dir.path());
+  REQUIRE(cache.publish(keyN(0), sampleKernel("0")).isOk());
+  REQUIRE(cache.publish(keyN(1), sampleKernel("1")).isOk());
+  // Named like attnc's, but not attnc's: a user's directory, a plain file,
+  // a symbolic link to a directory, stale-looking temporaries and trash
+  // holding other files.
+  const std::string userDir = dir.path() + "/" + keyN(2);
+  REQUIRE(::mkdir(userDir.c_str(), 0755) == 0);
+  writeFile(userDir + "/thesis.tex", "precious");
+  writeFile(dir.path() + "/" + keyN(3), "a plain file");
+  TempDir elsewhere;
+  writeFile(elsewhere.path() + "/meta.json", "{}");
+  REQUIRE(::symlink(elsewhere.path().c_str(),
+                    (dir.path() + "/" + keyN(4)).c_str()) == 0);
+  const std::string trash = dir.path() + "/.trash-mine";
+  REQUIRE(::mkdir(trash.c_str(), 0755) == 0);
+  writeFile(trash + "/notes", "mine");
+  const std::string temp = dir.path() + "/.tmp-" + kKey + "-mine";
+  REQUIRE(::mkdir(temp.c_str(), 0755) == 0);
+  writeFile(temp + "/data", "mine");
+  setMtime(temp, 1000);
+
+  Result<std::vector<CacheEntryInfo>> infos = cache.list();
+  REQUIRE(infos.isOk());
+  int foreign = 0;
+  for (const CacheEntryInfo &info : *infos)
+    foreign += info.foreign;
+  CHECK(foreign == 3);
+
+  REQUIRE(cache.prune(0).isOk());
+  Result<size_t> removed = cache.clear();
+  REQUIRE(removed.isOk());
+  CHECK(*removed == 0); // prune took both
+  CHECK(listDir(dir.path()) ==
+        std::vector<std::string>{".tmp-" + kKey + "-mine", ".trash-mine",
+                                 keyN(2), keyN(3), keyN(4)});
+  CHECK(readFile(userDir + "/thesis.tex") == "precious");
+  CHECK(readFile(elsewhere.path() + "/meta.json") == "{}");
+
+  // A damaged-looking user directory is not removed by a lookup either.
+  Result<CacheLookup> lookup = cache.lookup(keyN(2));
+  REQUIRE_FALSE(lookup.isOk());
+  CHECK_THAT(lookup.status().message(),
+             Catch::Contains("is not one attnc wrote"));
+  CHECK(exists(userDir + "/thesis.tex"));
+  // A plain file in an entry's place: a clear error, not a key blocked in
+  // silence (nor clear aborting with a wrong message, as once).
+  lookup = cache.lookup(keyN(3));
+  REQUIRE_FALSE(lookup.isOk());
+  CHECK_THAT(lookup.status().message(),
+             Catch::Contains("is not one attnc wrote"));
+  CHECK_FALSE(cache.remove(keyN(3)).isOk());
+  CHECK(exists(dir.path() + "/" + keyN(3)));
+}
+
+TEST_CASE("a cache root of / or a relative ATTNC_CACHE_DIR is refused",
+          "[cache]") {
+  for (const char *bad : {"/", "//", "relative/cache", "."}) {
+    INFO(bad);
+    withEnv("ATTNC_CACHE_DIR", bad, [] {
+      Result<std::string> root = DiskCache::defaultRoot();
+      REQUIRE_FALSE(root.isOk());
+      CHECK_THAT(root.status().message(),
+                 Catch::Contains("must be an absolute path other than /"));
+    });
+  }
+  DiskCache root("/");
+  CHECK_FALSE(root.clear().isOk());
+  CHECK_FALSE(root.prune(0).isOk());
+}
+
+TEST_CASE("spec files are read with a size cap and never block", "[cache]") {
+  AlarmGuard alarm(120);
+  Result<std::vector<KernelSpec>> zero = readSpecFile("/dev/zero");
+  REQUIRE_FALSE(zero.isOk());
+  CHECK_THAT(zero.status().message(), Catch::Contains("not a regular file"));
+  TempDir dir;
+  const std::string fifo = dir.path() + "/specs.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  Result<std::vector<KernelSpec>> blocked = readSpecFile(fifo);
+  REQUIRE_FALSE(blocked.isOk());
+  CHECK_THAT(blocked.status().message(), Catch::Contains("not a regular file"));
+  const std::string big = dir.path() + "/big.json";
+  writeFile(big, std::string(kMaxSpecFileBytes + 1, ' '));
+  CHECK_THAT(readSpecFile(big).status().message(),
+             Catch::Contains("is larger than"));
 }

@@ -44,6 +44,16 @@ void *operator new(size_t size) {
   throw std::bad_alloc();
 }
 void *operator new[](size_t size) { return operator new(size); }
+// The nothrow forms too, so that every new pairs with the free below (ASan
+// reports operator new vs free as a mismatch; Catch uses nothrow new).
+void *operator new(size_t size, const std::nothrow_t &) noexcept {
+  if (countAllocations)
+    ++allocations;
+  return std::malloc(size ? size : 1);
+}
+void *operator new[](size_t size, const std::nothrow_t &tag) noexcept {
+  return operator new(size, tag);
+}
 void operator delete(void *p) noexcept { std::free(p); }
 void operator delete[](void *p) noexcept { std::free(p); }
 void operator delete(void *p, size_t) noexcept { std::free(p); }

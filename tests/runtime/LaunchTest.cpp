@@ -117,6 +117,49 @@ TEST_CASE("each invalid argument gets a precise message", "[launch]") {
         }) == "lse: data pointer 0x500004 is not 16-byte aligned");
 }
 
+TEST_CASE("outputs that alias inputs, overlap themselves or wrap are "
+          "rejected",
+          "[launch]") {
+  KernelSpec spec = sampleSpec();
+  CHECK_THAT(
+      validationError(spec, [](AttentionArgs &a) { a.o.data = a.q.data; }),
+      Catch::StartsWith("o [0x100000, 0x132000) overlaps q [0x100000, "
+                        "0x132000): outputs may not alias inputs"));
+  CHECK_THAT(
+      validationError(spec, [](AttentionArgs &a) { a.o.data = ptr(0x210000); }),
+      Catch::Contains("overlaps k"));
+  CHECK_THAT(
+      validationError(spec, [](AttentionArgs &a) { a.o.data = a.v.data; }),
+      Catch::Contains("overlaps v"));
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.o.stride[1] = 0; }) ==
+        "o.stride[1] (heads) = 0 makes elements of the output share memory "
+        "(strides must not overlap)");
+  // Rows of 64 elements 32 apart.
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.o.stride[2] = 32; }) ==
+        "o.stride[2] (seq) = 32 makes elements of the output share memory "
+        "(strides must not overlap)");
+  CHECK_THAT(
+      validationError(
+          spec, [](AttentionArgs &a) { a.q.data = ptr(~uintptr_t(0) - 4095); }),
+      Catch::Contains("wraps past the end of the address space"));
+
+  spec.hasLse = true;
+  CHECK(validationError(spec, [](AttentionArgs &a) { a.lse.stride[1] = 0; }) ==
+        "lse.stride[1] (heads) = 0 makes elements of the output share memory "
+        "(strides must not overlap)");
+  CHECK_THAT(
+      validationError(spec,
+                      [](AttentionArgs &a) { a.lse.data = ptr(0x400100); }),
+      Catch::Contains("lse [0x400100, ") && Catch::Contains("overlaps o"));
+  CHECK_THAT(
+      validationError(spec, [](AttentionArgs &a) { a.lse.data = a.k.data; }),
+      Catch::Contains("overlaps k"));
+  // Outputs in one buffer, side by side, are fine.
+  AttentionArgs args = contiguousArgs(spec, 2, 100, 300);
+  args.lse.data = ptr(0x400000 + 2 * 8 * 100 * 64 * 2);
+  CHECK(validateAttentionArgs(spec, args).isOk());
+}
+
 TEST_CASE("fp16 uses two-byte elements for alignment", "[launch]") {
   KernelSpec spec = sampleSpec();
   spec.dtype = "fp16";

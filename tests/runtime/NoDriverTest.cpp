@@ -15,7 +15,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <dlfcn.h>
+#include <functional>
 
 using namespace attnc;
 using namespace attnc::test;
@@ -128,4 +130,65 @@ TEST_CASE("GPU-free parts keep working without a driver", "[no-driver]") {
   CHECK(attnc_cache_clear(nullptr, &removed) == ATTNC_OK);
   CHECK(removed == 1);
   unsetenv("ATTNC_CACHE_DIR");
+}
+
+TEST_CASE("attnc_attention_validate checks the spec before the arguments",
+          "[no-driver]") {
+  attnc_spec base;
+  attnc_spec_init(&base);
+  base.heads = 8;
+  base.kv_heads = 2;
+  base.head_dim = 64;
+  // Valid contiguous arguments (fake addresses, never dereferenced).
+  const KernelSpec cxx = sampleSpec();
+  const AttentionArgs valid = contiguousArgs(cxx, 2, 100, 300);
+  attnc_attention_args args{};
+  for (auto [to, from] :
+       {std::pair<attnc_tensor *, const TensorArg *>{&args.q, &valid.q},
+        {&args.k, &valid.k},
+        {&args.v, &valid.v},
+        {&args.o, &valid.o}}) {
+    to->data = from->data;
+    for (int d = 0; d < 4; ++d) {
+      to->shape[d] = from->shape[d];
+      to->stride[d] = from->stride[d];
+    }
+  }
+  REQUIRE(attnc_attention_validate(&base, &args) == ATTNC_OK);
+
+  struct Case {
+    const char *what;
+    std::function<void(attnc_spec &)> change;
+    const char *message;
+  };
+  const Case cases[] = {
+      {"dtype fp8", [](attnc_spec &s) { s.dtype = "fp8"; }, "dtype \"fp8\""},
+      {"arch sm_70", [](attnc_spec &s) { s.arch = "sm_70"; }, "arch \"sm_70\""},
+      {"NaN softcap", [](attnc_spec &s) { s.softcap = std::nan(""); },
+       "softcap must be finite"},
+      {"negative scale", [](attnc_spec &s) { s.scale = -1; },
+       "scale must be finite and > 0"},
+      {"negative window", [](attnc_spec &s) { s.window_left = -5; },
+       "window_left must be >= 0"},
+      {"unknown op", [](attnc_spec &s) { s.op = "bogus"; },
+       "op \"bogus\" is not supported"},
+      {"another op", [](attnc_spec &s) { s.op = "lse_merge"; },
+       "checks attention_fwd arguments"},
+  };
+  for (const Case &c : cases) {
+    INFO(c.what);
+    attnc_spec spec = base;
+    c.change(spec);
+    CHECK(attnc_attention_validate(&spec, &args) ==
+          ATTNC_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(std::string(attnc_last_error()), Catch::Contains(c.message));
+  }
+
+  // o aliasing q: once accepted.
+  attnc_attention_args aliased = args;
+  aliased.o.data = args.q.data;
+  CHECK(attnc_attention_validate(&base, &aliased) ==
+        ATTNC_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(attnc_last_error()),
+             Catch::Contains("o [") && Catch::Contains("overlaps q"));
 }

@@ -16,15 +16,17 @@ KernelSpec rmsSpec() {
   return s;
 }
 
-alignas(16) char arena[1024];
+// Fake, 16-byte aligned addresses 1 MiB apart (never dereferenced).
+const char *arena = reinterpret_cast<const char *>(uintptr_t(1) << 32);
+const char *at(size_t mib) { return arena + (mib << 20); }
 
 RowArgs rmsArgs(int64_t rows) {
   RowArgs a;
   a.rows = rows;
   a.count = 5;
   for (size_t i = 0; i < 5; ++i)
-    a.tensors[i] = {arena + 16 * i, rows, 4096, 4096};
-  a.tensors[2] = {arena + 32, 1, 4096, 4096}; // weight
+    a.tensors[i] = {at(i), rows, 4096, 4096};
+  a.tensors[2] = {at(2), 1, 4096, 4096}; // weight
   return a;
 }
 
@@ -60,7 +62,7 @@ TEST_CASE("row specs: validation, canonical form and JSON", "[rows]") {
   s.hidden = 100;
   CHECK(validateSpec(s).message() ==
         "invalid kernel spec: hidden must be a positive multiple of 8 "
-        "(16-byte rows), got 100");
+        "(16-byte rows) up to 65536, got 100");
   s = rmsSpec();
   s.eps = 0;
   CHECK(validateSpec(s).message() ==
@@ -92,7 +94,7 @@ TEST_CASE("row arguments: each error names the tensor", "[rows]") {
   CHECK(validateRowArgs(s, a).message() ==
         "invalid add_rmsnorm arguments: tensor 'residual' is a null pointer");
   a = rmsArgs(7);
-  a.tensors[3].data = arena + 2;
+  a.tensors[3].data = at(3) + 2;
   CHECK(validateRowArgs(s, a).message().find("tensor 'out' at ") !=
         std::string::npos);
   CHECK(validateRowArgs(s, a).message().find("is not 16-byte aligned") !=
@@ -120,6 +122,103 @@ TEST_CASE("row arguments: each error names the tensor", "[rows]") {
   a.count = 2;
   CHECK(validateRowArgs(s, a).message() ==
         "invalid add_rmsnorm arguments: expected 5 tensors, got 2");
+}
+
+TEST_CASE("row arguments: overflowing offsets and aliasing outputs are "
+          "rejected",
+          "[rows]") {
+  KernelSpec s = rmsSpec();
+  // In place: out over x, residual_out over residual (vLLM's form).
+  RowArgs a = rmsArgs(7);
+  a.tensors[3] = a.tensors[0];
+  a.tensors[4] = a.tensors[1];
+  CHECK(validateRowArgs(s, a).isOk());
+  // Rows 2^31 x stride 2^40 (once launched).
+  a = rmsArgs(int64_t(1) << 31);
+  a.tensors[0].stride = int64_t(1) << 40;
+  CHECK_THAT(validateRowArgs(s, a).message(),
+             Catch::Contains("tensor 'x' at ") &&
+                 Catch::Contains("reach past 2^63 bytes"));
+  // A stride whose bytes overflow (signed overflow before the check, found
+  // by the c-abi fuzz target under UBSan).
+  a = rmsArgs(7);
+  a.tensors[0].stride = int64_t(4970291812980507112);
+  CHECK(validateRowArgs(s, a).message() ==
+        "invalid add_rmsnorm arguments: tensor 'x' has row stride "
+        "4970291812980507112 elements, past 2^63 bytes");
+  a = rmsArgs(7);
+  a.tensors[1].data = reinterpret_cast<const void *>(~uintptr_t(0) - 4095);
+  CHECK_THAT(validateRowArgs(s, a).message(),
+             Catch::Contains("tensor 'residual' at ") &&
+                 Catch::Contains("end of the address space"));
+  // An output over another input, over part of one, over the weight, over
+  // the other output.
+  a = rmsArgs(7);
+  a.tensors[3] = {at(0), 7, 4096, 8192};
+  CHECK(validateRowArgs(s, a).message() ==
+        "invalid add_rmsnorm arguments: tensor 'out' overlaps tensor 'x': a "
+        "written tensor may share memory only with an input of its shape it "
+        "replaces in place");
+  a = rmsArgs(7);
+  a.tensors[3].data = at(0) + 4096 * 2 * 3;
+  CHECK_THAT(validateRowArgs(s, a).message(),
+             Catch::Contains("tensor 'out' overlaps tensor 'x'"));
+  a = rmsArgs(7);
+  a.tensors[4].data = at(2);
+  CHECK_THAT(validateRowArgs(s, a).message(),
+             Catch::Contains("tensor 'residual_out' overlaps tensor 'weight'"));
+  a = rmsArgs(7);
+  a.tensors[4] = a.tensors[3];
+  CHECK_THAT(validateRowArgs(s, a).message(),
+             Catch::Contains("tensor 'out' overlaps tensor 'residual_out'"));
+  // silu_mul's out over its x [rows, 2d]: not the same shape.
+  KernelSpec silu = s;
+  silu.op = "silu_mul";
+  RowArgs m;
+  m.rows = 5;
+  m.count = 2;
+  m.tensors[0] = {at(0), 5, 8192, 8192};
+  m.tensors[1] = {at(0), 5, 4096, 8192};
+  CHECK_THAT(validateRowArgs(silu, m).message(),
+             Catch::Contains("tensor 'out' overlaps tensor 'x'"));
+  m.tensors[1] = {at(1), 5, 4096, 4096};
+  CHECK(validateRowArgs(silu, m).isOk());
+}
+
+TEST_CASE("rows of one stride interleave without overlapping", "[rows]") {
+  KernelSpec s;
+  s.op = "rope";
+  s.heads = 2;
+  s.kvHeads = 1;
+  s.headDim = 64;
+  // A fused qkv tensor [rows, (2 + 1 + 1) * 64]: q, then k, then v per row.
+  RowArgs a;
+  a.rows = 9;
+  a.count = 4;
+  a.tensors[0] = {at(0), 9, 1, 1};
+  a.tensors[1] = {at(1), 9, 128, 256};
+  a.tensors[2] = {at(1) + 128 * 2, 9, 64, 256};
+  a.tensors[3] = {at(2), 100, 64, 64};
+  CHECK(validateRowArgs(s, a).isOk());
+  // k one column too far left: it takes q's last 8 elements of each row.
+  RowArgs b = a;
+  b.tensors[2].data = at(1) + 120 * 2;
+  CHECK_THAT(validateRowArgs(s, b).message(),
+             Catch::Contains("tensor 'query' overlaps tensor 'key'"));
+  // k a whole row further on meets q's next row.
+  b = a;
+  b.tensors[2].data = at(1) + 256 * 2;
+  CHECK_THAT(validateRowArgs(s, b).message(),
+             Catch::Contains("tensor 'query' overlaps tensor 'key'"));
+  // k after q's last row: apart.
+  b = a;
+  b.tensors[2].data = at(1) + 256 * 2 * 9;
+  CHECK(validateRowArgs(s, b).isOk());
+  // Positions inside the rotated query.
+  b = a;
+  b.tensors[0].data = at(1) + 16;
+  CHECK_THAT(validateRowArgs(s, b).message(),
+             Catch::Contains("tensor 'query' overlaps tensor 'positions'"));
 }
 
 TEST_CASE("row parameters are packed by name", "[rows]") {
@@ -215,17 +314,16 @@ TEST_CASE("rope specs and arguments: knobs in the key, per-row positions, a "
   REQUIRE(again.isOk());
   CHECK((*again)[0] == (*parsed)[0]);
 
-  alignas(16) static char mem[4096];
   RowArgs a;
   a.rows = 10;
   a.count = 4;
-  a.tensors[0] = {mem + 8, 10, 1, 1};        // i64 positions, 8-aligned
-  a.tensors[1] = {mem + 16, 10, 4096, 6144}; // q view of a qkv tensor
-  a.tensors[2] = {mem + 32, 10, 1024, 6144}; // k
-  a.tensors[3] = {mem + 48, 4096, 128, 128}; // cache: its own rows
+  a.tensors[0] = {at(0) + 8, 10, 1, 1};          // i64 positions, 8-aligned
+  a.tensors[1] = {at(1), 10, 4096, 6144};        // q view of a qkv tensor
+  a.tensors[2] = {at(1) + 8192, 10, 1024, 6144}; // k, after q in each row
+  a.tensors[3] = {at(2), 4096, 128, 128};        // cache: its own rows
   CHECK(validateRowArgs(s, a).isOk());
   RowArgs b = a;
-  b.tensors[0].data = mem + 4; // not aligned to 8 bytes
+  b.tensors[0].data = at(0) + 4; // not aligned to 8 bytes
   CHECK(validateRowArgs(s, b).message().find("not aligned to its 8-byte") !=
         std::string::npos);
   b = a;

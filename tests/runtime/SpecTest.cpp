@@ -499,3 +499,42 @@ TEST_CASE("tuning.epilogue is part of the key only when set", "[spec]") {
   bad.tuning.epilogue = "registers"; // mma.sync's epilogue anyway
   CHECK(validateSpec(bad).isOk());
 }
+
+TEST_CASE("sizes past the caps are refused, in specs and spec files",
+          "[spec]") {
+  // Each once compiled for minutes.
+  KernelSpec rows;
+  rows.op = "silu_mul";
+  rows.hidden = 1000000000;
+  CHECK_THAT(validateSpec(rows).message(),
+             Catch::Contains("up to 65536, got 1000000000"));
+  rows.hidden = kMaxHidden;
+  CHECK(validateSpec(rows).isOk());
+
+  KernelSpec att = sampleSpec();
+  att.tuning.blockN = 1000000;
+  CHECK_THAT(validateSpec(att).message(),
+             Catch::Contains("tuning.block_m and tuning.block_n must be at "
+                             "most 256"));
+  att.tuning.blockN = 256;
+  CHECK(validateSpec(att).isOk());
+  att.tuning.stages = 9;
+  CHECK_FALSE(validateSpec(att).isOk());
+  att = sampleSpec();
+  att.heads = att.kvHeads = 8192;
+  CHECK_THAT(validateSpec(att).message(),
+             Catch::Contains("heads must be at most 4096"));
+
+  KernelSpec decode = sampleSpec();
+  decode.op = "decode";
+  decode.maxQLen = 1;
+  decode.pageSize = 1000000;
+  CHECK_THAT(validateSpec(decode).message(),
+             Catch::Contains("page_size 1 to 4096 (got 1000000)"));
+
+  auto file = parseSpecFile(
+      R"({"specs": [{"op": "attention_fwd", "dtype": "bf16", "heads": 8,
+          "kv_heads": 8, "head_dim": 128, "tuning": {"block_n": 1000000}}]})");
+  REQUIRE_FALSE(file.isOk());
+  CHECK_THAT(file.status().message(), Catch::Contains("at most 256"));
+}

@@ -133,13 +133,25 @@ AttentionArgs contiguousArgs(const KernelSpec &spec, int64_t batch,
     t.stride = {h * s * d, s * d, d, 1};
     return t;
   };
+  // 0x100000, 0x200000, ... while each tensor fits in 1 MiB; further apart
+  // when not, so that no two overlap (outputs may not alias).
+  uintptr_t next = 0x100000;
+  auto place = [&](int64_t elements, int64_t elementBytes) {
+    uintptr_t at = next;
+    uintptr_t end = at + uintptr_t(elements * elementBytes);
+    next = std::max(at + 0x100000, (end + 0xFFFFF) & ~uintptr_t(0xFFFFF));
+    return at;
+  };
+  const int64_t qElems = batch * spec.heads * seqQ * spec.headDim;
+  const int64_t kvElems = batch * spec.kvHeads * seqKv * spec.headDim;
   AttentionArgs args;
-  args.q = tensor(0x100000, batch, spec.heads, seqQ, spec.headDim);
-  args.k = tensor(0x200000, batch, spec.kvHeads, seqKv, spec.headDim);
-  args.v = tensor(0x300000, batch, spec.kvHeads, seqKv, spec.headDim);
-  args.o = tensor(0x400000, batch, spec.heads, seqQ, spec.headDim);
+  args.q = tensor(place(qElems, 2), batch, spec.heads, seqQ, spec.headDim);
+  args.k = tensor(place(kvElems, 2), batch, spec.kvHeads, seqKv, spec.headDim);
+  args.v = tensor(place(kvElems, 2), batch, spec.kvHeads, seqKv, spec.headDim);
+  args.o = tensor(place(qElems, 2), batch, spec.heads, seqQ, spec.headDim);
   if (spec.hasLse) {
-    args.lse.data = reinterpret_cast<const void *>(0x500000);
+    args.lse.data =
+        reinterpret_cast<const void *>(place(batch * spec.heads * seqQ, 4));
     args.lse.shape = {batch, spec.heads, seqQ, 1};
     args.lse.stride = {spec.heads * seqQ, seqQ, 1, 1};
   }

@@ -59,7 +59,8 @@ public:
   bool fail = false;
 };
 
-// Contiguous [B, H, S, D] tensors at fake, 256-byte aligned addresses.
+// Contiguous [B, H, S, D] tensors at fake, 256-byte aligned addresses that
+// do not overlap.
 AttentionArgs contiguousArgs(const KernelSpec &spec, int64_t batch,
                              int64_t seqQ, int64_t seqKv);
 

@@ -9,8 +9,6 @@
 
 #include <chrono>
 #include <fmt/core.h>
-#include <fstream>
-#include <sstream>
 
 namespace attnc::cli {
 
@@ -31,14 +29,7 @@ void addBundleCommand(CLI::App &app, BundleOptions &o) {
 }
 
 int runBundle(const BundleOptions &o) {
-  std::ifstream in(o.specsFile);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) {
-    fmt::print(stderr, "attnc: error: cannot read {}\n", o.specsFile);
-    return 1;
-  }
-  auto specs = parseSpecFile(text.str());
+  auto specs = readSpecFile(o.specsFile);
   if (!specs.isOk()) {
     fmt::print(stderr, "attnc: error: {}: {}\n", o.specsFile,
                specs.status().message());
@@ -67,15 +58,24 @@ int runBundle(const BundleOptions &o) {
     double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
+    // A kernel compiled but not written (full disk, something in the
+    // entry's place) is in no bundle: resolveKernel hands it back uncached,
+    // with an empty entry directory.
+    const bool written = r.isOk() && !r->entry.dir.empty();
     int filled = int(40.0 * (i + 1) / n);
     fmt::print(stderr, "[{}{}] {}/{} {:5.2f}s {}\n", std::string(filled, '#'),
                std::string(40 - filled, '.'), i + 1, n, secs,
-               r.isOk() ? (r->compiled ? "compiled" : "already cached")
-                        : "FAILED");
-    if (!r.isOk()) {
+               written ? (r->compiled ? "compiled" : "already cached")
+                       : "FAILED");
+    if (!r.isOk())
       fmt::print(stderr, "attnc: error: {}\n", r.status().message());
+    else if (!written)
+      fmt::print(stderr,
+                 "attnc: error: spec {} compiled but could not be written "
+                 "to {} (see the warning above)\n",
+                 i, o.outputDir);
+    if (!written)
       ++failed;
-    }
   }
   fmt::print("bundle: {} of {} specs in {} (build id {})\n", n - failed, n,
              o.outputDir, defaultBuildId());
@@ -116,7 +116,10 @@ int runCache(const CacheOptions &o) {
     uint64_t total = 0;
     for (const CacheEntryInfo &e : *entries) {
       fmt::print("{}  {:>10} B  {}\n", e.key, e.sizeBytes,
-                 e.readable ? e.spec : "(unreadable)");
+                 e.foreign    ? "(not an attnc entry: clear and prune leave "
+                                "it alone)"
+                 : e.readable ? e.spec
+                              : "(unreadable)");
       total += e.sizeBytes;
     }
     fmt::print("{} entries, {} bytes in {}\n", entries->size(), total, dir);

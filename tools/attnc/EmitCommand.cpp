@@ -1,5 +1,8 @@
 //===- EmitCommand.cpp - attnc emit ---------------------------------------===//
 #include "tools/attnc/Commands.h"
+#include "tools/attnc/OutputFile.h"
+
+#include "attnc/runtime/Launch.h"
 
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 #include "compiler/Conversion/TileToGPU/WGMMASupport.h"
@@ -18,8 +21,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -43,13 +45,13 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
   emit->add_option("--hidden", o.hidden,
                    "Row length d of an elementwise op's output (silu-mul and "
                    "gelu-mul read rows of 2d)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), kMaxHidden));
   emit->add_option("--eps", o.eps, "RMSNorm epsilon (add-rmsnorm)")
       ->check(CLI::PositiveNumber);
   emit->add_option("--rotary-dim", o.rotaryDim,
                    "--op rope: rotated columns of each head (0: --head-dim; "
                    "the rest pass through)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t(0), int64_t(1024)));
   emit->add_option("--rope-style", o.ropeStyle,
                    "--op rope: neox (pairs i, i + rotary_dim/2) or gptj "
                    "(pairs 2i, 2i + 1)")
@@ -58,12 +60,12 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "--op rope: element type of the positions")
       ->check(CLI::IsMember({"i64", "i32"}));
   emit->add_option("--heads", o.attention.heads, "Query heads")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), kMaxHeads));
   emit->add_option("--kv-heads", o.attention.kvHeads,
                    "Key/value heads (GQA/MQA when fewer than --heads)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), kMaxHeads));
   emit->add_option("--head-dim", o.attention.headDim, "Head dimension")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), int64_t(1024)));
   emit->add_option("--dtype", o.attention.dtype, "Input/output element type")
       ->check(CLI::IsMember({"bf16", "fp16"}));
   emit->add_flag("--causal", o.attention.causal,
@@ -88,9 +90,9 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                  "Print registers/shared memory/spills (from ptxas) and the "
                  "roofline of the kernel");
   emit->add_option("--seq-len", o.seqLen, "Sequence length used by --summary")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), kMaxSeqLen));
   emit->add_option("--batch", o.batch, "Batch size used by --summary")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), int64_t(65535)));
   emit->add_option("--mapping", o.mapping,
                    "GPU mapping: auto (wgmma on sm_90a where supported, else "
                    "mma.sync), wgmma, mma (tensor cores) or simt (baseline)")
@@ -127,19 +129,19 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                  "(no workspace parameter; the last round runs whole items)");
   emit->add_option("--block-m", o.blockM,
                    "Query rows per program (row kernels: rows per program)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), int64_t(1024)));
   emit->add_option("--min-blocks-per-sm", o.minBlocksPerSm,
                    "Row kernels: blocks that must fit one SM at once "
                    "(ptxas caps registers to fit; 0: no cap)")
       ->check(CLI::Range(0, 32));
   emit->add_option("--block-n", o.blockN,
                    "Keys per KV tile (row kernels: threads per row)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), int64_t(1024)));
   emit->add_option("--warps", o.warps,
                    "Warps per program (mma: block_m / warps = 16 or 32 query "
                    "rows per warp; --op decode: warps along the keys of each "
                    "K/V tile, 1, 2, 4 or 8, block_n / warps keys each)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), int64_t(32)));
   emit->add_option("--stages", o.stages,
                    "Tiles in each shared-memory K/V ring: attention 2-4 "
                    "(default 2); --op decode 1 (copy each tile where it is "
@@ -147,11 +149,14 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
       ->check(CLI::Range(1, 4));
   emit->add_option("--page-size", o.pageSize,
                    "--op decode: tokens per page of the paged KV cache")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), kMaxPageSize));
   emit->add_option("--max-q-len", o.maxQLen,
                    "--op decode: most query rows per sequence (1..16)")
       ->check(CLI::Range(1, 16));
 }
+
+/// The largest IR file emit reads (a kernel's IR is a few KiB).
+constexpr uint64_t kMaxInputBytes = 64ull << 20;
 
 /// Parses "L,R" into the config's window; false on malformed text.
 static bool parseWindow(const std::string &text, AttentionConfig &cfg) {
@@ -167,14 +172,37 @@ static bool parseWindow(const std::string &text, AttentionConfig &cfg) {
 static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
                                        llvm::SourceMgr &sourceMgr) {
   if (!o.input.empty()) {
-    std::string err;
-    auto file = openInputFile(o.input, &err);
-    if (!file) {
+    std::string text;
+    if (std::string err = readInputFile(o.input, kMaxInputBytes, text);
+        !err.empty()) {
       fmt::print(stderr, "attnc: error: {}\n", err);
       return nullptr;
     }
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+    // The parser stops at a NUL as at the end of the buffer: what follows
+    // would be dropped without a word.
+    if (size_t nul = text.find('\0'); nul != std::string::npos) {
+      fmt::print(stderr,
+                 "attnc: error: '{}' holds a NUL byte at offset {}: not "
+                 "an IR text file\n",
+                 o.input, nul);
+      return nullptr;
+    }
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+      fmt::print(stderr, "attnc: error: '{}' is empty: no IR to compile\n",
+                 o.input);
+      return nullptr;
+    }
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(text, o.input), llvm::SMLoc());
+    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+    if (module && module->getBody()->empty()) {
+      fmt::print(stderr,
+                 "attnc: error: '{}' holds no operation (only comments?): "
+                 "no IR to compile\n",
+                 o.input);
+      return nullptr;
+    }
+    return module;
   }
   if (o.op == "add-rmsnorm" || o.op == "silu-mul" || o.op == "gelu-mul") {
     ElementwiseConfig config;
@@ -488,13 +516,10 @@ int runEmit(EmitOptions &o) {
   // Written whole to a temporary file and renamed over the output, before
   // anything else is printed: an interrupted run (a full disk, a signal, a
   // reader of stderr gone) leaves the old file or none, never a partial one.
-  if (llvm::Error e = llvm::writeToOutput(o.output.empty() ? "-" : o.output,
-                                          [&](llvm::raw_ostream &os) {
-                                            os << text;
-                                            return llvm::Error::success();
-                                          })) {
-    fmt::print(stderr, "attnc: error: cannot write the output: {}\n",
-               llvm::toString(std::move(e)));
+  if (std::string err =
+          writeOutputFile(o.output.empty() ? "-" : o.output, text);
+      !err.empty()) {
+    fmt::print(stderr, "attnc: error: cannot write the output: {}\n", err);
     return 1;
   }
   if (!o.output.empty())

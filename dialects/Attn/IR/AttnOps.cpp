@@ -27,6 +27,15 @@ static bool compatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
 
+/// At least one query and one key/value head (hq % hk divides by hk).
+static LogicalResult verifyHeadCounts(Operation *op, int64_t hq, int64_t hk) {
+  if (hq < 1 || hk < 1)
+    return op->emitOpError()
+           << "expected at least one query head and one key/value head, got "
+           << hq << " and " << hk;
+  return success();
+}
+
 int64_t AttentionOp::getNumHeads() {
   return getQuery().getType().getDimSize(1);
 }
@@ -78,6 +87,8 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "expected key and value to have the same number "
                             "of heads, got "
                          << hk << " and " << hv;
+  if (failed(verifyHeadCounts(getOperation(), hq, hk)))
+    return failure();
   if (hq % hk != 0)
     return emitOpError() << "query heads (" << hq
                          << ") must be a multiple of key/value heads (" << hk
@@ -229,6 +240,8 @@ LogicalResult DecodeOp::verify() {
     return emitOpError() << "expected key and value caches of one shape, got "
                          << Type(kT) << " and " << Type(vT);
   int64_t hq = qT.getDimSize(1), hk = kT.getDimSize(1), d = qT.getDimSize(3);
+  if (failed(verifyHeadCounts(getOperation(), hq, hk)))
+    return failure();
   if (hq % hk != 0)
     return emitOpError() << "query heads (" << hq
                          << ") must be a multiple of key/value heads (" << hk
@@ -295,8 +308,9 @@ LogicalResult LseMergeOp::verify() {
     return emitOpError() << "expected bf16 or f16 outputs [batch, heads, "
                             "seq, head_dim], got "
                          << Type(oT);
-  if (oT.isDynamicDim(1) || oT.isDynamicDim(3))
-    return emitOpError() << "expected static heads and head dim, got "
+  if (oT.isDynamicDim(1) || oT.isDynamicDim(3) || oT.getDimSize(1) < 1)
+    return emitOpError() << "expected static heads (at least one) and head "
+                            "dim, got "
                          << Type(oT);
   if (getOutputB().getType() != oT || getOutput().getType() != oT)
     return emitOpError() << "expected both inputs and the result to have the "
@@ -343,9 +357,10 @@ LogicalResult KVAppendOp::verify() {
     return emitOpError() << "expected a static head dim that is a multiple of "
                             "8 (rows are copied in 16-byte vectors), got "
                          << dimStr(kT.getDimSize(2));
-  if (cT.getDimSize(2) < 1)
-    return emitOpError() << "expected a positive page size, got "
-                         << cT.getDimSize(2);
+  if (cT.getDimSize(2) < 1 || cT.getDimSize(1) < 1)
+    return emitOpError() << "expected a positive page size and at least one "
+                            "KV head, got "
+                         << cT.getDimSize(2) << " and " << cT.getDimSize(1);
   auto sT = getSlotMapping().getType();
   if (sT.getRank() != 1 || !sT.getElementType().isInteger(64))
     return emitOpError() << "expected slot_mapping to be [tokens] i64, got "

@@ -145,7 +145,8 @@ ATTNC_API attnc_status attnc_get_kernel_for_json(
 ATTNC_API const char *attnc_kernel_entry(const attnc_kernel *kernel);
 ATTNC_API const char *attnc_kernel_key(const attnc_kernel *kernel);
 
-/* Checks launch arguments against a spec; needs no GPU. */
+/* Checks the spec (as attnc_get_kernel would; op attention_fwd) and the
+ * launch arguments against it, aliasing outputs included; needs no GPU. */
 ATTNC_API attnc_status attnc_attention_validate(
     const attnc_spec *spec, const attnc_attention_args *args);
 /* The workspace a launch with these arguments can take (0: none; see

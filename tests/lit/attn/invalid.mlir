@@ -240,3 +240,20 @@ func.func @yield_outside(%x: f32) {
   // expected-error @+1 {{'attn.yield' op expects parent op to be one of 'attn.attention, attn.map'}}
   attn.yield %x : f32
 }
+
+// -----
+
+// No KV heads: once a division by zero (hq % hk) in the verifier.
+func.func @zero_kv_heads(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x0x?x128xbf16>, %v: tensor<?x0x?x128xbf16>) {
+  // expected-error @+1 {{expected at least one query head and one key/value head, got 8 and 0}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x0x?x128xbf16>, tensor<?x0x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @zero_heads(%q: tensor<?x0x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) {
+  // expected-error @+1 {{expected at least one query head and one key/value head, got 0 and 8}}
+  %o = attn.attention %q, %k, %v : tensor<?x0x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x0x?x128xbf16>
+  return
+}

@@ -85,3 +85,29 @@ func.func @merge_dtype(%oa: tensor<?x8x?x64xf32>, %la: tensor<?x8x?xf32>) {
   %o = attn.lse_merge %oa, %la, %oa, %la : tensor<?x8x?x64xf32>, tensor<?x8x?xf32> -> tensor<?x8x?x64xf32>
   return
 }
+
+// -----
+
+// No KV heads: once a division by zero (hq % hk) in the verifier.
+func.func @zero_kv_heads(%q: tensor<?x8x?x128xbf16>, %kc: tensor<?x0x16x128xbf16>, %table: tensor<?x?xi32>, %lens: tensor<?xi32>) {
+  // expected-error @+1 {{expected at least one query head and one key/value head, got 8 and 0}}
+  %o = attn.decode %q, %kc, %kc, %table, %lens : tensor<?x8x?x128xbf16>, tensor<?x0x16x128xbf16>, tensor<?x0x16x128xbf16>, tensor<?x?xi32>, tensor<?xi32> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+// No query heads: once a crash in the GPU mapping.
+func.func @zero_heads(%q: tensor<?x0x?x128xbf16>, %kc: tensor<?x4x16x128xbf16>, %table: tensor<?x?xi32>, %lens: tensor<?xi32>) {
+  // expected-error @+1 {{expected at least one query head and one key/value head, got 0 and 4}}
+  %o = attn.decode %q, %kc, %kc, %table, %lens : tensor<?x0x?x128xbf16>, tensor<?x4x16x128xbf16>, tensor<?x4x16x128xbf16>, tensor<?x?xi32>, tensor<?xi32> -> tensor<?x0x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @merge_zero_heads(%oa: tensor<?x0x?x64xbf16>, %la: tensor<?x0x?xf32>) {
+  // expected-error @+1 {{expected static heads (at least one) and head dim, got 'tensor<?x0x?x64xbf16>'}}
+  %o = attn.lse_merge %oa, %la, %oa, %la : tensor<?x0x?x64xbf16>, tensor<?x0x?xf32> -> tensor<?x0x?x64xbf16>
+  return
+}

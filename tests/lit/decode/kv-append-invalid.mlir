@@ -53,3 +53,11 @@ func.func @tokens(%k: tensor<4x8x128xbf16>, %slots: tensor<3xi64>, %kc: tensor<?
   %a, %b = attn.kv_append %k, %k, %slots, %kc, %kc : tensor<4x8x128xbf16>, tensor<3xi64>, tensor<?x8x16x128xbf16> -> tensor<?x8x16x128xbf16>, tensor<?x8x16x128xbf16>
   return
 }
+
+// -----
+
+func.func @zero_heads(%k: tensor<?x0x128xbf16>, %slots: tensor<?xi64>, %kc: tensor<?x0x16x128xbf16>) {
+  // expected-error @+1 {{expected a positive page size and at least one KV head, got 16 and 0}}
+  %a, %b = attn.kv_append %k, %k, %slots, %kc, %kc : tensor<?x0x128xbf16>, tensor<?xi64>, tensor<?x0x16x128xbf16> -> tensor<?x0x16x128xbf16>, tensor<?x0x16x128xbf16>
+  return
+}

@@ -49,6 +49,9 @@ struct CacheEntryInfo {
   uint64_t sizeBytes = 0;
   int64_t lastUseNs = 0; // nanoseconds since the epoch
   bool readable = true;  // false when meta.json is missing or unparsable
+  // Named like a key but not a directory of attnc's files: listed so that
+  // `attnc cache ls` shows it, never removed by clear or prune.
+  bool foreign = false;
 };
 
 struct PruneResult {
@@ -78,19 +81,23 @@ public:
   Result<CacheEntry> publish(std::string_view key,
                              const CompiledKernel &kernel);
 
-  // Removes one entry (no error if absent).
+  // Removes one entry (no error if absent). Anything at the key's path that
+  // is not a directory of attnc's entry files is an error, left in place.
   Status remove(std::string_view key);
 
   // Entries, most recently used first. Does not verify checksums.
   Result<std::vector<CacheEntryInfo>> list() const;
   // Removes every entry and leftover temporary directory; returns the
-  // number of entries removed.
+  // number of entries removed. Only attnc's: key-named directories and
+  // .tmp-* / .trash-* directories holding nothing but entry files; other
+  // files are left alone. A root of "/" is refused.
   Result<size_t> clear();
-  // Removes least recently used entries until the total size is at most
-  // maxBytes.
+  // Removes least recently used entries (attnc's, as clear) until their
+  // total size is at most maxBytes.
   Result<PruneResult> prune(uint64_t maxBytes);
 
 private:
+  Status checkRemovableRoot() const;
   Status moveAwayAndRemove(const std::string &path);
   void removeStaleTemporaries(int64_t olderThanNs);
 

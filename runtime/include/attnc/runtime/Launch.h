@@ -111,7 +111,9 @@ inline constexpr int64_t kMaxSeqLen = int64_t(1) << 30;
 // Checks null pointers, shapes against the spec, batch/seq consistency,
 // unit head-dim stride, 16-byte alignment of base pointers and of the
 // b/h/s strides of q/k/v/o (LSE rows are f32 and need 4 bytes), positive
-// sizes and offsets that fit in int64, sequences of at most kMaxSeqLen.
+// sizes and offsets that fit in int64 (and addresses that do not wrap),
+// sequences of at most kMaxSeqLen; o and lse each give every element its
+// own memory (no zero or overlapping strides) and overlap no other tensor.
 // Each error names the tensor and the dimension.
 Status validateAttentionArgs(const KernelSpec &spec, const AttentionArgs &args);
 

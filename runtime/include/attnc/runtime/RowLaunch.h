@@ -17,7 +17,9 @@
 //                       (only their first rotary_dim columns of each head
 //                       are written)
 // Outputs may alias inputs of the same shape (in-place use): each element
-// is read before it is written, by the same thread.
+// is read before it is written, by the same thread. Any other sharing of
+// memory by a written tensor is rejected (rope's query and key may be
+// interleaved views of one fused qkv tensor, sharing no element).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_RUNTIME_ROWLAUNCH_H
@@ -66,8 +68,9 @@ struct RowTensorRole {
 std::vector<RowTensorRole> rowTensorRoles(const KernelSpec &spec);
 
 // Checks the tensor count, null pointers, shapes against the spec (rows
-// and columns), strides (>= cols) and 16-byte alignment of base pointers
-// and row strides. Each message names the op, the tensor and both values.
+// and columns), strides (>= cols), 16-byte alignment of base pointers
+// and row strides, offsets and addresses that do not overflow, and
+// aliasing (above). Each message names the op, the tensor and both values.
 Status validateRowArgs(const KernelSpec &spec, const RowArgs &args);
 
 // Where a kernel parameter's value comes from: a tensor's pointer or row

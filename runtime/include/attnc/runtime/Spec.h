@@ -72,6 +72,14 @@ struct TuningConfig {
   bool operator==(const TuningConfig &) const = default;
 };
 
+// Sizes past which a spec is refused: beyond any model's, and small enough
+// that the compiler finishes in seconds (a row of 10^9 elements or a tile
+// of 10^6 keys once ran for minutes).
+inline constexpr int64_t kMaxHidden = 65536;  // row kernels' d
+inline constexpr int64_t kMaxTileSize = 256;  // attention/decode block_m, n
+inline constexpr int64_t kMaxPageSize = 4096; // tokens per KV-cache page
+inline constexpr int64_t kMaxHeads = 4096;    // heads, kv_heads
+
 struct KernelSpec {
   std::string op = "attention_fwd";
   std::string dtype = "bf16"; // "bf16" | "fp16"
@@ -142,6 +150,10 @@ Result<KernelSpec> specFromJson(const Json &value,
 
 // Spec files: {"specs": [{...}, ...]}.
 Result<std::vector<KernelSpec>> parseSpecFile(std::string_view text);
+// Reads and parses a spec file: a regular file of at most kMaxSpecFileBytes
+// (a FIFO or a device is an error, never a hang).
+inline constexpr uint64_t kMaxSpecFileBytes = 16ull << 20;
+Result<std::vector<KernelSpec>> readSpecFile(const std::string &path);
 std::string writeSpecFile(const std::vector<KernelSpec> &specs);
 
 // The cache key: 32 hex digits of hash(layout version, build id, canonical).
