@@ -86,15 +86,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Result<KernelMetadata> parsed = parseMetadata(meta);
     if (parsed.isOk()) {
       parsed->files.clear();
-      parsed->files.push_back({kPtxFileName, ptx.size(), fnv1a128(ptx).hex()});
+      parsed->files.push_back({kPtxFileName, ptx.size(), xxh3_128(ptx).hex()});
       if (hasCubin)
         parsed->files.push_back(
-            {kCubinFileName, cubin.size(), fnv1a128(cubin).hex()});
+            {kCubinFileName, cubin.size(), xxh3_128(cubin).hex()});
       meta = writeMetadata(*parsed);
     }
   }
 
-  const std::string key = fnv1a128(text).hex();
+  const std::string key = xxh3_128(text).hex();
   const std::string dir = root + "/" + key;
   removeAll(dir);
   if (::mkdir(dir.c_str(), 0755) != 0)
