@@ -75,10 +75,12 @@ struct TuningConfig {
 // Sizes past which a spec is refused: beyond any model's, and small enough
 // that the compiler finishes in seconds (a row of 10^9 elements or a tile
 // of 10^6 keys once ran for minutes).
-inline constexpr int64_t kMaxHidden = 65536;  // row kernels' d
-inline constexpr int64_t kMaxTileSize = 256;  // attention/decode block_m, n
-inline constexpr int64_t kMaxPageSize = 4096; // tokens per KV-cache page
-inline constexpr int64_t kMaxHeads = 4096;    // heads, kv_heads
+inline constexpr int64_t kMaxHidden = 65536; // row kernels' d
+inline constexpr int64_t kMaxTileSize = 256; // attention/decode block_m, n
+// Tokens per KV-cache page: a contiguous cache is one page per sequence, so
+// the longest context a model serves (2^20 tokens).
+inline constexpr int64_t kMaxPageSize = int64_t(1) << 20;
+inline constexpr int64_t kMaxHeads = 4096; // heads, kv_heads
 
 struct KernelSpec {
   std::string op = "attention_fwd";
