@@ -71,7 +71,7 @@ TEST_CASE("kv_append and lse_merge specs validate and key their fields",
   KernelSpec s = appendSpec();
   s.pageSize = 0;
   CHECK_THAT(validateSpec(s).message(),
-             Catch::Contains("kv_append needs page_size 1 to 4096"));
+             Catch::Contains("kv_append needs page_size 1 to 1048576"));
   s = appendSpec();
   s.headDim = 12;
   CHECK_THAT(validateSpec(s).message(), Catch::Contains("multiple of 8"));

@@ -75,7 +75,7 @@ TEST_CASE("decode specs: validation, canonical form and JSON", "[decode]") {
   CHECK(*round == s);
   s.pageSize = 0;
   CHECK(validateSpec(s).message() ==
-        "invalid kernel spec: decode needs page_size 1 to 4096 (got 0)");
+        "invalid kernel spec: decode needs page_size 1 to 1048576 (got 0)");
   s.pageSize = 16;
   s.maxQLen = 17;
   CHECK(validateSpec(s).message() ==
