@@ -688,10 +688,11 @@ LogicalResult WGMMAEmitter::emitStore(tile::StoreOp op) {
 // and bar.sync: each thread stores its fragments with st.shared.b32 into
 // the same layout, and the warpgroup meets at a non-aligned barrier.sync.
 // With either of them after a causal KV loop (whose length ptxas cannot
-// prove warp-uniform) ptxas wrapped that loop for reconvergence and took
+// prove warp-uniform) ptxas wraps that loop for reconvergence and takes
 // its counter and wgmma descriptors out of the uniform datapath: D128 828
-// SASS instructions per KV tile against 752 (bench/NOTES-hopper.md,
-// "Session 11").
+// SASS instructions per KV tile against 752 (bench/NOTES-hopper.md, "Left
+// (in order)" item 6, 2026-12-03; guarded by tests/ptxas'
+// sass_uniform_loop_test.py).
 LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
   const Frags &o = frags[op.getValue()];
   const int64_t blockM = launch.getBlockM();
@@ -935,10 +936,10 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   // persistent block's later items: the stage (and so every wgmma
   // descriptor) derives from the loop counter alone, which ptxas keeps in
   // the uniform datapath. (Counting slots across items instead, stage
-  // (base + t) mod S, had ptxas rebuild each descriptor per thread, R2UR
-  // before every HGMMA: 633 SASS instructions per tile against 555, session
-  // 9.) Only the barrier waits read what the earlier items left
-  // (ringPhases).
+  // (base + t) mod S, makes ptxas rebuild each descriptor per thread, R2UR
+  // before every HGMMA: 633 SASS instructions per tile against 555;
+  // bench/NOTES-hopper.md, "persistent CTAs", 2026-12-01.) Only the barrier
+  // waits read what the earlier items left (ringPhases).
   const bool itemWalk = walk != Walk::Whole;
   auto stageOf = [&](Value t) {
     return arith::RemUIOp::create(b, loc, t, idx(S));
@@ -1205,7 +1206,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
             copyTile(kv.k, kRing, add(t, S - 1));
             copyTile(kv.v, vRing, add(t, S - 2));
           }
-        } else { // kv-sync=barrier: as before the mbarriers
+        } else { // kv-sync=barrier: cp.async groups, no mbarriers
           waitForCopies(S - 2);
           copyTile(kv.k, kRing, add(t, S - 1));
           copyTile(kv.v, vRing, add(t, S - 2));
@@ -1232,13 +1233,14 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         // where O is first read, inside each arm of the rescale's vote
         // branch, not after the softmax in its basic block. ptxas schedules
         // a wgmma.wait_group near the top of its block, so in the softmax's
-        // block it ran before the first exponential and the softmax of tile
-        // j no longer overlapped P·V_{j-1}; in the arms it stays after the
-        // softmax. Same SASS size and uniform datapath at D128/D256, +7-8%
-        // at D128 (bench/NOTES-hopper.md, "Session 19"). Without the branch
-        // (D < 128) it is emitted before the multiplies, as before. The
-        // cp.async schedules keep the wait before the branch (not measured;
-        // D256 causal pingpong spilled 8 B with it in the arms).
+        // block it would run before the first exponential and the softmax
+        // of tile j would not overlap P·V_{j-1}; in the arms it stays after
+        // the softmax. Same SASS size and uniform datapath at D128/D256,
+        // +7-8% at D128 (H200; bench/NOTES-hopper.md, "the P·V wait after
+        // the softmax it overlaps", 2026-12-06). Without the branch
+        // (D < 128) it is emitted before the multiplies. The cp.async
+        // schedules keep the wait before the branch (not measured; D256
+        // causal pingpong spills 8 B with it in the arms).
         auto awaitPV = [&] {
           waitWGMMA(0);
           if (mbarriers)
@@ -1823,11 +1825,12 @@ LogicalResult WGMMAEmitter::emitPersistent() {
       // pieces along the keys: as units (item, tile) in order, block c
       // takes units [s, e), s = c·q + min(c, q_rem), so that every block
       // ends within a tile of the others instead of some running one item
-      // more (bench/NOTES-hopper.md, "Session 14"). The runtime computes
-      // the schedule (StreamKSchedule; without a workspace it has no tail
-      // and block c takes one whole item more when c < round_rem): every
-      // value below comes from parameters and the block index by 32-bit
-      // multiplies, adds and selects, so that ptxas keeps the KV loop's
+      // more (bench/NOTES-hopper.md, "the stream-K tail", 2026-12-03). The
+      // runtime computes the schedule (StreamKSchedule; without a workspace
+      // it has no tail and block c takes one whole item more when c <
+      // round_rem): every value below comes from parameters and the block
+      // index by 32-bit multiplies, adds and selects, so that ptxas keeps
+      // the KV loop's
       // bounds, counter and wgmma descriptors in the uniform datapath
       // (divisions, 64-bit ones especially, took them out: 640 SASS
       // instructions per tile against 617).
@@ -1969,7 +1972,7 @@ LogicalResult WGMMAEmitter::emitPersistent() {
     if (failed(itemLoop(Walk::Consumer)))
       return failure();
     // After the loop from a fresh (opaque) tid: the predicate above, kept
-    // live across the item loop, was spilled (epilogue=tma, D128: 4 B).
+    // live across the item loop, would be spilled (epilogue=tma, D128: 4 B).
     Value tidAfter = gpu_emit::opaqueIndex(b, loc, tid);
     group0 = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::eq,
