@@ -141,7 +141,7 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
         newSum.regs.push_back(lOld);
         continue;
       }
-      // Max and sum as chains: balanced trees measured no faster and
+      // Max and sum as chains: balanced trees measure no faster and
       // raise register pressure (mma.sync 128x64 spills 92 B instead of
       // 60; bench/NOTES.md, "decode was L2-bound by its own shared-memory
       // padding", 2026-11-29).

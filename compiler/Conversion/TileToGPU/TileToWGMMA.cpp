@@ -698,8 +698,8 @@ LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
   const int64_t blockM = launch.getBlockM();
   const int64_t n8 = int64_t(o.regs.size()), d = 8 * n8;
   // Persistent: the addresses below are the same for every item; hoisted
-  // out of the item loop they stayed live across the KV loop, and the
-  // consumers spilled the item loop's bounds (D128: 12 B).
+  // out of the item loop they would stay live across the KV loop, and the
+  // consumers would spill the item loop's bounds (D128: 12 B).
   Value tid = persistent ? gpu_emit::opaqueIndex(b, loc, this->tid) : this->tid;
   Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
   Value wg = arith::DivUIOp::create(b, loc, tid, idx(128));
@@ -1169,7 +1169,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   // tile after the tile loop's iter args, or none on the first).
   // A stream-K piece's loop counts tiles (t from 1) and derives the key
   // position from them: counting positions from its dynamic first key
-  // took the loop's counter and wgmma descriptors out of ptxas's uniform
+  // takes the loop's counter and wgmma descriptors out of ptxas's uniform
   // datapath (654 SASS instructions per tile against 616).
   const bool countTiles = bool(pieceLo) && walk != Walk::Whole;
   auto body = [&](Value at, ValueRange state, bool first) -> LogicalResult {
@@ -1423,7 +1423,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     // last tile's wait: a compare in the loop and its bound cost the
     // consumers registers, and the epilogue still covers the next Q's
     // load). Every thread arrives, not lane 0 of each warp: with the
-    // lane-0 arrive (a branch or a predicate) ptxas kept the next items'
+    // lane-0 arrive (a branch or a predicate) ptxas keeps the next items'
     // KV loop out of the uniform datapath (its counter, stages and every
     // wgmma descriptor in vector registers, R2UR before each HGMMA: D64
     // 619 SASS instructions per tile against 561).
@@ -1609,7 +1609,7 @@ Value WGMMAEmitter::emitStreamKFixup(tile::FinalizeOp fin) {
       ValueRange cur = loop.getRegionIterArgs();
       // Every thread polls the flag (acquire) until the whole warp has
       // seen it set: a warp-uniform loop by the vote. (One thread's spin,
-      // a divergent loop, took the KV loop out of ptxas's uniform
+      // a divergent loop, takes the KV loop out of ptxas's uniform
       // datapath: 698 SASS instructions per tile against 617.)
       Value flag =
           LLVM::IntToPtrOp::create(b, loc, globalPtrT, Value(flagAt(other)));
@@ -1793,7 +1793,7 @@ LogicalResult WGMMAEmitter::emitPersistent() {
   };
   // One role's loop over the block's items. Each role computes the item
   // count and walk itself, after the role split: values live across
-  // setmaxnreg were spilled (the producer keeps 24 registers).
+  // setmaxnreg are spilled (the producer keeps 24 registers).
   auto itemLoop = [&](Walk role) -> LogicalResult {
     walk = role;
     Value qTiles = arith::CeilDivUIOp::create(b, loc, trunc32(seqQ),
@@ -1830,10 +1830,9 @@ LogicalResult WGMMAEmitter::emitPersistent() {
       // it has no tail and block c takes one whole item more when c <
       // round_rem): every value below comes from parameters and the block
       // index by 32-bit multiplies, adds and selects, so that ptxas keeps
-      // the KV loop's
-      // bounds, counter and wgmma descriptors in the uniform datapath
-      // (divisions, 64-bit ones especially, took them out: 640 SASS
-      // instructions per tile against 617).
+      // the KV loop's bounds, counter and wgmma descriptors in the uniform
+      // datapath (divisions, 64-bit ones especially, take them out: 640
+      // SASS instructions per tile against 617).
       Value rem1 = arith::ExtUIOp::create(
           b, loc, i32, cmp32(arith::CmpIPredicate::ult, block, skRoundRem()));
       whole = add32(skRounds(), rem1);
@@ -2164,7 +2163,7 @@ void MapTileToWGMMAPass::runOnOperation() {
             // workspace, the last parameters.
             SmallVector<Value> streamKArgs;
             // Two consumer warpgroups only: three (block_m 192) have 160
-            // registers each, and the tail's values spilled (16 B, fp16
+            // registers each, and the tail's values spill (16 B, fp16
             // D128 192x64).
             if (sched.getStreamK() && launch.getBlockM() == 128 &&
                 itemInvariantKVLoop(kernel, launch)) {

@@ -1,6 +1,6 @@
 //===- WGMMASupport.h - what the sm_90a wgmma mapping can take --*- C++ -*-===//
 //
-// The variants the wgmma mapping handles so far, asked both by the mapping
+// The variants the wgmma mapping handles, asked both by the mapping
 // (diagnostic at the kernel) and by the drivers before they pick it (they
 // fall back to mma.sync and say why).
 //
