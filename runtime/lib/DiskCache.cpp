@@ -7,17 +7,20 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <dirent.h>
-#include <fcntl.h>
+#include <filesystem>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <system_error>
 #include <unistd.h>
 
 namespace attnc {
 
 namespace {
+
+namespace stdfs = std::filesystem;
 
 constexpr uint64_t kMaxMetaBytes = 16ull << 20;
 constexpr uint64_t kMaxPayloadBytes = 1ull << 30;
@@ -28,9 +31,9 @@ constexpr const char *kTempPrefix = ".tmp-";
 constexpr const char *kTrashPrefix = ".trash-";
 
 int64_t nowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 bool startsWith(std::string_view s, std::string_view prefix) {
@@ -59,29 +62,19 @@ FileChecksum checksum(const char *name, std::string_view data) {
 // clear, prune and the removal of a damaged entry touch nothing else, so
 // a cache root pointed at the wrong place loses no one's files.
 bool isAttncDirectory(const std::string &path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+  std::error_code ec;
+  if (!stdfs::is_directory(stdfs::symlink_status(path, ec)))
     return false;
-  DIR *dir = ::opendir(path.c_str());
-  if (!dir)
-    return false;
-  bool ours = true;
-  while (struct dirent *ent = ::readdir(dir)) {
-    std::string_view name = ent->d_name;
-    if (name == "." || name == "..")
-      continue;
-    struct stat file;
+  stdfs::directory_iterator it(path, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    std::error_code statEc;
     if ((name != kMetaFileName && name != kPtxFileName &&
          name != kCubinFileName) ||
-        (::fstatat(::dirfd(dir), ent->d_name, &file, AT_SYMLINK_NOFOLLOW) ==
-             0 &&
-         S_ISDIR(file.st_mode))) {
-      ours = false;
-      break;
-    }
+        stdfs::is_directory(it->symlink_status(statEc)))
+      return false;
   }
-  ::closedir(dir);
-  return ours;
+  return !ec;
 }
 
 Status notOurs(const std::string &path) {
@@ -189,7 +182,7 @@ Result<std::string> DiskCache::defaultRoot() {
 }
 
 std::string DiskCache::entryDir(std::string_view key) const {
-  return root_ + "/" + std::string(key);
+  return (stdfs::path(root_) / key).string();
 }
 
 Result<CacheLookup> DiskCache::lookup(std::string_view key) {
@@ -200,8 +193,9 @@ Result<CacheLookup> DiskCache::lookup(std::string_view key) {
   if (!dirFd.isOk()) {
     if (dirFd.status().code() == ErrorCode::NotFound)
       return CacheLookup{};
-    struct stat st;
-    if (::lstat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    std::error_code ec;
+    stdfs::file_status st = stdfs::symlink_status(dir, ec);
+    if (!ec && !stdfs::is_directory(st))
       return notOurs(dir); // a file or a symbolic link in the entry's place
     return dirFd.status();
   }
@@ -299,7 +293,8 @@ Status DiskCache::moveAwayAndRemove(const std::string &path) {
                          fs::makeTempDir(root_, kTrashPrefix));
   if (::rename(path.c_str(), trash.c_str()) != 0) {
     int err = errno;
-    (void)::rmdir(trash.c_str());
+    std::error_code ignored;
+    stdfs::remove(trash, ignored);
     if (err == ENOENT)
       return Status::ok(); // someone else removed it
     return Status(ErrorCode::IoError,
@@ -311,8 +306,8 @@ Status DiskCache::moveAwayAndRemove(const std::string &path) {
 Status DiskCache::remove(std::string_view key) {
   if (!isCacheKey(key))
     return badKey(key);
-  struct stat st;
-  if (::lstat(entryDir(key).c_str(), &st) != 0)
+  std::error_code ec;
+  if (!stdfs::exists(stdfs::symlink_status(entryDir(key), ec)))
     return Status::ok();
   if (!isAttncDirectory(entryDir(key)))
     return notOurs(entryDir(key));
@@ -329,18 +324,15 @@ Status DiskCache::checkRemovableRoot() const {
 
 Result<std::vector<CacheEntryInfo>> DiskCache::list() const {
   std::vector<CacheEntryInfo> infos;
-  DIR *dir = ::opendir(root_.c_str());
-  if (!dir) {
-    if (errno == ENOENT)
-      return infos; // nothing cached yet
-    return Status(ErrorCode::IoError, "cannot list cache directory '" + root_ +
-                                          "': " + fs::errnoText(errno));
-  }
-  while (struct dirent *ent = ::readdir(dir)) {
-    std::string name = ent->d_name;
+  std::error_code ec;
+  stdfs::directory_iterator it(root_, ec), end;
+  if (ec == std::errc::no_such_file_or_directory)
+    return infos; // nothing cached yet
+  for (; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
     if (!isCacheKey(name))
       continue;
-    std::string path = root_ + "/" + name;
+    std::string path = it->path().string();
     CacheEntryInfo info;
     info.key = name;
     info.lastUseNs = fs::mtimeNs(path);
@@ -367,7 +359,9 @@ Result<std::vector<CacheEntryInfo>> DiskCache::list() const {
       info.readable = false;
     infos.push_back(std::move(info));
   }
-  ::closedir(dir);
+  if (ec)
+    return Status(ErrorCode::IoError, "cannot list cache directory '" + root_ +
+                                          "': " + fs::errnoText(ec.value()));
   std::sort(infos.begin(), infos.end(),
             [](const CacheEntryInfo &a, const CacheEntryInfo &b) {
               if (a.lastUseNs != b.lastUseNs)
@@ -378,14 +372,13 @@ Result<std::vector<CacheEntryInfo>> DiskCache::list() const {
 }
 
 void DiskCache::removeStaleTemporaries(int64_t olderThanNs) {
-  DIR *dir = ::opendir(root_.c_str());
-  if (!dir)
-    return;
   std::vector<std::string> doomed;
   int64_t now = nowNs();
-  while (struct dirent *ent = ::readdir(dir)) {
-    std::string name = ent->d_name;
-    std::string path = root_ + "/" + name;
+  std::error_code ec;
+  for (stdfs::directory_iterator it(root_, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    std::string path = it->path().string();
     if (!startsWith(name, kTrashPrefix) && !startsWith(name, kTempPrefix))
       continue;
     if (startsWith(name, kTempPrefix) && now - fs::mtimeNs(path) <= olderThanNs)
@@ -393,7 +386,6 @@ void DiskCache::removeStaleTemporaries(int64_t olderThanNs) {
     if (isAttncDirectory(path))
       doomed.push_back(path);
   }
-  ::closedir(dir);
   for (const std::string &path : doomed)
     (void)fs::removeTree(path);
 }

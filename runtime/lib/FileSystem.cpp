@@ -1,18 +1,28 @@
-//===- FileSystem.cpp - POSIX file helpers for the disk cache -------------===//
+//===- FileSystem.cpp - File helpers for the disk cache -------------------===//
+//
+// std::filesystem (error_code overloads only: the runtime never throws) for
+// paths, listing, status, sizes, times and recursive removal. POSIX where the
+// exact system call matters: opens with O_NONBLOCK/O_NOFOLLOW checked by
+// fstat, O_EXCL creation, fsync, rename, mkdir with an explicit mode, and
+// everything relative to a directory descriptor.
+//
+//===----------------------------------------------------------------------===//
 
 #include "FileSystem.h"
 
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
+#include <chrono>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
-#include <time.h>
+#include <system_error>
 #include <unistd.h>
 
 namespace attnc::fs {
+
+namespace stdfs = std::filesystem;
 
 std::string errnoText(int err) {
   char buf[256];
@@ -40,23 +50,28 @@ static Status ioError(const std::string &what, int err) {
                 what + ": " + errnoText(err));
 }
 
+// On POSIX, std::filesystem's error_code holds the failing call's errno.
+static Status ioError(const std::string &what, const std::error_code &ec) {
+  return ioError(what, ec.value());
+}
+
 Status makeDirs(const std::string &path) {
   if (path.empty())
     return Status(ErrorCode::InvalidArgument, "empty directory path");
-  std::string prefix;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    prefix = path.substr(0, pos);
-    if (prefix.empty())
-      continue;
+  // Not create_directories: it creates with 0777 less the umask, and the
+  // cache's directories are 0755 (less the umask) like its entries.
+  stdfs::path prefix;
+  for (const stdfs::path &part : stdfs::path(path)) {
+    prefix /= part;
     if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
-      return ioError("cannot create directory '" + prefix + "'", errno);
+      return ioError("cannot create directory '" + prefix.string() + "'",
+                     errno);
   }
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    return ioError("cannot stat '" + path + "'", errno);
-  if (!S_ISDIR(st.st_mode))
+  std::error_code ec;
+  stdfs::file_status st = stdfs::status(path, ec);
+  if (ec)
+    return ioError("cannot stat '" + path + "'", ec);
+  if (!stdfs::is_directory(st))
     return Status(ErrorCode::IoError, "'" + path + "' is not a directory");
   return Status::ok();
 }
@@ -171,14 +186,17 @@ Result<std::string> makeTempDir(const std::string &parent,
   static std::atomic<uint64_t> counter{0};
   const char *digits = "0123456789abcdefghijklmnopqrstuvwxyz";
   for (int attempt = 0; attempt < 100; ++attempt) {
-    struct timespec ts;
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (static_cast<uint64_t>(ts.tv_nsec) << 20) ^
-                 (static_cast<uint64_t>(::getpid()) << 40) ^
-                 (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
-    std::string path = parent + "/" + prefix;
+    auto now = std::chrono::system_clock::now().time_since_epoch();
+    uint64_t x =
+        (static_cast<uint64_t>(
+             std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())
+         << 20) ^
+        (static_cast<uint64_t>(::getpid()) << 40) ^
+        (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
+    std::string name = prefix;
     for (int i = 0; i < 6; ++i, x /= 36)
-      path += digits[x % 36];
+      name += digits[x % 36];
+    std::string path = (stdfs::path(parent) / name).string();
     if (::mkdir(path.c_str(), 0755) == 0)
       return path;
     if (errno != EEXIST)
@@ -190,55 +208,42 @@ Result<std::string> makeTempDir(const std::string &parent,
 }
 
 Status removeTree(const std::string &path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0)
-    return errno == ENOENT ? Status::ok()
-                           : ioError("cannot stat '" + path + "'", errno);
-  if (!S_ISDIR(st.st_mode)) {
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-      return ioError("cannot remove '" + path + "'", errno);
-    return Status::ok();
+  // remove_all follows no symbolic link. It stops at the first error; an
+  // entry removed concurrently shows as ENOENT, so walk again what is left.
+  std::error_code ec;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    stdfs::remove_all(path, ec);
+    if (ec != std::errc::no_such_file_or_directory)
+      break;
   }
-  DIR *dir = ::opendir(path.c_str());
-  if (!dir)
-    return errno == ENOENT ? Status::ok()
-                           : ioError("cannot open '" + path + "'", errno);
-  Status status;
-  while (struct dirent *ent = ::readdir(dir)) {
-    std::string name = ent->d_name;
-    if (name == "." || name == "..")
-      continue;
-    Status child = removeTree(path + "/" + name);
-    if (!child.isOk() && status.isOk())
-      status = child;
-  }
-  ::closedir(dir);
-  if (::rmdir(path.c_str()) != 0 && errno != ENOENT && status.isOk())
-    status = ioError("cannot remove directory '" + path + "'", errno);
-  return status;
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return ioError("cannot remove '" + path + "'", ec);
+  return Status::ok();
 }
 
 uint64_t directorySize(const std::string &dir) {
-  DIR *d = ::opendir(dir.c_str());
-  if (!d)
-    return 0;
+  std::error_code ec;
   uint64_t total = 0;
-  while (struct dirent *ent = ::readdir(d)) {
-    struct stat st;
-    if (::fstatat(::dirfd(d), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISREG(st.st_mode))
-      total += static_cast<uint64_t>(st.st_size);
+  for (stdfs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code statEc;
+    if (!stdfs::is_regular_file(it->symlink_status(statEc)))
+      continue;
+    uint64_t size = it->file_size(statEc);
+    if (!statEc)
+      total += size;
   }
-  ::closedir(d);
   return total;
 }
 
 int64_t mtimeNs(const std::string &path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
+  std::error_code ec;
+  stdfs::file_time_type mtime = stdfs::last_write_time(path, ec);
+  if (ec)
     return -1;
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 +
-         st.st_mtim.tv_nsec;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             stdfs::file_time_type::clock::to_sys(mtime).time_since_epoch())
+      .count();
 }
 
 } // namespace attnc::fs

@@ -1,8 +1,9 @@
-//===- FileSystem.h - POSIX file helpers for the disk cache -----*- C++ -*-===//
+//===- FileSystem.h - File helpers for the disk cache -----------*- C++ -*-===//
 //
-// The few file operations the cache needs with exact semantics (fsync,
-// O_EXCL, openat on a held directory, rename-based removal), wrapped to
-// return Status instead of errno.
+// The file operations the cache needs, returning Status instead of errno or
+// exceptions. Those that need exact semantics (fsync, O_EXCL, O_NOFOLLOW and
+// O_NONBLOCK opens, openat on a held directory, rename, mkdir modes) are
+// POSIX calls; the rest are std::filesystem's error_code overloads.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_RUNTIME_LIB_FILESYSTEM_H
@@ -73,7 +74,8 @@ Status fsyncFd(int fd, const std::string &what);
 Result<std::string> makeTempDir(const std::string &parent,
                                 const std::string &prefix);
 
-// Removes a directory tree; entries vanishing concurrently are not errors.
+// Removes a directory tree without following symbolic links; entries
+// vanishing concurrently are not errors.
 Status removeTree(const std::string &path);
 
 // Total size of the regular files directly inside `dir`.

@@ -385,7 +385,7 @@ TEST_CASE("kv_sync tma: one producer thread copies by TMA from tensor maps "
     // Persistent CTAs over items of equal KV length (no causal bound) take
     // the stream-K tail's seven i32 parameters and the workspace last.
     // (Two consumer warpgroups only: at block_m 192 the three have 160
-    // registers each and the tail's values spilled.)
+    // registers each and the tail's values spill.)
     const bool streamK = persistent && !v.causal && v.blockM == 128;
     REQUIRE(k.meta.params.size() ==
             (tmaO ? 26u : 25u) +
@@ -414,7 +414,7 @@ TEST_CASE("kv_sync tma: one producer thread copies by TMA from tensor maps "
     // O through shared memory and a TMA store; LSE alone from registers.
     // One CTA per tile writes the staging buffer with stmatrix and syncs on
     // bar.sync; persistent CTAs with 4-byte shared stores and a non-aligned
-    // barrier.sync (the .aligned forms took the causal KV loop out of the
+    // barrier.sync (the .aligned forms take the causal KV loop out of the
     // uniform datapath, bench/NOTES-hopper.md, 2026-12-03).
     const bool persistentGrid =
         k.meta.mappingWhy.find("grid persistent") != std::string::npos;

@@ -5,8 +5,8 @@ The sm_90a KV loop issues Q·Kᵀ_j and P·V_{j-1}, waits for Q·Kᵀ_j only and
 runs the softmax of tile j while P·V_{j-1} is still on the tensor cores; the
 wait for P·V (`wgmma.wait_group 0`, SASS `WARPGROUP.DEPBAR.LE gsb0, 0x0`)
 belongs after the softmax. ptxas schedules that wait near the top of its
-basic block: emitted after the softmax in the softmax's block, it ran before
-the first exponential and the overlap was lost (bench/NOTES-hopper.md,
+basic block: emitted after the softmax in the softmax's block, it would run
+before the first exponential and the overlap would be lost (bench/NOTES-hopper.md,
 2026-12-06: D128 +7-8% with the wait in the arms of the rescale's vote
 branch). This assembles the default kernels that have the vote branch
 (head dim >= 128) and checks that, in the KV loop, every such wait comes

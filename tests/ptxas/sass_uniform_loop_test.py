@@ -3,13 +3,13 @@
 
 ptxas keeps the KV loop's counter and wgmma descriptors in uniform registers
 only while it can: an `.aligned` instruction (stmatrix, bar.sync) in the
-epilogue after a causal KV loop made it wrap the loop for reconvergence and
+epilogue after a causal KV loop makes it wrap the loop for reconvergence and
 move them to vector registers, R2UR before every HGMMA (bench/NOTES-hopper.md,
 2026-12-02/03: D128 causal 828 SASS instructions per tile against 752).
 This assembles the persistent kernels with both epilogues and checks that the
 TMA epilogue's KV loop is no longer than the register epilogue's and moves no
 more values into uniform registers. The same for the stream-K tail (where
-a piece's dynamic first key and one thread's spin on a flag each took
+a piece's dynamic first key and one thread's spin on a flag would each take
 the loop out of the uniform datapath, 654 and 698 instructions per tile
 against 617): the kernel with the tail against --no-stream-k.
 
@@ -25,8 +25,9 @@ import tempfile
 
 from kv_loop_sass import SKIP, emitted_kv_loop, find_nvdisasm, sass_loops
 
-# (head dim, causal): the causal ones are where it broke; D128 without the
-# mask is the default that must not regress either.
+# (head dim, causal): the causal ones are where an .aligned epilogue
+# instruction takes the loop out of the uniform datapath; D128 without the
+# mask is the default that must stay in it too.
 VARIANTS = ((128, True), (64, True), (128, False))
 SLACK = 8  # instructions: the two kernels' loops may differ by a few moves
 

@@ -458,6 +458,37 @@ TEST_CASE("clear and prune remove attnc's entries only", "[cache]") {
   CHECK(exists(dir.path() + "/" + keyN(3)));
 }
 
+TEST_CASE("removing an entry does not follow symbolic links in it", "[cache]") {
+  TempDir dir;
+  DiskCache cache(dir.path());
+  const std::string entry = dir.path() + "/" + kKey;
+  TempDir elsewhere;
+  writeFile(elsewhere.path() + "/kernel.ptx", "someone else's");
+  auto plantLink = [&] {
+    REQUIRE(cache.publish(kKey, sampleKernel()).isOk());
+    ::unlink((entry + "/kernel.ptx").c_str());
+    REQUIRE(::symlink(elsewhere.path().c_str(),
+                      (entry + "/kernel.ptx").c_str()) == 0);
+  };
+
+  // By a lookup that finds the entry damaged...
+  plantLink();
+  Result<CacheLookup> lookup = cache.lookup(kKey);
+  REQUIRE(lookup.isOk());
+  CHECK_FALSE(lookup->entry);
+  CHECK_THAT(lookup->problem, Catch::Contains("cannot open 'kernel.ptx'"));
+  CHECK(listDir(dir.path()).empty());
+  CHECK(readFile(elsewhere.path() + "/kernel.ptx") == "someone else's");
+
+  // ...and by clear.
+  plantLink();
+  Result<size_t> removed = cache.clear();
+  REQUIRE(removed.isOk());
+  CHECK(*removed == 1);
+  CHECK(listDir(dir.path()).empty());
+  CHECK(readFile(elsewhere.path() + "/kernel.ptx") == "someone else's");
+}
+
 TEST_CASE("a cache root of / or a relative ATTNC_CACHE_DIR is refused",
           "[cache]") {
   for (const char *bad : {"/", "//", "relative/cache", "."}) {

@@ -7,7 +7,8 @@
 // the output poisoned before the launch and every element checked for
 // NaN/Inf, times the correct ones with CUDA events (warm-up, median), and
 // records the fastest per (GPU, arch, spec, bucket) in a TuningDb.
-// Used by attnc-tune-run (staged for the GPU machine) and `attnc tune run`.
+// Used by attnc-tune-run (runtime-only, for a GPU machine without the
+// compiler) and `attnc tune run`.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_TOOLS_ATTNC_TUNE_RUN_TUNERUNNER_H

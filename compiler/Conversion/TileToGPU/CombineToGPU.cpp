@@ -6,7 +6,8 @@
 // tile.finalize and the stores. Mapped like the attention tiles (one warp,
 // one split after the other) the loop is a chain of dependent global loads:
 // at B = 1 and 128k keys it merges ~110 splits at ~0.7 us each, a third of
-// the decode's time (bench/NOTES.md, "Decode combine").
+// the decode's time (bench/NOTES.md, "the decode combine was a third of
+// B=1", 2026-11-29).
 //
 // lse_accumulate is associative and commutative (a log-sum-exp merge), so
 // this mapping spreads the splits over the block instead. For each row:
@@ -15,8 +16,9 @@
 //      splits are loaded together, then folded into the warp's own online
 //      state (acc, l, m in the log2 domain; acc and l rescaled when m
 //      grows): one round trip per W x kUnroll splits. (A first pass for the
-//      block's maximum LSE cost a round trip and a barrier more: 4.2 us at
-//      B = 1 L = 128k, 66 splits; bench/NOTES.md, "Session 6".)
+//      block's maximum LSE costs a round trip and a barrier more: 4.2 us at
+//      B = 1 L = 128k, 66 splits; bench/NOTES.md, "decode's launch
+//      structure, causal sm_80", 2026-11-30.)
 //   2. the warps' states meet in shared memory: M = max_w m_w, each warp's
 //      acc and l weighed by exp2(m_w - M); thread c writes column c of
 //      O = sum / l (0 where l = 0) and thread 0 the LSE (M + log2 l) · ln 2

@@ -40,9 +40,10 @@ LogicalResult FragmentMath::score(tile::ScoreOp op, const IRMapping &map,
              : x;
   };
   // A plain score read only by softmax_update keeps the raw QKᵀ; the
-  // update folds scale·log2(e) into its exponent (Frags::logScale). H200
-  // A/B in one session (bench/NOTES.md "Session 6"): +1.3% / +2.2% on
-  // mma.sync, +3.5% / +3% on wgmma (D128 S4k, non-causal / causal).
+  // update folds scale·log2(e) into its exponent (Frags::logScale): +1.3% /
+  // +2.2% on mma.sync, +3.5% / +3% on wgmma (H200 A/B, D128 S4k,
+  // non-causal / causal; bench/NOTES.md, "decode's launch structure,
+  // causal sm_80", 2026-11-30).
   // Prefill only: decode (packed rows) is memory-bound.
   float scale = op.getScale().convertToFloat();
   bool defer = !op.getSoftcapAttr() && op.getScoreMod().empty() &&
@@ -140,9 +141,10 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
         newSum.regs.push_back(lOld);
         continue;
       }
-      // Max and sum as chains: balanced trees measured no faster and
-      // raised register pressure (mma.sync 128x64 spilled 92 B instead of
-      // 60; bench/NOTES.md "Session 5").
+      // Max and sum as chains: balanced trees measure no faster and
+      // raise register pressure (mma.sync 128x64 spills 92 B instead of
+      // 60; bench/NOTES.md, "decode was L2-bound by its own shared-memory
+      // padding", 2026-11-29).
       SmallVector<Value> row;
       for (Value reg : tiles)
         for (int64_t c = 0; c < 2; ++c)
@@ -223,8 +225,9 @@ LogicalResult FragmentMath::rescale(tile::RescaleOp op,
     return out;
   };
   // Below head dim 128 the vote and the branch cost more than the
-  // multiplies they skip (H200: mma.sync D64 279 vs 292 TFLOP/s,
-  // bench/NOTES.md "Session 5").
+  // multiplies they skip (H200: mma.sync D64 279 vs 292 TFLOP/s;
+  // bench/NOTES.md, "decode was L2-bound by its own shared-memory padding",
+  // 2026-11-29).
   if (!skipUnitRescale || perTile < kMinSkippedRescaleTiles) {
     if (awaitAcc)
       awaitAcc();

@@ -154,10 +154,11 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
   // Visible: key < seq_kv and within [diag - left, diag + right], where the
   // diagonal of row r is key r + seq_kv - seq_q (bottom-right aligned).
   // In 32 bits (positions are below 2^30; the runtime checks the lengths):
-  // 64-bit keys and diagonals took twice the registers (the causal 128x64
-  // mma.sync kernel spilled 28 B, now 8). Each element compared with its
-  // row's bounds, not a per-row range against constants: that form spilled
-  // nothing but ran 3% slower (bench/NOTES.md, "Session 6").
+  // 64-bit keys and diagonals take twice the registers (the causal 128x64
+  // mma.sync kernel spills 28 B with them, 8 B without). Each element is
+  // compared with its row's bounds, not a per-row range against constants:
+  // that form spills nothing but runs 2.5-3% slower (bench/NOTES.md,
+  // "decode's launch structure, causal sm_80", 2026-11-30).
   if (op.getMaskMod().empty()) {
     auto i32 = [&](Value v) -> Value {
       return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
@@ -384,9 +385,9 @@ void gpu_emit::stageRows(OpBuilder &b, Location loc, Value view, Value batch,
   // base (page, head and first row) plus a per-thread offset plus i times
   // a fixed stride, so the offsets are loop-invariant and the KV loop
   // computes one base per tile. A loop over the chunks from tid (an
-  // unknown trip count, which LLVM unrolls by 4 with a remainder) cost the
+  // unknown trip count, which LLVM unrolls by 4 with a remainder) costs the
   // decode split kernel ~10 integer instructions per 16-byte copy
-  // (bench/NOTES.md, decode "Session 12").
+  // (bench/NOTES.md, "the decode split kernel is issue-bound", 2026-12-03).
   auto emitUnrolled = [&]() -> bool {
     int64_t total = rows * chunksPerRow;
     if (!unrollWholeTile || total % threads || threads % chunksPerRow ||
@@ -626,8 +627,9 @@ LogicalResult gpu_emit::mapKernelsToGPU(
       return failure();
     // The tiles are addressed from the dynamic-memory symbol, which NVPTX
     // lays out as the first static .shared variable: any other static
-    // shared memory would sit on top of the first tile (the first
-    // kv-sync=mbarrier attempt hung so). Mappings ask for scratchBytes.
+    // shared memory would sit on top of the first tile (mbarriers placed so
+    // are overwritten by the tile copies and the kernel hangs). Mappings
+    // ask for scratchBytes.
     if (bytes > 0 && gpuFunc.getNumWorkgroupAttributions() > 0)
       return gpuFunc.emitError(
           "a kernel with dynamic shared memory must not also have workgroup "

@@ -124,8 +124,9 @@ void stageRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value view,
 /// rows by 16 bytes would give, but every 128-byte segment of a row stays
 /// one aligned 128-byte segment: a quarter-warp's 16-byte cp.async copies
 /// of it are one shared-memory wavefront and four L2 sectors. With padded
-/// rows they straddled segments: 1.5x the L2 sectors of the ideal and 2-3x
-/// the wavefronts (ncu, bench/NOTES.md "Session 5").
+/// rows they straddle segments: 1.5x the L2 sectors of the ideal and 2-3x
+/// the wavefronts (ncu; bench/NOTES.md, "decode was L2-bound by its own
+/// shared-memory padding", 2026-11-29).
 mlir::Value swizzledColumn(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Value row, mlir::Value col);
 

@@ -162,10 +162,10 @@ private:
   // The decode split kernel's Q: one 16-byte cp.async per chunk into
   // shared memory, issued ahead of the K/V ring's first copies, and read
   // into registers with ldmatrix once those are in flight. Loaded straight
-  // into the A layout, Q took 32 guarded 4-byte loads per lane and ~400
+  // into the A layout, Q takes 32 guarded 4-byte loads per lane and ~400
   // instructions of addressing before the first K/V copy, with one warp
-  // per program and per scheduler to issue them (bench/NOTES.md, decode
-  // "Session 12").
+  // per program and per scheduler to issue them (bench/NOTES.md, "the
+  // decode split kernel is issue-bound", 2026-12-03).
   const bool qStagedOnce;
   // Rows g + 8 of the warp's m16 tile are padding (kLiveRowsAttr <= 8):
   // their softmax is left out (FragmentMath).
@@ -471,12 +471,12 @@ LogicalResult MMAEmitter::emitPartialLoad(tile::LoadOp op, Value view,
 void MMAEmitter::issueStage(tile::LoadOp op, Value buf, Value row,
                             bool barrier) {
   auto t = op.getResult().getType();
-  // Unrolled whole-tile copies (one base address per tile) where they were
-  // measured faster: the decode split kernel (its KV loop 685 -> 500 SASS
+  // Unrolled whole-tile copies (one base address per tile) where they
+  // measure faster: the decode split kernel (its KV loop 685 -> 500 SASS
   // instructions, issue-bound) and prefill at head dim <= 64 (D64 +8%).
-  // At D128 and D256 the same copies made prefill 4-8% slower on the H200
-  // (A/B in one GPU session, bench/NOTES.md "Session 13"), so those keep
-  // the loop over the chunks.
+  // At D128 and D256 the same copies make prefill 4-8% slower on the H200
+  // (A/B; bench/NOTES.md, "unrolled copies slowed the D128 prefill",
+  // 2026-12-03), so those keep the loop over the chunks.
   bool unroll = qStagedOnce || t.getDimSize(1) <= kUnrollCopiesMaxDim;
   gpu_emit::stageRows(
       b, loc, map.lookup(op.getSource()), map.lookup(op.getBatch()),
@@ -1126,13 +1126,13 @@ void MapTileToMMAPass::runOnOperation() {
     return launch.getRule() == kDecodeSplitRule ? decodeKeyWarps : 1;
   };
   // Swizzled, unpadded tiles for the decode split kernel (memory-bound:
-  // the padded rows cost it 1.5x the L2 sectors, bench/NOTES.md "Session
-  // 5") or with swizzle-staged, when every staged row is a multiple of 64
-  // elements (the XOR permutes 8 chunks of 16 bytes); else padded rows.
-  // Prefill keeps the padding by default: swizzled, its XOR'd ldmatrix
-  // addresses take registers (H200, D128 S4k: 128x64 w4 353 -> 328
-  // TFLOP/s with 16 B of spills, 128x32 w4 303 -> 317; bench/NOTES.md
-  // "Session 5").
+  // padded rows cost it 1.5x the L2 sectors) or with swizzle-staged, when
+  // every staged row is a multiple of 64 elements (the XOR permutes 8
+  // chunks of 16 bytes); else padded rows. Prefill keeps the padding by
+  // default: swizzled, its XOR'd ldmatrix addresses take registers (H200,
+  // D128 S4k: 128x64 w4 353 -> 328 TFLOP/s with 16 B of spills, 128x32 w4
+  // 303 -> 317). Both from bench/NOTES.md, "decode was L2-bound by its own
+  // shared-memory padding", 2026-11-29.
   const bool hasDecodeSplit =
       !gpu_emit::kernelsWithRule(getOperation(), kDecodeSplitRule).empty();
   bool swizzle = swizzleStaged || hasDecodeSplit;

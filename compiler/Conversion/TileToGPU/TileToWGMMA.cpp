@@ -688,17 +688,18 @@ LogicalResult WGMMAEmitter::emitStore(tile::StoreOp op) {
 // and bar.sync: each thread stores its fragments with st.shared.b32 into
 // the same layout, and the warpgroup meets at a non-aligned barrier.sync.
 // With either of them after a causal KV loop (whose length ptxas cannot
-// prove warp-uniform) ptxas wrapped that loop for reconvergence and took
+// prove warp-uniform) ptxas wraps that loop for reconvergence and takes
 // its counter and wgmma descriptors out of the uniform datapath: D128 828
-// SASS instructions per KV tile against 752 (bench/NOTES-hopper.md,
-// "Session 11").
+// SASS instructions per KV tile against 752 (bench/NOTES-hopper.md, "Left
+// (in order)" item 6, 2026-12-03; guarded by tests/ptxas'
+// sass_uniform_loop_test.py).
 LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
   const Frags &o = frags[op.getValue()];
   const int64_t blockM = launch.getBlockM();
   const int64_t n8 = int64_t(o.regs.size()), d = 8 * n8;
   // Persistent: the addresses below are the same for every item; hoisted
-  // out of the item loop they stayed live across the KV loop, and the
-  // consumers spilled the item loop's bounds (D128: 12 B).
+  // out of the item loop they would stay live across the KV loop, and the
+  // consumers would spill the item loop's bounds (D128: 12 B).
   Value tid = persistent ? gpu_emit::opaqueIndex(b, loc, this->tid) : this->tid;
   Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
   Value wg = arith::DivUIOp::create(b, loc, tid, idx(128));
@@ -935,10 +936,10 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   // persistent block's later items: the stage (and so every wgmma
   // descriptor) derives from the loop counter alone, which ptxas keeps in
   // the uniform datapath. (Counting slots across items instead, stage
-  // (base + t) mod S, had ptxas rebuild each descriptor per thread, R2UR
-  // before every HGMMA: 633 SASS instructions per tile against 555, session
-  // 9.) Only the barrier waits read what the earlier items left
-  // (ringPhases).
+  // (base + t) mod S, makes ptxas rebuild each descriptor per thread, R2UR
+  // before every HGMMA: 633 SASS instructions per tile against 555;
+  // bench/NOTES-hopper.md, "persistent CTAs", 2026-12-01.) Only the barrier
+  // waits read what the earlier items left (ringPhases).
   const bool itemWalk = walk != Walk::Whole;
   auto stageOf = [&](Value t) {
     return arith::RemUIOp::create(b, loc, t, idx(S));
@@ -1168,7 +1169,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   // tile after the tile loop's iter args, or none on the first).
   // A stream-K piece's loop counts tiles (t from 1) and derives the key
   // position from them: counting positions from its dynamic first key
-  // took the loop's counter and wgmma descriptors out of ptxas's uniform
+  // takes the loop's counter and wgmma descriptors out of ptxas's uniform
   // datapath (654 SASS instructions per tile against 616).
   const bool countTiles = bool(pieceLo) && walk != Walk::Whole;
   auto body = [&](Value at, ValueRange state, bool first) -> LogicalResult {
@@ -1205,7 +1206,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
             copyTile(kv.k, kRing, add(t, S - 1));
             copyTile(kv.v, vRing, add(t, S - 2));
           }
-        } else { // kv-sync=barrier: as before the mbarriers
+        } else { // kv-sync=barrier: cp.async groups, no mbarriers
           waitForCopies(S - 2);
           copyTile(kv.k, kRing, add(t, S - 1));
           copyTile(kv.v, vRing, add(t, S - 2));
@@ -1232,13 +1233,14 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
         // where O is first read, inside each arm of the rescale's vote
         // branch, not after the softmax in its basic block. ptxas schedules
         // a wgmma.wait_group near the top of its block, so in the softmax's
-        // block it ran before the first exponential and the softmax of tile
-        // j no longer overlapped P·V_{j-1}; in the arms it stays after the
-        // softmax. Same SASS size and uniform datapath at D128/D256, +7-8%
-        // at D128 (bench/NOTES-hopper.md, "Session 19"). Without the branch
-        // (D < 128) it is emitted before the multiplies, as before. The
-        // cp.async schedules keep the wait before the branch (not measured;
-        // D256 causal pingpong spilled 8 B with it in the arms).
+        // block it would run before the first exponential and the softmax
+        // of tile j would not overlap P·V_{j-1}; in the arms it stays after
+        // the softmax. Same SASS size and uniform datapath at D128/D256,
+        // +7-8% at D128 (H200; bench/NOTES-hopper.md, "the P·V wait after
+        // the softmax it overlaps", 2026-12-06). Without the branch
+        // (D < 128) it is emitted before the multiplies. The cp.async
+        // schedules keep the wait before the branch (not measured; D256
+        // causal pingpong spills 8 B with it in the arms).
         auto awaitPV = [&] {
           waitWGMMA(0);
           if (mbarriers)
@@ -1421,7 +1423,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     // last tile's wait: a compare in the loop and its bound cost the
     // consumers registers, and the epilogue still covers the next Q's
     // load). Every thread arrives, not lane 0 of each warp: with the
-    // lane-0 arrive (a branch or a predicate) ptxas kept the next items'
+    // lane-0 arrive (a branch or a predicate) ptxas keeps the next items'
     // KV loop out of the uniform datapath (its counter, stages and every
     // wgmma descriptor in vector registers, R2UR before each HGMMA: D64
     // 619 SASS instructions per tile against 561).
@@ -1607,7 +1609,7 @@ Value WGMMAEmitter::emitStreamKFixup(tile::FinalizeOp fin) {
       ValueRange cur = loop.getRegionIterArgs();
       // Every thread polls the flag (acquire) until the whole warp has
       // seen it set: a warp-uniform loop by the vote. (One thread's spin,
-      // a divergent loop, took the KV loop out of ptxas's uniform
+      // a divergent loop, takes the KV loop out of ptxas's uniform
       // datapath: 698 SASS instructions per tile against 617.)
       Value flag =
           LLVM::IntToPtrOp::create(b, loc, globalPtrT, Value(flagAt(other)));
@@ -1791,7 +1793,7 @@ LogicalResult WGMMAEmitter::emitPersistent() {
   };
   // One role's loop over the block's items. Each role computes the item
   // count and walk itself, after the role split: values live across
-  // setmaxnreg were spilled (the producer keeps 24 registers).
+  // setmaxnreg are spilled (the producer keeps 24 registers).
   auto itemLoop = [&](Walk role) -> LogicalResult {
     walk = role;
     Value qTiles = arith::CeilDivUIOp::create(b, loc, trunc32(seqQ),
@@ -1823,14 +1825,14 @@ LogicalResult WGMMAEmitter::emitPersistent() {
       // pieces along the keys: as units (item, tile) in order, block c
       // takes units [s, e), s = c·q + min(c, q_rem), so that every block
       // ends within a tile of the others instead of some running one item
-      // more (bench/NOTES-hopper.md, "Session 14"). The runtime computes
-      // the schedule (StreamKSchedule; without a workspace it has no tail
-      // and block c takes one whole item more when c < round_rem): every
-      // value below comes from parameters and the block index by 32-bit
-      // multiplies, adds and selects, so that ptxas keeps the KV loop's
-      // bounds, counter and wgmma descriptors in the uniform datapath
-      // (divisions, 64-bit ones especially, took them out: 640 SASS
-      // instructions per tile against 617).
+      // more (bench/NOTES-hopper.md, "the stream-K tail", 2026-12-03). The
+      // runtime computes the schedule (StreamKSchedule; without a workspace
+      // it has no tail and block c takes one whole item more when c <
+      // round_rem): every value below comes from parameters and the block
+      // index by 32-bit multiplies, adds and selects, so that ptxas keeps
+      // the KV loop's bounds, counter and wgmma descriptors in the uniform
+      // datapath (divisions, 64-bit ones especially, take them out: 640
+      // SASS instructions per tile against 617).
       Value rem1 = arith::ExtUIOp::create(
           b, loc, i32, cmp32(arith::CmpIPredicate::ult, block, skRoundRem()));
       whole = add32(skRounds(), rem1);
@@ -1969,7 +1971,7 @@ LogicalResult WGMMAEmitter::emitPersistent() {
     if (failed(itemLoop(Walk::Consumer)))
       return failure();
     // After the loop from a fresh (opaque) tid: the predicate above, kept
-    // live across the item loop, was spilled (epilogue=tma, D128: 4 B).
+    // live across the item loop, would be spilled (epilogue=tma, D128: 4 B).
     Value tidAfter = gpu_emit::opaqueIndex(b, loc, tid);
     group0 = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::eq,
@@ -2161,7 +2163,7 @@ void MapTileToWGMMAPass::runOnOperation() {
             // workspace, the last parameters.
             SmallVector<Value> streamKArgs;
             // Two consumer warpgroups only: three (block_m 192) have 160
-            // registers each, and the tail's values spilled (16 B, fp16
+            // registers each, and the tail's values spill (16 B, fp16
             // D128 192x64).
             if (sched.getStreamK() && launch.getBlockM() == 128 &&
                 itemInvariantKVLoop(kernel, launch)) {

@@ -1,6 +1,6 @@
 //===- WGMMASupport.h - what the sm_90a wgmma mapping can take --*- C++ -*-===//
 //
-// The variants the wgmma mapping handles so far, asked both by the mapping
+// The variants the wgmma mapping handles, asked both by the mapping
 // (diagnostic at the kernel) and by the drivers before they pick it (they
 // fall back to mma.sync and say why).
 //
@@ -55,7 +55,8 @@ inline RegisterSplit registerSplit(int64_t consumerThreads, bool tma) {
 /// the item loop keeps a few more values live across the KV loop, which
 /// the consumers' 240 registers hold beside O (D/2 per thread), S and P
 /// (3/4 x block_n) up to 160 of them: D64-D192 at the default tiles; D256
-/// x 64 keys and D128 x 176 keys spill (ptxas, session 9).
+/// x 64 keys and D128 x 176 keys spill (ptxas; bench/NOTES-hopper.md,
+/// "persistent CTAs", 2026-12-01).
 inline bool persistentFits(int64_t headDim, int64_t blockN) {
   return headDim / 2 + 3 * blockN / 4 <= 160;
 }
@@ -87,13 +88,13 @@ inline bool tmaEpilogueFits(int64_t headDim, int64_t blockM, int64_t blockN,
 }
 
 /// Whether the drivers' default stores O by TMA (tuning.epilogue unset):
-/// wherever it fits. Persistent CTAs off head dim 128 stored from registers
-/// until session 12: their causal KV loop had left the uniform datapath
-/// with the TMA store's .aligned stmatrix/bar.sync (fixed in session 11).
-/// Since then D64 causal measured 421.1 against 414.3 TFLOP/s with
-/// registers (H200, B4 S4k), and D192 causal's KV loop is 524 SASS
-/// instructions per tile against 527 (not measured on the GPU;
-/// bench/NOTES-hopper.md session 12).
+/// wherever it fits, persistent blocks included. Their TMA store avoids the
+/// .aligned stmatrix/bar.sync that would take a causal KV loop out of the
+/// uniform datapath (see emitTmaStore), and it is at least as fast as the
+/// register store: D64 causal 421.1 against 414.3 TFLOP/s (H200, B4 S4k),
+/// D192 causal's KV loop 524 SASS instructions per tile against 527 (not
+/// measured on the GPU; bench/NOTES-hopper.md, "the TMA epilogue
+/// everywhere it fits", 2026-12-03).
 inline bool tmaEpilogueByDefault(int64_t headDim, int64_t blockM,
                                  int64_t blockN, int64_t stages,
                                  bool persistent) {
