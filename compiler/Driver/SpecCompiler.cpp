@@ -5,7 +5,6 @@
 #include "attnc/runtime/Decode.h"
 #include "attnc/runtime/Launch.h"
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
-#include "compiler/Conversion/TileToGPU/WGMMASupport.h"
 #include "compiler/Frontend/BuildAttnIR.h"
 #include "compiler/Frontend/BuildElementwiseIR.h"
 #include "compiler/LaunchABI.h"
@@ -344,8 +343,6 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   } else if (spec.tuning.grid == "tiles") {
     tile.grid = tgpu::Grid::tiles;
   }
-  if (choice.mapping != GPUMapping::WGMMA || !tmaSchedule)
-    tile.grid = tgpu::Grid::tiles;
   // The epilogue: "tma" needs the wgmma mapping on the tma schedule (the
   // only one with O's tensor map), as the persistent grid does; "registers"
   // any schedule (and mma.sync's epilogue anyway, as "tiles" is its grid);
@@ -368,13 +365,8 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   } else if (spec.tuning.epilogue == "registers") {
     tile.epilogue = tgpu::Epilogue::registers;
   }
-  if (choice.mapping != GPUMapping::WGMMA || !tmaSchedule)
-    tile.epilogue = tgpu::Epilogue::registers;
-  // The default's TMA store where it fits and pays (tmaEpilogueByDefault).
-  if (spec.tuning.epilogue.empty() && tile.epilogue == tgpu::Epilogue::tma &&
-      !wgmma::tmaEpilogueByDefault(spec.headDim, tile.blockM, tile.blockN,
-                                   tile.kvStages, tile.persistent()))
-    tile.epilogue = tgpu::Epilogue::registers;
+  settleWgmmaSchedule(tile, choice.mapping, spec.headDim,
+                      /*epilogueRequested=*/!spec.tuning.epilogue.empty());
   CompiledKernel out;
   ATTNC_ASSIGN_OR_RETURN(out.ptx,
                          session.lowerToPTX(*module, [&](OpPassManager &pm) {

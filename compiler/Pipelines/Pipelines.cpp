@@ -96,6 +96,19 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
   return t;
 }
 
+void attnc::settleWgmmaSchedule(TileOptions &tile, GPUMapping mapping,
+                                int64_t headDim, bool epilogueRequested) {
+  if (mapping != GPUMapping::WGMMA || tile.kvSync != tgpu::KVSync::tma) {
+    tile.grid = tgpu::Grid::tiles;
+    tile.epilogue = tgpu::Epilogue::registers;
+    return;
+  }
+  if (!epilogueRequested && tile.epilogue == tgpu::Epilogue::tma &&
+      !wgmma::tmaEpilogueByDefault(headDim, tile.blockM, tile.blockN,
+                                   tile.kvStages, tile.persistent()))
+    tile.epilogue = tgpu::Epilogue::registers;
+}
+
 void attnc::buildTilePipeline(OpPassManager &pm, const TileOptions &options) {
   TileAttentionOptions tile;
   tile.blockM = options.blockM;

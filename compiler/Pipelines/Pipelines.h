@@ -67,6 +67,13 @@ TileOptions defaultTileOptions(GPUMapping mapping, int64_t headDim,
                                int64_t warps = 0, int64_t stages = 0,
                                const std::string &arch = "");
 
+/// The last word on a wgmma schedule after a caller applied its requests
+/// (spec tuning or CLI flags) to defaultTileOptions: persistent blocks and
+/// the TMA epilogue exist only on the wgmma mapping's tma schedule, and an
+/// unrequested TMA epilogue stays only where it fits and pays
+/// (wgmma::tmaEpilogueByDefault).
+void settleWgmmaSchedule(TileOptions &tile, GPUMapping mapping, int64_t headDim,
+                         bool epilogueRequested);
 /// attn (graph level) -> tile (kernel level).
 void buildTilePipeline(mlir::OpPassManager &pm, const TileOptions &options);
 

@@ -5,7 +5,6 @@
 #include "attnc/runtime/Launch.h"
 
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
-#include "compiler/Conversion/TileToGPU/WGMMASupport.h"
 #include "compiler/Frontend/BuildAttnIR.h"
 #include "compiler/Frontend/BuildDecodeIR.h"
 #include "compiler/Frontend/BuildElementwiseIR.h"
@@ -456,8 +455,6 @@ int runEmit(EmitOptions &o) {
         return notTma("--grid persistent", "has persistent CTAs");
       if (!o.grid.empty())
         tile.grid = *tgpu::symbolizeGrid(o.grid);
-      if (choice.mapping != GPUMapping::WGMMA || !tmaSchedule)
-        tile.grid = tgpu::Grid::tiles;
       // --epilogue: the TMA store of O exists on the tma schedule only, as
       // persistent CTAs do; registers is every mapping's epilogue; unset,
       // the default's where the schedule is tma.
@@ -466,14 +463,8 @@ int runEmit(EmitOptions &o) {
       if (!o.epilogue.empty())
         tile.epilogue = *tgpu::symbolizeEpilogue(o.epilogue);
       tile.streamK = !o.noStreamK;
-      if (choice.mapping != GPUMapping::WGMMA || !tmaSchedule)
-        tile.epilogue = tgpu::Epilogue::registers;
-      // The default's TMA store where it fits and pays (tmaEpilogueByDefault).
-      if (o.epilogue.empty() && tile.epilogue == tgpu::Epilogue::tma &&
-          !wgmma::tmaEpilogueByDefault(headDimOf(*module), tile.blockM,
-                                       tile.blockN, tile.kvStages,
-                                       tile.persistent()))
-        tile.epilogue = tgpu::Epilogue::registers;
+      settleWgmmaSchedule(tile, choice.mapping, headDimOf(*module),
+                          /*epilogueRequested=*/!o.epilogue.empty());
       if (choice.mapping == GPUMapping::WGMMA)
         fmt::print(stderr,
                    "attnc: {} path: wgmma m64nNk16 (one warpgroup per 64 "
