@@ -891,22 +891,7 @@ int main(int argc, char **argv) {
   // Line-buffered, so that a step killed by `timeout` (a hung kernel) still
   // logs every case that finished.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  Result<const DriverApi *> driver = loadDriver();
-  int devices = 0;
-  if (!driver.isOk() || (*driver)->cuInit(0) != CUDA_SUCCESS ||
-      (*driver)->cuDeviceGetCount(&devices) != CUDA_SUCCESS || devices == 0) {
-    std::printf("skipped: no CUDA device\n");
-    return 77;
-  }
-  ContextOptions options;
-  options.cacheDir = bundle;
-  auto ctx = Context::create(options);
-  if (!ctx.isOk()) {
-    std::fprintf(stderr, "context: %s\n", ctx.status().message().c_str());
-    return 1;
-  }
-  // The test's own allocations and copies use the runtime's context.
-  CHECK_CU((*ctx)->driver().cuCtxSetCurrent((*ctx)->cuContext()));
+  std::unique_ptr<Context> ctx = attnc::test::openBundleContext(bundle);
 
   if (bench) {
     for (const Case &c : benchCases()) {
@@ -919,12 +904,11 @@ int main(int argc, char **argv) {
       bool ab = false;
       for (int round = 0; round < (ab ? 4 : 1); ++round) {
         bool withWs = round % 2 == 0;
-        double ms = timeCase(**ctx, c, 10, withWs, &ab);
+        double ms = timeCase(*ctx, c, 10, withWs, &ab);
         std::printf("bench %-18s tiles %-10s %-8s B=%d H=%lld S=%d: %.3f ms, "
                     "%.1f TFLOP/s%s\n",
-                    c.name.c_str(), c.tiles.c_str(),
-                    mappingOf(**ctx, c).c_str(), c.batch,
-                    (long long)c.spec.heads, c.seqQ, ms,
+                    c.name.c_str(), c.tiles.c_str(), mappingOf(*ctx, c).c_str(),
+                    c.batch, (long long)c.spec.heads, c.seqQ, ms,
                     flops / (ms * 1e-3) / 1e12,
                     ab ? (withWs ? " [stream-K tail]" : " [no tail]") : "");
       }
@@ -944,10 +928,11 @@ int main(int argc, char **argv) {
   std::map<int, std::unique_ptr<Context>> fewBlocks;
   auto contextFor = [&](int blocks) -> Context & {
     if (!blocks)
-      return **ctx;
+      return *ctx;
     std::unique_ptr<Context> &few = fewBlocks[blocks];
     if (!few) {
-      ContextOptions o = options;
+      ContextOptions o;
+      o.cacheDir = bundle;
       o.persistentBlocks = blocks;
       auto made = Context::create(o);
       if (!made.isOk()) {
@@ -969,7 +954,7 @@ int main(int argc, char **argv) {
     std::printf("%s %-48s [%s] rel L2 %.2e  LSE err %.2e  masked rows %d  "
                 "non-finite %d  masked wrong %d\n",
                 ok ? "PASS" : "FAIL", c.name.c_str(),
-                mappingOf(**ctx, c).c_str(), r.relL2, r.lseErr, r.maskedRows,
+                mappingOf(*ctx, c).c_str(), r.relL2, r.lseErr, r.maskedRows,
                 r.nonFinite, r.maskedWrong);
     (ok ? passed : failed)++;
   }

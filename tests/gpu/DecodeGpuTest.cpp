@@ -1115,36 +1115,22 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  Result<const DriverApi *> driver = loadDriver();
-  int devices = 0;
-  if (!driver.isOk() || (*driver)->cuInit(0) != CUDA_SUCCESS ||
-      (*driver)->cuDeviceGetCount(&devices) != CUDA_SUCCESS || devices == 0) {
-    std::printf("skipped: no CUDA device\n");
-    return 77;
-  }
-  ContextOptions options;
-  options.cacheDir = bundle;
-  auto ctx = Context::create(options);
-  if (!ctx.isOk()) {
-    std::fprintf(stderr, "context: %s\n", ctx.status().message().c_str());
-    return 1;
-  }
-  CHECK_CU((*ctx)->driver().cuCtxSetCurrent((*ctx)->cuContext()));
+  std::unique_ptr<Context> ctx = attnc::test::openBundleContext(bundle);
   uint64_t seed = std::chrono::steady_clock::now().time_since_epoch().count();
   if (const char *s = std::getenv("ATTNC_TEST_SEED"))
     seed = std::strtoull(s, nullptr, 10);
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::mt19937_64 rng(seed);
   if (doBench) {
-    bench(**ctx, sweep, onlyRow, fixedSplits, abMerge, rng);
+    bench(*ctx, sweep, onlyRow, fixedSplits, abMerge, rng);
     return 0;
   }
   int passed = 0, failed = 0;
   for (const Case &c : correctnessCases())
-    (runCase(**ctx, c, rng) ? passed : failed)++;
+    (runCase(*ctx, c, rng) ? passed : failed)++;
   for (const AppendCase &c : appendCases())
-    (runAppendCase(**ctx, c, rng) ? passed : failed)++;
-  (runMergeCase(**ctx, rng) ? passed : failed)++;
+    (runAppendCase(*ctx, c, rng) ? passed : failed)++;
+  (runMergeCase(*ctx, rng) ? passed : failed)++;
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

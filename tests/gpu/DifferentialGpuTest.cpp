@@ -298,21 +298,7 @@ int main(int argc, char **argv) {
   }
 
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  Result<const DriverApi *> driver = loadDriver();
-  int devices = 0;
-  if (!driver.isOk() || (*driver)->cuInit(0) != CUDA_SUCCESS ||
-      (*driver)->cuDeviceGetCount(&devices) != CUDA_SUCCESS || devices == 0) {
-    std::printf("skipped: no CUDA device\n");
-    return 77;
-  }
-  ContextOptions options;
-  options.cacheDir = bundle;
-  auto ctx = Context::create(options);
-  if (!ctx.isOk()) {
-    std::fprintf(stderr, "context: %s\n", ctx.status().message().c_str());
-    return 1;
-  }
-  CHECK_CU((*ctx)->driver().cuCtxSetCurrent((*ctx)->cuContext()));
+  std::unique_ptr<Context> ctx = attnc::test::openBundleContext(bundle);
 
   std::printf("seed %llu (replay: --seed %llu --count %d --max-seq %d)\n",
               (unsigned long long)seed, (unsigned long long)seed, count,
@@ -343,7 +329,7 @@ int main(int argc, char **argv) {
   }
   int passed = 0, failed = 0;
   for (const Config &c : configs)
-    (runConfig(**ctx, c, rng) ? passed : failed)++;
+    (runConfig(*ctx, c, rng) ? passed : failed)++;
   std::printf("%d passed, %d failed (seed %llu)\n", passed, failed,
               (unsigned long long)seed);
   return failed ? 1 : 0;

@@ -508,21 +508,7 @@ int main(int argc, char **argv) {
     std::ofstream(writeSpecs) << writeSpecFile(specs);
     return 0;
   }
-  Result<const DriverApi *> driver = loadDriver();
-  int devices = 0;
-  if (!driver.isOk() || (*driver)->cuInit(0) != CUDA_SUCCESS ||
-      (*driver)->cuDeviceGetCount(&devices) != CUDA_SUCCESS || devices == 0) {
-    std::printf("skipped: no CUDA device\n");
-    return 77;
-  }
-  ContextOptions options;
-  options.cacheDir = bundle;
-  auto ctx = Context::create(options);
-  if (!ctx.isOk()) {
-    std::fprintf(stderr, "context: %s\n", ctx.status().message().c_str());
-    return 1;
-  }
-  CHECK_CU((*ctx)->driver().cuCtxSetCurrent((*ctx)->cuContext()));
+  std::unique_ptr<Context> ctx = attnc::test::openBundleContext(bundle);
 
   uint64_t seed = std::chrono::steady_clock::now().time_since_epoch().count();
   if (const char *s = std::getenv("ATTNC_TEST_SEED"))
@@ -531,10 +517,10 @@ int main(int argc, char **argv) {
   std::mt19937_64 rng(seed);
 
   if (bench && sweep)
-    return runSweep(**ctx, rng);
+    return runSweep(*ctx, rng);
   if (bench) {
     for (const Case &c : benchCases()) {
-      double ms = timeCase(**ctx, c, 20);
+      double ms = timeCase(*ctx, c, 20);
       RowTraffic t = rowTraffic(c.spec, c.rows);
       std::printf("bench %-26s %.4f ms  %.2f TB/s of minimal traffic  "
                   "(%.3f GB fused, %.3f GB unfused)\n",
@@ -546,7 +532,7 @@ int main(int argc, char **argv) {
 
   int passed = 0, failed = 0;
   for (const Case &c : correctnessCases()) {
-    test::RowComparison r = runCase(**ctx, c, rng);
+    test::RowComparison r = runCase(*ctx, c, rng);
     bool ok = r.ok(1e-2);
     std::printf("%s %-56s rel L2 %.2e  non-finite %lld\n", ok ? "PASS" : "FAIL",
                 c.name, r.relL2, (long long)r.nonFinite);

@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <string>
 
 #define CHECK_CU(expr)                                                         \
   do {                                                                         \
@@ -51,6 +53,29 @@ inline const Kernel &kernelFor(Context &ctx, const KernelSpec &spec) {
     std::exit(1);
   }
   return **kernel;
+}
+
+/// The runtime's context over the kernels of `bundle`, current on this
+/// thread (the test's own allocations and copies use it). Without a CUDA
+/// device it prints "skipped: no CUDA device" and exits 77 (ctest's skip
+/// code); a context that cannot be made exits 1 with the runtime's message.
+inline std::unique_ptr<Context> openBundleContext(const std::string &bundle) {
+  Result<const DriverApi *> driver = loadDriver();
+  int devices = 0;
+  if (!driver.isOk() || (*driver)->cuInit(0) != CUDA_SUCCESS ||
+      (*driver)->cuDeviceGetCount(&devices) != CUDA_SUCCESS || devices == 0) {
+    std::printf("skipped: no CUDA device\n");
+    std::exit(77);
+  }
+  ContextOptions options;
+  options.cacheDir = bundle;
+  auto ctx = Context::create(options);
+  if (!ctx.isOk()) {
+    std::fprintf(stderr, "context: %s\n", ctx.status().message().c_str());
+    std::exit(1);
+  }
+  CHECK_CU((*ctx)->driver().cuCtxSetCurrent((*ctx)->cuContext()));
+  return std::move(*ctx);
 }
 
 } // namespace attnc::test
