@@ -8,6 +8,7 @@
 // carries keeps its initial value's layout.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Conversion/TileToGPU/WGMMASupport.h"
 #include "compiler/LaunchABI.h"
 #include "compiler/Transforms/Passes.h"
 
@@ -28,19 +29,10 @@ using namespace attnc;
 
 namespace {
 
-/// The layouts of one kernel's tiles.
-struct KernelLayouts {
-  Attribute acc, stats, operand, shared;
-
-  explicit KernelLayouts(MLIRContext *ctx, int64_t blockM) {
-    acc = tgpu::WgmmaLayoutAttr::get(ctx, blockM / 64);
-    stats = tgpu::RowStatsLayoutAttr::get(ctx, acc);
-    operand = tgpu::DotOperandLayoutAttr::get(ctx, acc);
-    shared = tgpu::SharedLayoutAttr::get(ctx, /*swizzle=*/128, /*pad=*/0,
-                                         /*colBlock=*/64);
-  }
-
-  /// The layout of a register tile: accumulators are 2-d, statistics 1-d.
+/// The layouts of one kernel's tiles: the wgmma mapping's, and for a
+/// register tile the accumulator (2-d) or its row statistics (1-d).
+struct KernelLayouts : wgmma::TileLayouts {
+  using TileLayouts::TileLayouts;
   Attribute registers(RankedTensorType t) const {
     return t.getRank() == 2 ? acc : stats;
   }

@@ -2014,13 +2014,8 @@ static tgpu::WgmmaScheduleAttr scheduleOf(func::FuncOp kernel) {
 /// block_m / 64 warpgroups, their row statistics and P as their A operand.
 static LogicalResult checkLayouts(func::FuncOp kernel,
                                   tile::LaunchAttr launch) {
-  MLIRContext *ctx = kernel.getContext();
-  Attribute acc = tgpu::WgmmaLayoutAttr::get(ctx, launch.getBlockM() / 64);
-  Attribute expected[] = {acc, tgpu::RowStatsLayoutAttr::get(ctx, acc),
-                          tgpu::DotOperandLayoutAttr::get(ctx, acc),
-                          tgpu::SharedLayoutAttr::get(ctx, /*swizzle=*/128,
-                                                      /*pad=*/0,
-                                                      /*colBlock=*/64)};
+  wgmma::TileLayouts l(kernel.getContext(), launch.getBlockM());
+  Attribute expected[] = {l.acc, l.stats, l.operand, l.shared};
   WalkResult walk = kernel.walk([&](Operation *op) {
     for (Value v : op->getResults()) {
       if (!isa<RankedTensorType>(v.getType()))

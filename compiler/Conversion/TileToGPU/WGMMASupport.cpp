@@ -64,3 +64,11 @@ std::string attnc::wgmma::unsupportedReason(func::FuncOp kernel,
   return unsupportedReason(headDim, launch.getBlockM(), blockN, bits, stages,
                            leftWindow);
 }
+
+attnc::wgmma::TileLayouts::TileLayouts(MLIRContext *ctx, int64_t blockM)
+    : acc(tgpu::WgmmaLayoutAttr::get(ctx, blockM / 64)),
+      stats(tgpu::RowStatsLayoutAttr::get(ctx, acc)),
+      operand(tgpu::DotOperandLayoutAttr::get(ctx, acc)),
+      shared(tgpu::SharedLayoutAttr::get(ctx, /*swizzle=*/kSwizzleBytes,
+                                         /*pad=*/0,
+                                         /*colBlock=*/kSwizzleElems)) {}

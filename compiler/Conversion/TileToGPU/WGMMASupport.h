@@ -9,6 +9,7 @@
 #define ATTNC_COMPILER_CONVERSION_TILETOGPU_WGMMASUPPORT_H
 
 #include "dialects/Tile/IR/TileOps.h"
+#include "dialects/TileGPU/IR/TileGPUDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <algorithm>
@@ -23,6 +24,16 @@ inline constexpr int64_t kSwizzleElems = 64;
 inline constexpr int64_t kSwizzleAtomBytes = 1024;
 /// Dynamic shared memory an sm_90 block may opt in to (227 KiB).
 inline constexpr int64_t kSmemLimit = 227 * 1024;
+
+/// The layouts the mapping holds an attention kernel's tiles in, for
+/// block_m query rows: accumulators (S, P, O) of block_m / 64 warpgroups,
+/// their row statistics (max, sum, alpha, LSE), P's 16-bit A operand, and
+/// Q, K and V in shared memory, 128-byte swizzled in 64-column blocks.
+/// attnc-assign-layouts gives them; the mapping accepts no others.
+struct TileLayouts {
+  mlir::Attribute acc, stats, operand, shared;
+  TileLayouts(mlir::MLIRContext *ctx, int64_t blockM);
+};
 
 /// Threads of the producer warpgroup (kv-sync producer / pingpong).
 inline constexpr int64_t kProducerThreads = 128;
