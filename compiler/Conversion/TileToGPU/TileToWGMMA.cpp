@@ -74,13 +74,6 @@ using gpu_emit::Frags;
 /// kv_sync (#tgpu.wgmma_schedule).
 using tgpu::KVSync;
 
-/// A producer warpgroup copies (the warp-specialised schedules).
-bool hasProducer(KVSync s) {
-  return s == KVSync::producer || s == KVSync::pingpong || s == KVSync::tma;
-}
-/// The consumer warpgroups take turns issuing wgmma.
-bool takesTurns(KVSync s) { return s == KVSync::pingpong || s == KVSync::tma; }
-
 using wgmma::kProducerThreads;
 using wgmma::RegisterSplit;
 using wgmma::registerSplit;
@@ -121,17 +114,20 @@ class WGMMAEmitter : public gpu_emit::TileEmitter<WGMMAEmitter> {
 public:
   WGMMAEmitter(func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
                tile::LaunchAttr launch, ArrayRef<Value> buffers,
-               int64_t kvStages, KVSync sync, Value barriers,
-               ArrayRef<Value> tensorMaps, float rescaleThreshold,
-               bool persistent, Value oTensorMap, int64_t oStagingBytes,
-               ArrayRef<Value> streamKArgs)
-      : TileEmitter(kernel, gpuFunc, launch, buffers), kvStages(kvStages),
-        barriers(barriers), mbarriers(sync != KVSync::barrier),
-        producer(hasProducer(sync)), pingPong(takesTurns(sync)),
-        persistent(persistent),
+               tgpu::WgmmaScheduleAttr schedule, Value barriers,
+               ArrayRef<Value> tensorMaps, Value oTensorMap,
+               int64_t oStagingBytes, ArrayRef<Value> streamKArgs)
+      : TileEmitter(kernel, gpuFunc, launch, buffers),
+        kvStages(schedule.getKvStages()), barriers(barriers),
+        mbarriers(schedule.getKvSync() != KVSync::barrier),
+        producer(schedule.hasProducer()), pingPong(schedule.takesTurns()),
+        persistent(schedule.getGrid() == tgpu::Grid::persistent),
         tensorMaps(tensorMaps.begin(), tensorMaps.end()),
         oTensorMap(oTensorMap), oStagingBytes(oStagingBytes),
-        rescaleThreshold(rescaleThreshold) {
+        // FlashAttention-4's threshold: 8 in log2 units, probabilities
+        // <= 256.
+        rescaleThreshold(
+            schedule.getRescale() == tgpu::Rescale::threshold ? 8.f : 0.f) {
     // The schedule's parameters, then the workspace (none: no tail).
     streamK = !streamKArgs.empty();
     if (streamK) {
@@ -2077,13 +2073,8 @@ void MapTileToWGMMAPass::runOnOperation() {
             tgpu::WgmmaScheduleAttr sched = scheduleOf(kernel);
             const KVSync sync = sched.getKvSync();
             const int64_t kvStages = sched.getKvStages();
-            const bool persistent = sched.getGrid() == tgpu::Grid::persistent;
             const bool tmaEpilogue = sched.getEpilogue() == tgpu::Epilogue::tma;
             const bool mbarriers = sync != KVSync::barrier;
-            // FlashAttention-4's threshold: 8 in log2 units, probabilities
-            // <= 256.
-            const float rescaleThreshold =
-                sched.getRescale() == tgpu::Rescale::threshold ? 8.f : 0.f;
             if (failed(checkLayouts(kernel, launch)))
               return failure();
             std::string why =
@@ -2103,7 +2094,7 @@ void MapTileToWGMMAPass::runOnOperation() {
                        << " bytes), more than the 227 KiB of shared "
                           "memory a block can have";
             }
-            if (takesTurns(sync) && launch.getBlockM() < 128)
+            if (sched.takesTurns() && launch.getBlockM() < 128)
               return kernel.emitError()
                      << "kv-sync " << tgpu::stringifyKVSync(sync)
                      << " needs two consumer warpgroups or more (block_m >= "
@@ -2146,7 +2137,7 @@ void MapTileToWGMMAPass::runOnOperation() {
             }
             // setmaxnreg moves registers only in a kernel whose count is
             // capped at entry: one block per SM, all its threads.
-            if (hasProducer(sync))
+            if (sched.hasProducer())
               gpuFunc->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                                OpBuilder(gpuFunc).getI32IntegerAttr(1));
             Value barriers = mbarriers ? buffers.back() : Value();
@@ -2172,8 +2163,7 @@ void MapTileToWGMMAPass::runOnOperation() {
             }
             return WGMMAEmitter(kernel, gpuFunc, launch,
                                 mbarriers ? buffers.drop_back() : buffers,
-                                kvStages, sync, barriers, tensorMaps,
-                                rescaleThreshold, persistent, oTensorMap,
+                                sched, barriers, tensorMaps, oTensorMap,
                                 oStaging(kernel, launch), streamKArgs)
                 .emit();
           },
