@@ -20,7 +20,6 @@ LogicalResult MMAEmitter::emitLseAccumulate(tile::LseAccumulateOp op) {
   const Frags &acc = frags[op.getAcc()], &part = frags[op.getPartial()];
   const Frags &lse = frags[op.getLse()];
   const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
-  float negInf = -std::numeric_limits<float>::infinity();
   auto pairT = VectorType::get({2}, b.getF32Type());
   auto cT = VectorType::get({2, 2}, b.getF32Type());
   Value lane0 =
@@ -30,14 +29,10 @@ LogicalResult MMAEmitter::emitLseAccumulate(tile::LseAccumulateOp op) {
   for (int64_t r = 0; r < 2; ++r) {
     Value t = arith::MulFOp::create(b, loc, lse.regs[r],
                                     f32Const(b, loc, gpu_emit::kLog2e));
-    Value mx = arith::MaximumFOp::create(b, loc, m.regs[r], t);
-    Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                           mx, f32Const(b, loc, negInf));
-    Value ref =
-        arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
-    Value ar =
-        gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, m.regs[r], ref));
-    Value wr = gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, t, ref));
+    gpu_emit::StateMerge merge(b, loc, {m.regs[r], t});
+    Value mx = merge.max();
+    Value ar = merge.weight(m.regs[r]);
+    Value wr = merge.weight(t);
     Value wLane =
         arith::SelectOp::create(b, loc, lane0, wr, f32Const(b, loc, 0.f));
     newMax.regs.push_back(mx);
@@ -226,24 +221,19 @@ LogicalResult MMAEmitter::mergeKeyWarps(scf::ForOp op) {
       states.push_back(std::move(vals));
     }
     const size_t stats = m.regs.size(); // [mt][2]
-    float negInf = -std::numeric_limits<float>::infinity();
     SmallVector<Value> out(own.size());
     for (size_t s = 0; s < stats; ++s) {
       const size_t at = accValues + s;
-      Value mx = states[0][at];
-      for (size_t w = 1; w < states.size(); ++w)
-        mx = arith::MaximumFOp::create(b, loc, mx, states[w][at]);
-      // Every warp saw only -inf (masked or past the end): weigh with a 0
-      // reference, so that the weights are 0, never NaN.
-      Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                             mx, f32Const(b, loc, negInf));
-      Value ref =
-          arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
-      SmallVector<Value> weight;
+      SmallVector<Value> maxima;
       for (auto &st : states)
-        weight.push_back(
-            gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, st[at], ref)));
-      out[at] = mx;
+        maxima.push_back(st[at]);
+      // Every warp saw only -inf (masked or past the end): the weights are
+      // 0, never NaN (StateMerge).
+      gpu_emit::StateMerge merge(b, loc, maxima);
+      SmallVector<Value> weight;
+      for (Value mw : maxima)
+        weight.push_back(merge.weight(mw));
+      out[at] = merge.max();
       // Value v of every state, each weighed like its warp's rows, added.
       auto weighedSum = [&](size_t v) {
         Value total;

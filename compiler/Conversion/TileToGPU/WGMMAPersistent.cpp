@@ -229,23 +229,14 @@ Value WGMMAEmitter::emitStreamKFixup(tile::FinalizeOp fin) {
       auto lane4 = [&](Value v, int64_t i) {
         return vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i});
       };
-      Value negInf = f32Const(b, loc, -std::numeric_limits<float>::infinity());
-      Value zero = f32Const(b, loc, 0.f);
       SmallVector<Value> next(cur.begin(), cur.end());
       Value wMine[2], wOther[2];
       for (int64_t r = 0; r < 2; ++r) {
         Value mMine = cur[n8 + r], mOther = lane4(stats, r);
-        Value mNew = arith::MaximumFOp::create(b, loc, mMine, mOther);
-        Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                           mNew, negInf);
-        auto weight = [&](Value mv) -> Value {
-          return arith::SelectOp::create(
-              b, loc, none, zero,
-              gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, mv, mNew)));
-        };
-        wMine[r] = weight(mMine);
-        wOther[r] = weight(mOther);
-        next[n8 + r] = mNew;
+        gpu_emit::StateMerge merge(b, loc, {mMine, mOther});
+        wMine[r] = merge.weight(mMine);
+        wOther[r] = merge.weight(mOther);
+        next[n8 + r] = merge.max();
         next[n8 + 2 + r] = arith::AddFOp::create(
             b, loc, arith::MulFOp::create(b, loc, cur[n8 + 2 + r], wMine[r]),
             arith::MulFOp::create(b, loc, lane4(stats, 2 + r), wOther[r]));
