@@ -96,6 +96,9 @@ step attention-bench-tma timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "
 step attention-bench timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
 step attention-bench-causal timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only causal
 step decode-gpu "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle"
+# The differential test of decode: random configurations (page sizes 1 to
+# 1000, lengths 0 and up, q_len, splits, merges), a new seed each run.
+step decode-random timeout 300 "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --random ${ATTNC_DECODE_RANDOM:-200}
 step decode-bench "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench
 # 2-8 splits merged by the last split program vs the combine kernel, alternating.
 step decode-ab-merge timeout 180 "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --ab-merge
