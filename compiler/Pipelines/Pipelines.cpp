@@ -186,13 +186,15 @@ void attnc::buildSIMTPipeline(OpPassManager &pm) {
 }
 
 void attnc::buildMMAPipeline(OpPassManager &pm, const TileOptions &options) {
-  MapTileToMMAOptions mma;
+  pm.addPass(createMapCombineToGPU()); // split-KV combines, if any
+  // Each kernel's schedule, recorded in the IR before the mapping reads it.
+  ChooseMMAScheduleOptions mma;
   mma.rowsPerWarp = options.rowsPerWarp;
   mma.qInSharedMemory = options.qInSmem;
   mma.kvStages = options.kvStages;
   mma.decodeKeyWarps = options.decodeKeyWarps;
-  pm.addPass(createMapCombineToGPU()); // split-KV combines, if any
-  pm.addPass(createMapTileToMMA(mma));
+  pm.addPass(createChooseMMASchedule(mma));
+  pm.addPass(createMapTileToMMA());
   addGPUToNVVM(pm);
 }
 

@@ -221,53 +221,54 @@ public:
   void runOnOperation() override;
 };
 
+/// The schedule `kernel` carries (#tgpu.mma_schedule), or null.
+static tgpu::MmaScheduleAttr scheduleOf(Operation *kernel) {
+  return kernel->getAttrOfType<tgpu::MmaScheduleAttr>(tgpu::kScheduleAttrName);
+}
+
 void MapTileToMMAPass::runOnOperation() {
-  if (rowsPerWarp != 16 && rowsPerWarp != 32) {
-    getOperation().emitError("rows-per-warp must be 16 or 32, not ")
-        << int64_t(rowsPerWarp);
-    return signalPassFailure();
+  // Every kernel needs its schedule (attnc-choose-mma-schedule); the
+  // staging of shared-memory tiles and whether row-owned tiles are staged
+  // are one choice for the module (mapKernelsToGPU lays out every kernel's
+  // buffers alike).
+  std::optional<tgpu::Staging> staging;
+  bool stageQ = false;
+  for (auto kernel : getOperation().getOps<func::FuncOp>()) {
+    auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
+    if (!launch)
+      continue;
+    tgpu::MmaScheduleAttr schedule = scheduleOf(kernel);
+    if (!schedule) {
+      kernel.emitError("the mma.sync mapping needs the kernel's "
+                       "#tgpu.mma_schedule (run attnc-choose-mma-schedule "
+                       "first)");
+      return signalPassFailure();
+    }
+    if (staging && *staging != schedule.getStaging()) {
+      kernel.emitError("the mma.sync mapping stages the tiles of every "
+                       "kernel of a module alike: padded and swizzled "
+                       "schedules in one module");
+      return signalPassFailure();
+    }
+    staging = schedule.getStaging();
+    // The decode split kernel stages its Q (MMAEmitter::qStagedOnce).
+    stageQ |= schedule.getQInSmem() || launch.getRule() == kDecodeSplitRule;
   }
-  if (kvStages < 2 || kvStages > 4) {
-    getOperation().emitError("kv-stages must be 2 to 4, not ")
-        << int64_t(kvStages);
-    return signalPassFailure();
-  }
-  if (!llvm::is_contained({1, 2, 4, 8}, int64_t(decodeKeyWarps))) {
-    getOperation().emitError("decode-key-warps must be 1, 2, 4 or 8, not ")
-        << int64_t(decodeKeyWarps);
-    return signalPassFailure();
-  }
-  int64_t rows = rowsPerWarp, mTiles = rowsPerWarp / 16;
-  bool qSmem = qInSharedMemory;
-  auto keyWarpsOf = [&](tile::LaunchAttr launch) -> int64_t {
-    return launch.getRule() == kDecodeSplitRule ? decodeKeyWarps : 1;
+  const bool swizzle = staging == tgpu::Staging::swizzled;
+  auto rowsOf = [&](func::FuncOp kernel) {
+    return scheduleOf(kernel).getRowsPerWarp();
   };
-  // Swizzled, unpadded tiles for the decode split kernel (memory-bound:
-  // padded rows cost it 1.5x the L2 sectors) or with swizzle-staged, when
-  // every staged row is a multiple of 64 elements (the XOR permutes 8
-  // chunks of 16 bytes); else padded rows. Prefill keeps the padding by
-  // default: swizzled, its XOR'd ldmatrix addresses take registers (H200,
-  // D128 S4k: 128x64 w4 353 -> 328 TFLOP/s with 16 B of spills, 128x32 w4
-  // 303 -> 317). Both from bench/NOTES.md, "decode was L2-bound by its own
-  // shared-memory padding", 2026-11-29.
-  const bool hasDecodeSplit =
-      !gpu_emit::kernelsWithRule(getOperation(), kDecodeSplitRule).empty();
-  bool swizzle = swizzleStaged || hasDecodeSplit;
-  getOperation().walk([&](tile::LoadOp load) {
-    auto t = load.getResult().getType();
-    if (t.getRank() == 2)
-      swizzle &= t.getDimSize(1) % 64 == 0;
-  });
-  // The decode split kernel stages its Q (MMAEmitter::qStagedOnce).
-  bool stageQ = qSmem || hasDecodeSplit;
   if (failed(gpu_emit::mapKernelsToGPU(
           getOperation(), swizzle ? 0 : kRowPad, /*stageRowOwned=*/stageQ,
-          [&](func::FuncOp, tile::LaunchAttr launch) {
-            return 32 * launch.getBlockM() / rows * keyWarpsOf(launch);
+          [&](func::FuncOp kernel, tile::LaunchAttr launch) {
+            return 32 * launch.getBlockM() / rowsOf(kernel) *
+                   scheduleOf(kernel).getKeyWarps();
           },
           [&](func::FuncOp kernel, gpu::GPUFuncOp gpuFunc,
               tile::LaunchAttr launch,
               ArrayRef<Value> buffers) -> LogicalResult {
+            tgpu::MmaScheduleAttr schedule = scheduleOf(kernel);
+            const int64_t rows = schedule.getRowsPerWarp();
             bool aligned = launch.getBlockM() % rows == 0;
             kernel.walk([&](tile::LoadOp load) {
               auto t = load.getResult().getType();
@@ -281,14 +282,14 @@ void MapTileToMMAPass::runOnOperation() {
                      << rows
                      << " and tile sizes and head dims that are "
                         "multiples of 16";
-            int64_t keyWarps = keyWarpsOf(launch);
+            int64_t keyWarps = schedule.getKeyWarps();
             if (launch.getBlockN() % (16 * keyWarps) != 0)
               return kernel.emitError()
                      << "decode-key-warps " << keyWarps
                      << " needs K/V tiles of a multiple of " << 16 * keyWarps
                      << " keys (16 per warp), not " << launch.getBlockN();
-            return MMAEmitter(kernel, gpuFunc, launch, buffers, mTiles, qSmem,
-                              swizzle, keyWarps)
+            return MMAEmitter(kernel, gpuFunc, launch, buffers, rows / 16,
+                              schedule.getQInSmem(), swizzle, keyWarps)
                 .emit();
           },
           // K and V of the KV loop: rings of kv-stages tiles, or of the
@@ -298,24 +299,25 @@ void MapTileToMMAPass::runOnOperation() {
             if (!loop ||
                 !llvm::is_contained(gpu_emit::prefetchableLoads(loop), load))
               return 1;
-            if (auto n = load->getParentOfType<FunctionOpInterface>()
-                             ->getAttrOfType<IntegerAttr>(kPrefetchPagedAttr))
+            Operation *kernel = load->getParentOfType<FunctionOpInterface>();
+            if (auto n = kernel->getAttrOfType<IntegerAttr>(kPrefetchPagedAttr))
               return n.getInt();
-            return kvStages;
+            return scheduleOf(kernel).getKvStages();
           },
           // Key warps: the states of warps 1..W-1 for the merge after the
           // KV loop (MMAEmitter::mergeKeyWarps), per row warp.
           [&](func::FuncOp kernel, tile::LaunchAttr launch) -> int64_t {
-            int64_t keyWarps = keyWarpsOf(launch);
+            int64_t keyWarps = scheduleOf(kernel).getKeyWarps();
             if (keyWarps == 1)
               return 0;
             int64_t headDim = 0;
             kernel.walk([&](tile::RescaleOp op) {
               headDim = cast<ShapedType>(op.getAcc().getType()).getDimSize(1);
             });
+            int64_t rows = rowsOf(kernel);
             int64_t rowWarps = launch.getBlockM() / rows;
             return (keyWarps - 1) * rowWarps * 32 * 4 *
-                   MMAEmitter::keyWarpStateFloats(mTiles, headDim);
+                   MMAEmitter::keyWarpStateFloats(rows / 16, headDim);
           })))
     signalPassFailure();
 }
