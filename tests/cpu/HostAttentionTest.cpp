@@ -71,10 +71,9 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   registerAllDialects(registry);
   mlir::MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
-  auto module =
-      c.ir.empty()
-          ? buildAttentionModule(ctx, cfg)
-          : mlir::parseSourceString<mlir::ModuleOp>(c.ir, &ctx);
+  auto module = c.ir.empty()
+                    ? buildAttentionModule(ctx, cfg)
+                    : mlir::parseSourceString<mlir::ModuleOp>(c.ir, &ctx);
   REQUIRE(module);
   mlir::PassManager pm(&ctx);
   buildTilePipeline(pm, {c.blockM, c.blockN});

@@ -99,7 +99,8 @@ Value eachScalarOp(OpBuilder &b, Location loc, Operation *op,
   for (int64_t i = 0; i < vt.getDimSize(0); ++i) {
     SmallVector<Value> args;
     for (Value v : operands)
-      args.push_back(vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i}));
+      args.push_back(
+          vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i}));
     elems.push_back(one(args));
   }
   return vector::FromElementsOp::create(b, loc, vt, elems);

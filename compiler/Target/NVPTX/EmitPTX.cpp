@@ -154,7 +154,7 @@ FailureOr<std::string> attnc::emitPTX(ModuleOp module, llvm::StringRef chip,
     if (!isa<math::MathDialect>(op->getDialect()))
       return WalkResult::advance();
     op->emitOpError() << "has no GPU lowering (NVVM, libdevice or an LLVM "
-                       "intrinsic): write it with arith ops";
+                         "intrinsic): write it with arith ops";
     return WalkResult::interrupt();
   });
   if (leftover.wasInterrupted())
