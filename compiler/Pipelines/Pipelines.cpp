@@ -176,6 +176,10 @@ static void addGPUToNVVM(OpPassManager &pm) {
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.useBarePtrCallConv = true;
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nvvm));
+  // Math ops of score/mask/map regions that the conversion above has no NVVM
+  // or libdevice lowering for (trunc, ctpop, ctlz, ...): LLVM intrinsics the
+  // NVPTX back end selects. After it, so libdevice keeps the rest.
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertMathToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
