@@ -692,6 +692,42 @@ def repeated_attention_call_reuses_its_plan():
         attnc.Context.get_kernel_for = original
 
 
+@test
+def repeated_row_call_passes_new_addresses():
+    # fused_add_rms_norm's kernel as PTX for the fake driver: a repeated
+    # call (its launch arguments reused from the first) must still pass
+    # each call's own tensors, and its outputs allocated like x.
+    attnc_bin = Path(attnc.library_path()).resolve().parents[1] / "bin" / "attnc"
+    if not attnc_bin.exists():
+        raise Skip("no attnc CLI at %s" % attnc_bin)
+    with tempfile.TemporaryDirectory() as cache:
+        specs = os.path.join(cache, "specs.json")
+        with open(specs, "w") as f:
+            f.write('{"specs": [{"op": "add_rmsnorm", "dtype": "bf16", '
+                    '"hidden": 4096, "eps": 1e-6, "arch": "sm_90a"}]}')
+        subprocess.run([str(attnc_bin), "bundle", "--specs", specs, "-o",
+                        cache, "--no-cubin"], check=True, capture_output=True)
+        with fake_gpu_process(cache):
+            base = fake_launches()
+            for _ in range(3):
+                x, r = FakeTensor((4, 4096)), FakeTensor((4, 4096))
+                w = FakeTensor((4096,))
+                y, h = attnc.fused_add_rms_norm(x, r, w)
+                params = list(last_fake_launch().params[:5])
+                assert params == [x.data_ptr(), r.data_ptr(), w.data_ptr(),
+                                  y.data_ptr(), h.data_ptr()], params
+                assert y.shape == x.shape and y.stride() == x.stride()
+            x, r, w = FakeTensor((4, 4096)), FakeTensor((4, 4096)), FakeTensor((4096,))
+            attnc.fused_add_rms_norm(x, r, w, inplace=True)
+            params = list(last_fake_launch().params[:5])
+            assert params == [x.data_ptr(), r.data_ptr(), w.data_ptr(),
+                              x.data_ptr(), r.data_ptr()], params
+            assert fake_launches() - base == 4
+            # Metadata no earlier call had is checked again.
+            expect_error(lambda: attnc.fused_add_rms_norm(
+                x, r, FakeTensor((4095,))), "weight has shape (4095,)")
+
+
 # --- row kernels: validate_rows through attnc_row_validate_json -------------
 
 
