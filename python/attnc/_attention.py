@@ -253,7 +253,7 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
         plan = _make_plan(torch, dtype, q, k, v, causal, window, softcap,
                           scale, return_lse, arch, block_m, block_n)
         if plan_key is not None:
-            _plans[plan_key] = plan
+            _route.remember(_plans, plan_key, plan)
     else:
         import torch
     o = torch.empty_like(q)

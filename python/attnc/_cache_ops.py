@@ -139,7 +139,7 @@ def launch_kv_append(key, value, k_cache, v_cache, slot_mapping,
         plan = _kv_append_plan(torch, key, value, k_cache, v_cache,
                                slot_mapping, layout, arch)
         if plan_key is not None:
-            _plans[plan_key] = plan
+            _route.remember(_plans, plan_key, plan)
     args = _KVAppendArgs.from_buffer_copy(plan.args)
     args.key.data = key.data_ptr()
     args.value.data = value.data_ptr()
@@ -240,7 +240,7 @@ def launch_merge_state(o_a, lse_a, o_b, lse_b, return_lse=True, arch=None):
     if plan is None:
         plan = _merge_plan(torch, o_a, lse_a, o_b, lse_b, return_lse, arch)
         if plan_key is not None:
-            _plans[plan_key] = plan
+            _route.remember(_plans, plan_key, plan)
     o = torch.empty_like(o_a)
     args = _MergeArgs.from_buffer_copy(plan.args)
     args.o_a.data = o_a.data_ptr()

@@ -139,7 +139,7 @@ def launch(q, k_cache, v_cache, block_table, kv_lens, max_kv_len=None,
                           layout, causal, window, softcap, scale, return_lse,
                           max_q_len, arch, block_n)
         if key is not None:
-            _plans[key] = plan
+            _route.remember(_plans, key, plan)
     batch = plan.batch
     if max_kv_len is None:
         max_kv_len = int(kv_lens.max().item()) if batch else 0

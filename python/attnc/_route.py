@@ -69,3 +69,16 @@ def current_stream(torch, index):
     if raw is not None:
         return raw(index)
     return torch.cuda.current_stream(index).cuda_stream
+
+
+# Plans kept per entry point at most: a server whose batches take many
+# shapes makes one plan per shape; past this many the dictionary starts
+# over (a dropped plan is made again on its next call).
+MAX_PLANS = 4096
+
+
+def remember(plans, key, plan):
+    """plans[key] = plan, keeping at most MAX_PLANS entries."""
+    if len(plans) >= MAX_PLANS:
+        plans.clear()
+    plans[key] = plan

@@ -128,7 +128,7 @@ def _new_plan(key, name, op, ref, hidden, rows, descs, eps=None, arch=None,
     plan.handle = lib()
     plan.out_shape = out_shape
     if key is not None:
-        _plans[key] = plan
+        _route.remember(_plans, key, plan)
     return plan
 
 
@@ -378,7 +378,7 @@ def launch_rotary_embedding(positions, query, key, head_size, cos_sin_cache,
         plan.handle = lib()
         plan.out_shape = None
         if plan_key is not None:
-            _plans[plan_key] = plan
+            _route.remember(_plans, plan_key, plan)
     import torch
     _run(torch, plan, positions.data_ptr(), query.data_ptr(),
          key.data_ptr(), cos_sin_cache.data_ptr())
