@@ -13,9 +13,10 @@
   included, equal to eager's and to float64 references.
 
 Fresh random inputs (opcheck compares runs of an op, so its tensors hold
-no NaN; the compiled step's outputs are checked for NaN/Inf). Exits 77 with "skipped: ..." without torch or a GPU. Needs
-the kernels of gpu_torch_specs.json in $ATTNC_CACHE_DIR
-(scripts/gpu-prepare.sh). The last line is "N passed, N failed".
+no NaN; the compiled step's outputs are checked for NaN/Inf). Exits 77
+with "skipped: ..." without torch or a GPU. Needs the kernels of
+gpu_torch_specs.json in $ATTNC_CACHE_DIR (scripts/gpu-prepare.sh). The
+last line is "N passed, N failed".
 """
 import math
 import os
@@ -73,9 +74,9 @@ def opcheck_cases():
     q, k, v = randn(2, 97, 8, 128), randn(2, 97, 2, 128), randn(2, 97, 2, 128)
     hq, hk, d, page, max_kv = 32, 8, 128, 16, 300
     blocks = (max_kv + page - 1) // page
-    kc, vc = randn(2 * blocks + 3, page, hk, d), randn(2 * blocks + 3, page,
-                                                        hk, d)
-    table = torch.randperm(2 * blocks + 3, device="cuda", generator=gen)[
+    pages = 2 * blocks + 3
+    kc, vc = randn(pages, page, hk, d), randn(pages, page, hk, d)
+    table = torch.randperm(pages, device="cuda", generator=gen)[
         :2 * blocks].view(2, blocks).to(torch.int32)
     lens = torch.tensor([max_kv, 77], dtype=torch.int32, device="cuda")
     dq = randn(2, 1, hq, d)
