@@ -18,7 +18,7 @@ import sys
 
 # (torch.ops.attnc, torch.Tensor, torch.compiler.is_compiling, a function
 # that says whether a dispatch mode is active), set once torch_ops has
-# registered the ops.
+# registered the ops; its first item is None for a torch too old for them.
 _state = None
 
 
@@ -33,6 +33,11 @@ def _load():
     # torch.library is a test's stand-in for torch (tests/python).
     if torch is None or getattr(torch, "library", None) is None:
         return None
+    if not hasattr(torch.library, "custom_op"):
+        # A torch without torch.library.custom_op (before 2.4): every call
+        # launches directly, and a traced call breaks the graph.
+        _state = (None, torch.Tensor, _never, _never)
+        return _state
     from . import torch_ops  # noqa: F401  (registers torch.ops.attnc.*)
 
     try:
@@ -54,6 +59,8 @@ def ops_for(t):
         if state is None:
             return None
     ops, tensor, is_compiling, in_dispatch_mode = state
+    if ops is None:
+        return None
     if type(t) is tensor:
         if is_compiling() or t.is_meta or in_dispatch_mode():
             return ops
