@@ -2,7 +2,7 @@
 
 The argument checks work on anything tensor-like (.dtype, .shape,
 .stride(), .device, .data_ptr()), so they are tested without torch; torch
-itself is imported only inside attention().
+itself is imported only inside launch(), after them.
 """
 
 import ctypes
