@@ -143,7 +143,7 @@ def rows():
                 lambda: attnc.rotary_embedding(pos, rq, rk, 128, cos_sin),
                 None, ""))
     # The custom op itself (the traced path's cost when run eagerly).
-    import attnc.torch_ops  # noqa: F401
+    from attnc import torch_ops  # noqa: F401  (registers torch.ops.attnc)
     op = torch.ops.attnc.attention.default
     out.append(("torch.ops.attnc.attention (dispatcher)",
                 lambda: op(q, k, v, True, -1, -1, None, None, False, None, 0,
