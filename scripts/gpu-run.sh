@@ -265,6 +265,13 @@ step python-gpu python3 tests/python/test_gpu_binding.py
 step python-gpu-decode python3 tests/python/test_gpu_decode.py
 step python-gpu-cache-ops python3 tests/python/test_gpu_cache_ops.py
 step python-gpu-rows python3 tests/python/test_gpu_rows.py
+# Issue 35: every kernel family captured in a CUDA graph and replayed with
+# new data (decode with no host sync), the custom ops under opcheck and
+# torch.compile(fullgraph=True), and the host time of an eager call beside
+# PyTorch's own ops (its table also in $OUT).
+step python-gpu-graphs timeout 300 python3 tests/python/test_gpu_graphs.py
+step python-gpu-torch-ops timeout 540 python3 tests/python/test_gpu_torch_ops.py
+step host-overhead timeout 300 python3 bench/host_overhead.py --out "$out/host-overhead.md"
 # Host cost of a Python decode call vs its CUDA-graph GPU time.
 step decode-overhead timeout 120 python3 bench/decode_host_overhead.py
 # Each decode kernel's time and the gaps between calls, attnc beside cuDNN.
