@@ -39,23 +39,20 @@ struct ReferenceGradients {
 /// The gradients of the attention of `p` over dense Q [B, Hq, Sq, D], K and
 /// V [B, Hkv, Skv, D], with the forward's O and LSE (from referenceAttention,
 /// dense) and the output gradient dO [B, Hq, Sq, D].
-inline ReferenceGradients
-referenceAttentionBackward(const ReferenceProblem &p,
-                           const std::vector<double> &q,
-                           const std::vector<double> &k,
-                           const std::vector<double> &v,
-                           const std::vector<double> &o,
-                           const std::vector<double> &lse,
-                           const std::vector<double> &dout) {
+inline ReferenceGradients referenceAttentionBackward(
+    const ReferenceProblem &p, const std::vector<double> &q,
+    const std::vector<double> &k, const std::vector<double> &v,
+    const std::vector<double> &o, const std::vector<double> &lse,
+    const std::vector<double> &dout) {
   if (p.batch <= 0 || p.headsQ <= 0 || p.headsKV <= 0 || p.seqQ < 0 ||
       p.seqKV < 0 || p.headDim <= 0 || p.headsQ % p.headsKV != 0)
-    throw std::invalid_argument("referenceAttentionBackward: bad problem shape");
+    throw std::invalid_argument(
+        "referenceAttentionBackward: bad problem shape");
   const size_t d = size_t(p.headDim);
   const size_t qElems = size_t(p.batch) * p.headsQ * p.seqQ * d;
   const size_t kvElems = size_t(p.batch) * p.headsKV * p.seqKV * d;
   if (q.size() != qElems || o.size() != qElems || dout.size() != qElems ||
-      k.size() != kvElems || v.size() != kvElems ||
-      lse.size() != qElems / d)
+      k.size() != kvElems || v.size() != kvElems || lse.size() != qElems / d)
     throw std::invalid_argument("referenceAttentionBackward: sizes do not "
                                 "match the problem");
   const int group = p.headsQ / p.headsKV;

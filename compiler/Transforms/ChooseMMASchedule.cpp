@@ -32,7 +32,8 @@ public:
     SmallVector<std::pair<func::FuncOp, tile::LaunchAttr>> kernels;
     bool hasDecodeSplit = false;
     for (auto kernel : module.getOps<func::FuncOp>())
-      if (auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch")) {
+      if (auto launch =
+              kernel->getAttrOfType<tile::LaunchAttr>("tile.launch")) {
         kernels.push_back({kernel, launch});
         hasDecodeSplit |= launch.getRule() == kDecodeSplitRule;
       }

@@ -512,18 +512,15 @@ Case randomCase(const std::vector<KernelSpec> &pool, std::mt19937_64 &rng,
                              : 1 + int(pick(6000)));
   c.seqQ = c.spec.maxQLen > 1 ? 1 + int(pick(c.spec.maxQLen)) : 1;
   const int64_t splitChoice = pick(4);
-  c.splits = splitChoice == 0   ? 0
-             : splitChoice == 1 ? 1
-                                : 2 + int(pick(39));
-  c.combineKernel = c.splits >= 2 && c.splits <= kDecodeMergeMaxSplits &&
-                    pick(2) == 0;
+  c.splits = splitChoice == 0 ? 0 : splitChoice == 1 ? 1 : 2 + int(pick(39));
+  c.combineKernel =
+      c.splits >= 2 && c.splits <= kDecodeMergeMaxSplits && pick(2) == 0;
   c.nhd = pick(2) == 0;
   c.oBhsd = pick(2) == 0 || (c.seqQ > 1 && c.splits == 1);
   c.launches = pick(3) == 0 ? 2 : 1;
   name = std::to_string(c.spec.heads) + "/" + std::to_string(c.spec.kvHeads) +
-         " D" + std::to_string(c.spec.headDim) + " " + c.spec.dtype +
-         " page " + std::to_string(c.spec.pageSize) +
-         (c.spec.causal ? " causal" : "") +
+         " D" + std::to_string(c.spec.headDim) + " " + c.spec.dtype + " page " +
+         std::to_string(c.spec.pageSize) + (c.spec.causal ? " causal" : "") +
          (c.spec.softcap != 0 ? " softcap" : "") +
          (c.spec.tuning.warps > 1
               ? " " + std::to_string(c.spec.tuning.warps) + " key warps"
@@ -531,8 +528,8 @@ Case randomCase(const std::vector<KernelSpec> &pool, std::mt19937_64 &rng,
          ", q_len " + std::to_string(c.seqQ) + ", splits " +
          (c.splits ? std::to_string(c.splits) : std::string("auto")) +
          (c.combineKernel ? " (combine)" : "") + (c.nhd ? "" : ", HND") +
-         (c.oBhsd ? ", O BHSD" : "") +
-         (c.launches > 1 ? ", 2 launches" : "") + ", lengths {";
+         (c.oBhsd ? ", O BHSD" : "") + (c.launches > 1 ? ", 2 launches" : "") +
+         ", lengths {";
   for (size_t b = 0; b < c.lens.size(); ++b)
     name += (b ? ", " : "") + std::to_string(c.lens[b]);
   name += "}";
@@ -1129,7 +1126,7 @@ void bench(Context &ctx, bool sweep, int onlyRow,
 int main(int argc, char **argv) {
   std::string bundle, writeSpecs;
   bool doBench = false, sweep = false, abMerge = false;
-  int onlyRow = -1; // --row i: bench row i only (for a profiler)
+  int onlyRow = -1;    // --row i: bench row i only (for a profiler)
   int randomCount = 0; // --random N: N random configurations
   std::vector<int64_t> fixedSplits;
   for (int i = 1; i < argc; ++i) {

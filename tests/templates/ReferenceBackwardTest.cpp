@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "templates/ReferenceAttentionBackward.h"
 #include "TestSeed.h"
+#include "templates/ReferenceAttentionBackward.h"
 
 #include <catch2/catch.hpp>
 
@@ -35,9 +35,8 @@ std::vector<double> normalVector(std::mt19937_64 &rng, size_t n) {
 double loss(const ReferenceProblem &p, const std::vector<double> &q,
             const std::vector<double> &k, const std::vector<double> &v,
             const std::vector<double> &dout) {
-  ReferenceResult r =
-      referenceAttentionDense(p, q.data(), k.data(), v.data(),
-                              ToDoubleIdentity{});
+  ReferenceResult r = referenceAttentionDense(p, q.data(), k.data(), v.data(),
+                                              ToDoubleIdentity{});
   double l = 0.0;
   for (size_t i = 0; i < dout.size(); ++i)
     l += dout[i] * r.o[i];
@@ -50,8 +49,7 @@ double finiteDifferenceError(const ReferenceProblem &p, std::vector<double> &q,
                              std::vector<double> &k, std::vector<double> &v,
                              const std::vector<double> &dout,
                              std::vector<double> &x,
-                             const std::vector<double> &analytic,
-                             double step) {
+                             const std::vector<double> &analytic, double step) {
   double num = 0.0, den = 0.0;
   for (size_t i = 0; i < x.size(); ++i) {
     const double keep = x[i];
@@ -87,8 +85,8 @@ void checkCase(const GradientCase &c, std::mt19937_64 &rng) {
   std::vector<double> q = scaled(qElems), k = scaled(kvElems),
                       v = normalVector(rng, kvElems),
                       dout = normalVector(rng, qElems);
-  ReferenceResult fwd = referenceAttentionDense(p, q.data(), k.data(),
-                                                v.data(), ToDoubleIdentity{});
+  ReferenceResult fwd = referenceAttentionDense(p, q.data(), k.data(), v.data(),
+                                                ToDoubleIdentity{});
   ReferenceGradients g =
       referenceAttentionBackward(p, q, k, v, fwd.o, fwd.lse, dout);
   for (double x : g.dq)
@@ -174,8 +172,8 @@ TEST_CASE("backward reference: the preprocess D is rowsum(P ∘ dP)",
                       k = normalVector(rng, kvElems),
                       v = normalVector(rng, kvElems),
                       dout = normalVector(rng, qElems);
-  ReferenceResult fwd = referenceAttentionDense(p, q.data(), k.data(),
-                                                v.data(), ToDoubleIdentity{});
+  ReferenceResult fwd = referenceAttentionDense(p, q.data(), k.data(), v.data(),
+                                                ToDoubleIdentity{});
   ReferenceGradients g =
       referenceAttentionBackward(p, q, k, v, fwd.o, fwd.lse, dout);
   for (int h = 0; h < p.headsQ; ++h)

@@ -210,7 +210,6 @@ void CombineEmitter::emitRow(Value row) {
   Value firstLane =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(0));
 
-
   // 1. Warp w: splits w, w + W, ...; the O vectors and LSEs of kUnroll of
   // them loaded at once, then folded into the warp's own online state
   // (acc, l, m): one round trip per kUnroll splits, no block-wide maximum

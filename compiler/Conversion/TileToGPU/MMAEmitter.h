@@ -1,4 +1,4 @@
-//===- MMAEmitter.h - the mma.sync mapping (private) ------------------------===//
+//===- MMAEmitter.h - the mma.sync mapping (private) ----------------------===//
 //
 // The tensor-core mapping for sm_80 and later (FlashAttention-2's layout).
 // A program is a thread block of block_m / R warps; warp w owns query rows

@@ -1,4 +1,4 @@
-//===- MMAOperands.cpp - copies, fragments, mma.sync (sm_80) ----------------===//
+//===- MMAOperands.cpp - copies, fragments, mma.sync (sm_80) --------------===//
 //
 // The mma.sync mapping's per-thread ids, the copies of Q, K and V tiles
 // (cp.async into padded rows, or partial loads), their A and B fragments,

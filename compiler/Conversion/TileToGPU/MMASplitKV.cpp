@@ -1,4 +1,4 @@
-//===- MMASplitKV.cpp - the decode kernel's merges (sm_80) ------------------===//
+//===- MMASplitKV.cpp - the decode kernel's merges (sm_80) ----------------===//
 //
 // The mma.sync mapping's ops of the split-KV decode kernel: one split's
 // state folded into a running one (tile.lse_accumulate), the arrival that

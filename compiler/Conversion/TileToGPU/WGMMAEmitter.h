@@ -1,4 +1,4 @@
-//===- WGMMAEmitter.h - the sm_90a wgmma mapping (private) ------------------===//
+//===- WGMMAEmitter.h - the sm_90a wgmma mapping (private) ----------------===//
 //
 // The Hopper mapping: one consumer warpgroup (128 threads) per 64 query
 // rows; S = Q·Kᵀ and O += P·V as wgmma.mma_async m64nNk16 with f32

@@ -1,4 +1,4 @@
-//===- WGMMAEpilogue.cpp - the stores of O (sm_90a) -------------------------===//
+//===- WGMMAEpilogue.cpp - the stores of O (sm_90a) -----------------------===//
 //
 // The wgmma mapping's epilogues: O from registers, or (epilogue=tma)
 // through a swizzled staging buffer and a TMA store.

@@ -1,4 +1,4 @@
-//===- WGMMAKVLoop.cpp - the KV loop and its rings (sm_90a) -----------------===//
+//===- WGMMAKVLoop.cpp - the KV loop and its rings (sm_90a) ---------------===//
 //
 // The wgmma mapping's KV loop: the K/V rings (cp.async or TMA, CTA barriers
 // or mbarriers, a producer warpgroup), Q·Kᵀ and P·V overlapped with the

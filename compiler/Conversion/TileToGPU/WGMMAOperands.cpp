@@ -1,4 +1,4 @@
-//===- WGMMAOperands.cpp - copies, barriers, wgmma (sm_90a) -----------------===//
+//===- WGMMAOperands.cpp - copies, barriers, wgmma (sm_90a) ---------------===//
 //
 // The wgmma mapping's per-thread ids, shared-memory addresses and mbarriers,
 // the cp.async copies of Q, K and V tiles into the swizzled layout, and the
@@ -324,4 +324,3 @@ LogicalResult WGMMAEmitter::emitScore(tile::ScoreOp op) {
       op, map, launch.getBlockM(), [&](int64_t, int64_t r) { return rows[r]; },
       col0);
 }
-

@@ -1,4 +1,4 @@
-//===- WGMMAPersistent.cpp - persistent blocks, stream-K (sm_90a) -----------===//
+//===- WGMMAPersistent.cpp - persistent blocks, stream-K (sm_90a) ---------===//
 //
 // The wgmma mapping's persistent grid: blocks that loop over work items in
 // each role (producer, consumers), and the stream-K tail whose pieces merge
@@ -12,7 +12,7 @@ using namespace attnc;
 using namespace attnc::wgmma;
 
 scf::ForOp wgmma::itemInvariantKVLoop(func::FuncOp kernel,
-                                     tile::LaunchAttr launch) {
+                                      tile::LaunchAttr launch) {
   Block &body = kernel.getBody().front();
   Operation *firstPid = nullptr;
   scf::ForOp loop;
