@@ -21,6 +21,16 @@ struct AttentionConfig {
   std::optional<float> softcap;
   std::optional<float> scale;
   bool withLse = true;
+
+  /// The window's right bound as the IR takes it. Causal attention with a
+  /// window (left, -1) follows FlashAttention's convention: the right
+  /// bound is the diagonal (0), which causal implies anyway (the IR rejects
+  /// causal with any other right bound than 0).
+  std::optional<int64_t> irWindowRight() const {
+    if (causal && windowLeft.value_or(-1) >= 0 && windowRight.value_or(-1) < 0)
+      return 0;
+    return windowRight;
+  }
 };
 
 } // namespace attnc

@@ -42,11 +42,12 @@ attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
   FloatAttr softcap =
       config.softcap ? b.getF32FloatAttr(*config.softcap) : FloatAttr();
   attn::WindowAttr window;
-  if (config.windowLeft || config.windowRight)
+  const std::optional<int64_t> windowRight = config.irWindowRight();
+  if (config.windowLeft || windowRight)
     window = attn::WindowAttr::getChecked([&] { return emitError(loc); }, &ctx,
                                           config.windowLeft.value_or(-1),
-                                          config.windowRight.value_or(-1));
-  if ((config.windowLeft || config.windowRight) && !window)
+                                          windowRight.value_or(-1));
+  if ((config.windowLeft || windowRight) && !window)
     return nullptr;
 
   auto op = attn::AttentionOp::create(

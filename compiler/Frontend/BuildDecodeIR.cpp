@@ -41,10 +41,11 @@ OwningOpRef<ModuleOp> attnc::buildDecodeModule(MLIRContext &ctx,
   FloatAttr softcap =
       att.softcap ? b.getF32FloatAttr(*att.softcap) : FloatAttr();
   attn::WindowAttr window;
-  if (att.windowLeft || att.windowRight) {
+  const std::optional<int64_t> windowRight = att.irWindowRight();
+  if (att.windowLeft || windowRight) {
     window = attn::WindowAttr::getChecked([&] { return emitError(loc); }, &ctx,
                                           att.windowLeft.value_or(-1),
-                                          att.windowRight.value_or(-1));
+                                          windowRight.value_or(-1));
     if (!window)
       return nullptr;
   }

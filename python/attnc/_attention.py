@@ -191,7 +191,8 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
 
     q: [batch, seq_q, heads, head_dim]; k, v: [batch, seq_kv, kv_heads,
     head_dim]; bf16 or fp16 on one CUDA device, any strides with unit
-    head-dim stride. window: (left, right), -1 or None = unbounded. softcap:
+    head-dim stride. window: (left, right), -1 or None = unbounded; with
+    causal, (left, -1) means (left, 0) as in FlashAttention. softcap:
     None = none. scale: None = 1/sqrt(head_dim). arch: None = from the
     device. Runs on torch.cuda.current_stream(). Returns o (like q), or
     (o, lse) with lse float32 [batch, heads, seq_q] when return_lse.

@@ -198,6 +198,20 @@ TEST_CASE("tiled attention on the host matches the float64 reference",
     cases.push_back(c);
   }
   {
+    // FlashAttention's convention: causal with window (left, -1) has the
+    // diagonal as its right bound; the reference takes it as given.
+    Case c{"causal + window (20, -1), Sq<Skv, D64",
+           config(4, 2, 64, "bf16"),
+           2,
+           50,
+           70,
+           true};
+    c.config.causal = true;
+    c.config.windowLeft = 20;
+    c.config.windowRight = -1;
+    cases.push_back(c);
+  }
+  {
     Case c{"window (8, 4), MQA 4/1, D64, BHSD",
            config(4, 1, 64, "bf16"),
            1,

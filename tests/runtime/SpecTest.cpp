@@ -30,6 +30,24 @@ TEST_CASE("scales that round to the same float are one kernel", "[spec]") {
   CHECK(a.canonical() != b.canonical());
 }
 
+TEST_CASE("causal with a window (left, -1) is causal with (left, 0)",
+          "[spec]") {
+  // FlashAttention's convention for causal=True, window=(left, -1).
+  KernelSpec a = sampleSpec(), b = sampleSpec();
+  a.causal = b.causal = true;
+  a.windowLeft = b.windowLeft = 64;
+  a.windowRight = -1;
+  b.windowRight = 0;
+  CHECK(a.canonical() == b.canonical());
+  // Without causal, (64, -1) is another window than (64, 0).
+  a.causal = b.causal = false;
+  CHECK(a.canonical() != b.canonical());
+  // Causal without a left bound: no window either way.
+  a.causal = true;
+  a.windowLeft = -1;
+  CHECK_THAT(a.canonical(), Catch::Contains(";window_right=-1;"));
+}
+
 TEST_CASE("canonical spec string prints every field in a fixed order",
           "[spec]") {
   CHECK(sampleSpec().canonical() ==
