@@ -451,9 +451,34 @@ Result<const Kernel *> Context::getKernelFor(const KernelSpec &spec,
     if (first)
       warn(line);
   }
+  Result<const Kernel *> kernel = getKernel(tuned);
+  // A chosen variant that is neither cached nor compilable (a bundle made
+  // without it, no compiler in this process): the spec's own kernel, which
+  // is correct for every size, rather than no kernel.
+  if (!kernel.isOk() && kernel.status().code() == ErrorCode::NotFound &&
+      !(tuned == spec)) {
+    Result<const Kernel *> own = getKernel(spec);
+    if (own.isOk()) {
+      std::string line = "attnc: the tuned variant of " + untunedSpecKey(spec) +
+                         " is not compiled (" + kernel.status().message() +
+                         "); using the spec's own kernel";
+      bool first;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        first = loggedChoices_.insert(line).second;
+      }
+      if (first)
+        warn(line);
+      choice.tuning = spec.tuning;
+      choice.fromDatabase = choice.fromSizeRule = false;
+      choice.decodeSplits = 0;
+      choice.why += "; that variant is not compiled: the spec's own kernel";
+      kernel = own;
+    }
+  }
   if (out)
     *out = choice;
-  return getKernel(tuned);
+  return kernel;
 }
 
 // The persistent grid's cap: the options' block count when set (tests

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 namespace attnc {
@@ -244,6 +245,15 @@ decodeSizeRule(const KernelSpec &spec, const ProblemSize &size, int smCount) {
     t.stages = 3;
   }
   return t;
+}
+
+std::vector<TuningConfig> decodeSizeRuleVariants(const KernelSpec &spec) {
+  // The size enters the rule only through "one split fills the GPU": ask
+  // with a problem that never does.
+  if (auto t = decodeSizeRule(spec, ProblemSize{1, 1, 1},
+                              std::numeric_limits<int>::max()))
+    return {*t};
+  return {};
 }
 
 TuningChoice chooseTuning(const TuningDb *db, const std::string &gpu,

@@ -853,3 +853,59 @@ TEST_CASE("getKernelFor takes the tuning database's config into the key",
   REQUIRE_FALSE(bad.isOk());
   CHECK_THAT(bad.status().message(), Catch::Contains("tuning database"));
 }
+
+TEST_CASE("a tuned variant nobody compiled falls back to the spec's kernel",
+          "[fake-driver][tune]") {
+  Fixture f;
+  KernelSpec spec = sampleSpec();
+  ProblemSize size{2, 4096, 4096};
+  TuningRecord r;
+  r.gpu = "Fake GPU";
+  r.arch = spec.arch;
+  r.spec = untunedSpecKey(spec);
+  r.bucket = problemBucket(size);
+  r.tuning.blockM = 128;
+  r.tuning.blockN = 32;
+  r.ms = 1.0;
+  TuningDb db;
+  db.record(r);
+  std::string path = f.dir.path() + "/tuning.json";
+  REQUIRE(db.save(path).isOk());
+  // The cache holds the spec's own kernel only (a bundle without the
+  // database's variant).
+  REQUIRE(f.context()->getKernel(spec).isOk());
+
+  ContextOptions options = f.options();
+  options.tuningDb = path;
+  options.gpuName = "Fake GPU";
+  Result<std::unique_ptr<Context>> created = Context::create(options);
+  REQUIRE(created.isOk());
+  Context &ctx = **created; // no compiler
+  TuningChoice choice;
+  Result<const Kernel *> kernel = ctx.getKernelFor(spec, size, &choice);
+  REQUIRE(kernel.isOk());
+  CHECK((*kernel)->spec().tuning == TuningConfig{});
+  CHECK_FALSE(choice.fromDatabase);
+  CHECK(choice.tuning == TuningConfig{});
+  CHECK_THAT(choice.why, Catch::Contains("not compiled"));
+  size_t said = 0;
+  for (const std::string &w : f.warnings)
+    said += w.find("is not compiled") != std::string::npos;
+  CHECK(said == 1);
+  // Said once: the second lookup is quiet.
+  REQUIRE(ctx.getKernelFor(spec, size).isOk());
+  said = 0;
+  for (const std::string &w : f.warnings)
+    said += w.find("is not compiled") != std::string::npos;
+  CHECK(said == 1);
+  // Neither compiled: the error names the spec's kernel's absence.
+  Fixture empty;
+  ContextOptions bare = empty.options();
+  bare.tuningDb = path;
+  bare.gpuName = "Fake GPU";
+  Result<std::unique_ptr<Context>> none = Context::create(bare);
+  REQUIRE(none.isOk());
+  Result<const Kernel *> missing = (*none)->getKernelFor(spec, size);
+  REQUIRE_FALSE(missing.isOk());
+  CHECK(missing.status().code() == ErrorCode::NotFound);
+}

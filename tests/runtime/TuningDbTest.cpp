@@ -5,6 +5,8 @@
 #include "attnc/runtime/TuningDb.h"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -331,4 +333,45 @@ TEST_CASE("decode size rule: where the launch must split", "[tuning][decode]") {
       chooseTuning(&db, "NVIDIA H200", s, {16, 1, 32768}, 132);
   CHECK(fromDb.fromDatabase);
   CHECK(fromDb.tuning.blockN == 16);
+}
+
+TEST_CASE("decode size rule variants: what a bundle must hold",
+          "[tuning][decode]") {
+  KernelSpec s;
+  s.op = "decode";
+  s.heads = 32;
+  s.kvHeads = 8;
+  s.headDim = 128;
+  s.maxQLen = 1;
+  s.arch = "sm_90a";
+  // Every answer the rule gives at any batch and SM count is among the
+  // variants, and every variant is an answer at some size.
+  for (int64_t page : {16, 32, 64, 128, 256, 100}) {
+    s.pageSize = page;
+    INFO("page " << page);
+    std::vector<TuningConfig> variants = decodeSizeRuleVariants(s);
+    std::vector<TuningConfig> seen;
+    for (int64_t batch : {1, 2, 3, 4, 8, 16, 64, 256})
+      for (int sms : {1, 16, 78, 132, 264})
+        if (auto t = decodeSizeRule(s, {batch, 1, 32768}, sms)) {
+          CHECK(std::find(variants.begin(), variants.end(), *t) !=
+                variants.end());
+          if (std::find(seen.begin(), seen.end(), *t) == seen.end())
+            seen.push_back(*t);
+        }
+    CHECK(seen.size() == variants.size());
+  }
+  // No rule, no variant: page 16, another head dim, sm_80, prefill.
+  s.pageSize = 16;
+  CHECK(decodeSizeRuleVariants(s).empty());
+  s.pageSize = 64;
+  REQUIRE(decodeSizeRuleVariants(s).size() == 1);
+  s.headDim = 64;
+  CHECK(decodeSizeRuleVariants(s).empty());
+  s.headDim = 128;
+  s.arch = "sm_80";
+  CHECK(decodeSizeRuleVariants(s).empty());
+  s.arch = "sm_90a";
+  s.op = "attention_fwd";
+  CHECK(decodeSizeRuleVariants(s).empty());
 }

@@ -5,8 +5,10 @@
 #include "attnc/runtime/DiskCache.h"
 #include "attnc/runtime/NvJitLink.h"
 #include "attnc/runtime/Resolve.h"
+#include "attnc/runtime/TuningDb.h"
 #include "compiler/Driver/SpecCompiler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fmt/core.h>
 
@@ -50,6 +52,26 @@ int runBundle(const BundleOptions &o) {
   options.log = [](const std::string &m) {
     fmt::print(stderr, "attnc: {}\n", m);
   };
+  // The variants the runtime's decode size rule may choose for a spec
+  // without its own tuning go in too: a bundle holds every kernel the
+  // runtime can ask for its specs.
+  const size_t listed = specs->size();
+  for (size_t i = 0; i < listed; ++i) {
+    const KernelSpec spec = (*specs)[i];
+    if (!(spec.tuning == TuningConfig{}))
+      continue;
+    for (const TuningConfig &t : decodeSizeRuleVariants(spec)) {
+      KernelSpec variant = spec;
+      variant.tuning = t;
+      if (std::find(specs->begin(), specs->end(), variant) == specs->end())
+        specs->push_back(variant);
+    }
+  }
+  if (specs->size() > listed)
+    fmt::print(stderr,
+               "attnc: bundle: {} listed specs and {} variants the decode "
+               "size rule can choose for them\n",
+               listed, specs->size() - listed);
   size_t n = specs->size(), failed = 0;
   for (size_t i = 0; i < n; ++i) {
     const KernelSpec &spec = (*specs)[i];

@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attnc {
 
@@ -119,6 +120,12 @@ struct TuningChoice {
 /// spans pages). smCount 0: unknown, no rule.
 std::optional<TuningConfig>
 decodeSizeRule(const KernelSpec &spec, const ProblemSize &size, int smCount);
+
+/// Every tuning decodeSizeRule can choose for `spec` at some size on some
+/// GPU (at most one today: it depends on the page size alone): what a
+/// bundle of `spec` must hold beside the spec itself, so that the runtime
+/// never asks for a variant nobody compiled.
+std::vector<TuningConfig> decodeSizeRuleVariants(const KernelSpec &spec);
 
 /// The spec's own tuning when it has one; else the database's entry for
 /// (gpu, arch, spec, bucket of `size`); else decodeSizeRule (when smCount
