@@ -83,7 +83,7 @@ public:
         keyWarps(keyWarps),
         blockThreads(2 * launch.getBlockM() / mTiles * keyWarps),
         rowWarps(blockThreads / 32 / keyWarps), qInSmem(qInSmem),
-        qStagedOnce(launch.getRule() == kDecodeSplitRule),
+        qStagedOnce(launch.getRule() == abi::kGridRuleDecodeSplit),
         deadUpperRows(mTiles == 1 && atMostEightLiveRows(kernel)),
         swizzle(swizzle) {}
 
@@ -1123,7 +1123,7 @@ void MapTileToMMAPass::runOnOperation() {
   int64_t rows = rowsPerWarp, mTiles = rowsPerWarp / 16;
   bool qSmem = qInSharedMemory;
   auto keyWarpsOf = [&](tile::LaunchAttr launch) -> int64_t {
-    return launch.getRule() == kDecodeSplitRule ? decodeKeyWarps : 1;
+    return launch.getRule() == abi::kGridRuleDecodeSplit ? decodeKeyWarps : 1;
   };
   // Swizzled, unpadded tiles for the decode split kernel (memory-bound:
   // padded rows cost it 1.5x the L2 sectors) or with swizzle-staged, when
@@ -1134,7 +1134,8 @@ void MapTileToMMAPass::runOnOperation() {
   // 303 -> 317). Both from bench/NOTES.md, "decode was L2-bound by its own
   // shared-memory padding", 2026-11-29.
   const bool hasDecodeSplit =
-      !gpu_emit::kernelsWithRule(getOperation(), kDecodeSplitRule).empty();
+      !gpu_emit::kernelsWithRule(getOperation(), abi::kGridRuleDecodeSplit)
+           .empty();
   bool swizzle = swizzleStaged || hasDecodeSplit;
   getOperation().walk([&](tile::LoadOp load) {
     auto t = load.getResult().getType();

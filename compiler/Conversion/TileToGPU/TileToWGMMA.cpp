@@ -299,15 +299,15 @@ private:
   scf::ForOp streamKLoop; // the kernel's KV loop (tile level)
   Value workspace;        // the kernel's workspace parameter (!llvm.ptr)
   Value pieceLo, pieceHi, itemKVTiles, itemFirstUnit, blockId32;
-  // The schedule's parameters (i32, kAttentionStreamKParams order).
+  // The schedule's parameters (i32, abi::kAttentionStreamKParams order).
   SmallVector<Value> skParams;
   Value skRounds() { return skParams[0]; }
   Value skRoundRem() { return skParams[1]; }
   Value skUnits() { return skParams[2]; }
   Value skUnitsRem() { return skParams[3]; }
   Value skTiles() { return skParams[4]; }
-  /// floor(x / T) for 0 <= x < 2^31 (i32): a multiply-high and a shift by
-  /// the runtime's magic numbers (x itself when T = 1).
+  /// floor(x / T) for 0 <= x < 2^31 (i32): abi::magicDivide with the
+  /// runtime's abi::magicDivisor(T) (x itself when T = 1).
   Value divideByTiles(Value x) {
     auto wide = arith::MulUIExtendedOp::create(b, loc, x, skParams[5]);
     Value q = arith::ShRUIOp::create(b, loc, wide.getHigh(), skParams[6]);
@@ -1461,7 +1461,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
 // (block, consumer warpgroup), padded to 256 bytes, then per (block,
 // warpgroup) a slot of D/8 + 1 chunks of 128 x 16 bytes: chunk q holds each
 // thread's n8 tile q of O (unnormalised, f32), the last one its rows' m and
-// l, thread t at 16 t (attnc/runtime/Launch.h, streamKWorkspaceBytes). A
+// l, thread t at 16 t (abi::streamKWorkspaceLayout, attnc/abi). A
 // block has at most one piece that does not start its item (the first of
 // its tail), so the block's slot is that piece's. The piece's warpgroup
 // writes it, meets at its barrier, and its first thread publishes the flag
@@ -1500,19 +1500,22 @@ Value WGMMAEmitter::emitStreamKFixup(tile::FinalizeOp fin) {
   Value grid64 = toI64(gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
   Value base = LLVM::PtrToIntOp::create(b, loc, i64T, workspace);
   Value flagBytes = arith::AndIOp::create(
-      b, loc, add64(mul64(grid64, 4 * warpgroups), i64(255)),
-      i64(~int64_t(255)));
+      b, loc,
+      add64(mul64(grid64, abi::kStreamKFlagBytes * warpgroups),
+            i64(abi::kWorkspaceAlign - 1)),
+      i64(-abi::kWorkspaceAlign));
   auto slotOf = [&](Value block64) {
     return add64(mul64(block64, warpgroups), wg);
   };
   auto flagAt = [&](Value block64) {
-    return add64(base, mul64(slotOf(block64), 4));
+    return add64(base, mul64(slotOf(block64), abi::kStreamKFlagBytes));
   };
-  Value threadOffset = mul64(toI64(inGroup), 16);
+  Value threadOffset = mul64(toI64(inGroup), abi::kStreamKThreadBytes);
   auto chunkAt = [&](Value block64, int64_t q) -> Value {
-    Value at = add64(add64(base, flagBytes),
-                     add64(mul64(slotOf(block64), chunks * 128 * 16),
-                           add64(i64(q * 128 * 16), threadOffset)));
+    Value at =
+        add64(add64(base, flagBytes),
+              add64(mul64(slotOf(block64), chunks * abi::kStreamKChunkBytes),
+                    add64(i64(q * abi::kStreamKChunkBytes), threadOffset)));
     return LLVM::IntToPtrOp::create(b, loc, globalPtrT, at);
   };
   Value epilogueBarrier = arith::IndexCastOp::create(
@@ -2121,10 +2124,10 @@ void MapTileToWGMMAPass::runOnOperation() {
             if (sync == KVSync::tma) {
               SmallVector<int64_t> indices;
               SmallVector<const char *, 4> names(
-                  kAttentionTensorMapParams.begin(),
-                  kAttentionTensorMapParams.end());
+                  abi::kAttentionTensorMapParams.begin(),
+                  abi::kAttentionTensorMapParams.end());
               if (tmaEpilogue) // O's, after them
-                names.push_back(kAttentionOutputTensorMapParam);
+                names.push_back(abi::kAttentionOutputTensorMapParam);
               for (const char *name : names) {
                 indices.push_back(gpuFunc.getNumArguments());
                 Value map = appendParam(name, ptrT);
@@ -2153,10 +2156,10 @@ void MapTileToWGMMAPass::runOnOperation() {
             // D128 192x64).
             if (sched.getStreamK() && launch.getBlockM() == 128 &&
                 itemInvariantKVLoop(kernel, launch)) {
-              for (const char *name : kAttentionStreamKParams)
+              for (const char *name : abi::kAttentionStreamKParams)
                 streamKArgs.push_back(appendParam(name, ab.getI32Type()));
               streamKArgs.push_back(
-                  appendParam(kAttentionWorkspaceParam, ptrT));
+                  appendParam(abi::kAttentionWorkspaceParam, ptrT));
               if (llvm::is_contained(streamKArgs, Value()))
                 return failure();
               gpu_emit::recordStreamK(getOperation(), kernel.getName());
