@@ -7,6 +7,7 @@
 // splat when they meet a tile).
 //
 //===----------------------------------------------------------------------===//
+#include "attnc/abi/RowTensors.h"
 #include "compiler/RowwiseABI.h"
 #include "compiler/Transforms/Passes.h"
 
@@ -58,7 +59,7 @@ FailureOr<func::FuncOp> buildRopeKernel(func::FuncOp fn, attn::RopeOp rope,
               "(the kernel rotates query and key in place)";
   SmallVector<Value> ins = {rope.getPositions(), rope.getQuery(), rope.getKey(),
                             rope.getCosSinCache()};
-  const char *defaults[] = {"positions", "query", "key", "cos_sin_cache"};
+  const auto &defaults = abi::kRopeTensors;
   SmallVector<std::string> names;
   SmallVector<Type> argTypes;
   for (auto [i, v] : llvm::enumerate(ins)) {

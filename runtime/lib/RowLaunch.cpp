@@ -2,6 +2,8 @@
 
 #include "attnc/runtime/RowLaunch.h"
 
+#include "attnc/abi/RowTensors.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -58,19 +60,26 @@ bool overlaps(RowSpan a, RowSpan b) {
 
 std::vector<RowTensorRole> rowTensorRoles(const KernelSpec &spec) {
   const int64_t d = spec.hidden;
-  if (spec.op == "silu_mul" || spec.op == "gelu_mul")
-    return {{"x", false, false, 2 * d}, {"out", false, true, d}};
-  if (spec.op == "add_rmsnorm")
-    return {{"x", false, false, d},
-            {"residual", false, false, d},
-            {"weight", true, false, d},
-            {"out", false, true, d},
-            {"residual_out", false, true, d}};
-  if (spec.op == "rope")
-    return {{"positions", false, false, 1, spec.positionBits / 8},
-            {"query", false, false, spec.heads * spec.headDim},
-            {"key", false, false, spec.kvHeads * spec.headDim},
-            {"cos_sin_cache", false, false, effectiveRotaryDim(spec), 0, true}};
+  // The tensors in abi/RowTensors.h's order.
+  if (spec.op == "silu_mul" || spec.op == "gelu_mul") {
+    const auto &n = abi::kGatedActTensors;
+    return {{n[0], false, false, 2 * d}, {n[1], false, true, d}};
+  }
+  if (spec.op == "add_rmsnorm") {
+    const auto &n = abi::kAddRmsNormTensors;
+    return {{n[0], false, false, d},
+            {n[1], false, false, d},
+            {n[2], true, false, d},
+            {n[3], false, true, d},
+            {n[4], false, true, d}};
+  }
+  if (spec.op == "rope") {
+    const auto &n = abi::kRopeTensors;
+    return {{n[0], false, false, 1, spec.positionBits / 8},
+            {n[1], false, false, spec.heads * spec.headDim},
+            {n[2], false, false, spec.kvHeads * spec.headDim},
+            {n[3], false, false, effectiveRotaryDim(spec), 0, true}};
+  }
   return {};
 }
 

@@ -11,6 +11,7 @@
 #include "attnc/abi/GridRules.h"
 #include "attnc/abi/LaunchParams.h"
 #include "attnc/abi/MagicDivisor.h"
+#include "attnc/abi/RowTensors.h"
 #include "attnc/abi/TensorMaps.h"
 #include "attnc/abi/Workspace.h"
 
@@ -166,6 +167,28 @@ TEST_CASE("optional attention parameters: known types, in appended order",
       CHECK(abi::isPointer(t));
   }
   CHECK(last == abi::kAttentionOptionalParams.size() - 1); // workspace last
+}
+
+TEST_CASE("row kernels' tensors: unique names, apart from rows and strides",
+          "[abi]") {
+  auto check = [](const auto &names, size_t inputs) {
+    std::set<std::string_view> seen;
+    CHECK(inputs <= names.size());
+    for (std::string_view n : names) {
+      INFO(n);
+      CHECK(isIdentifier(n));
+      CHECK(seen.insert(n).second);
+      CHECK(n != abi::kRowsParam);
+      // A stride parameter's name must not be a tensor's.
+      CHECK((n.size() < abi::kRowStrideSuffix.size() ||
+             n.substr(n.size() - abi::kRowStrideSuffix.size()) !=
+                 abi::kRowStrideSuffix));
+    }
+  };
+  check(abi::kGatedActTensors, abi::kGatedActInputs);
+  check(abi::kAddRmsNormTensors, abi::kAddRmsNormInputs);
+  check(abi::kRopeTensors, abi::kRopeTensors.size());
+  CHECK(std::string_view(abi::kAddRmsNormTensors[2]) == "weight");
 }
 
 TEST_CASE("grid rules: distinct, versioned names", "[abi]") {

@@ -5,6 +5,7 @@
 // grid rule abi::kGridRuleRowwise (attnc/abi): one pointer per tensor
 // (inputs, then outputs), abi::kRowsParam, then "<name>_stride"
 // (abi::kRowStrideSuffix; elements between rows) of each [rows, d] tensor.
+// The tensors' names and order are abi/RowTensors.h's:
 // Grid: ceil(rows / meta.block_m) programs of meta.block threads. The tensors,
 // in order:
 //   silu_mul, gelu_mul: x [rows, 2d], out [rows, d]
