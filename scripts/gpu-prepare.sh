@@ -23,6 +23,8 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/bundle"
 "$build/bin/attnc-gpu-decode" --write-specs "$stage/gpu-decode-specs.json"
 "$build/bin/attnc" bundle --specs "$stage/gpu-decode-specs.json" -o "$stage/bundle"
 "$build/bin/attnc" bundle --specs tests/python/gpu_decode_specs.json -o "$stage/bundle"
+# The custom ops' GPU tests and bench/host_overhead.py (issue 35).
+"$build/bin/attnc" bundle --specs tests/python/gpu_torch_specs.json -o "$stage/bundle"
 
 # Fused elementwise (row) kernels: the GPU test's cases and bench shapes,
 # and what bench/compare.py's elementwise rows ask for (bench/row_specs.json).

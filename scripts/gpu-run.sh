@@ -96,6 +96,9 @@ step attention-bench-tma timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "
 step attention-bench timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
 step attention-bench-causal timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only causal
 step decode-gpu "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle"
+# The differential test of decode: random configurations (page sizes 1 to
+# 1000, lengths 0 and up, q_len, splits, merges), a new seed each run.
+step decode-random timeout 300 "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --random ${ATTNC_DECODE_RANDOM:-200}
 step decode-bench "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench
 # 2-8 splits merged by the last split program vs the combine kernel, alternating.
 step decode-ab-merge timeout 180 "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle" --bench --ab-merge
@@ -262,6 +265,13 @@ step python-gpu python3 tests/python/test_gpu_binding.py
 step python-gpu-decode python3 tests/python/test_gpu_decode.py
 step python-gpu-cache-ops python3 tests/python/test_gpu_cache_ops.py
 step python-gpu-rows python3 tests/python/test_gpu_rows.py
+# Issue 35: every kernel family captured in a CUDA graph and replayed with
+# new data (decode with no host sync), the custom ops under opcheck and
+# torch.compile(fullgraph=True), and the host time of an eager call beside
+# PyTorch's own ops (its table also in $OUT).
+step python-gpu-graphs timeout 300 python3 tests/python/test_gpu_graphs.py
+step python-gpu-torch-ops timeout 540 python3 tests/python/test_gpu_torch_ops.py
+step host-overhead timeout 300 python3 bench/host_overhead.py --out "$out/host-overhead.md"
 # Host cost of a Python decode call vs its CUDA-graph GPU time.
 step decode-overhead timeout 120 python3 bench/decode_host_overhead.py
 # Each decode kernel's time and the gaps between calls, attnc beside cuDNN.

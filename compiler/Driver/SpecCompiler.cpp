@@ -259,6 +259,23 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
                             : parseSourceString<ModuleOp>(spec.customIr, &ctx);
   if (!module)
     return fail("the attention does not verify");
+  // The kernel keeps the name of the function that holds the attention
+  // (attnc-tile-attention builds it under that name), and the runtime finds
+  // it by the metadata's entry: any name will do, but a spec is one kernel.
+  SmallVector<func::FuncOp> attentionFuncs;
+  module->walk([&](func::FuncOp fn) {
+    if (!fn.getOps<attn::AttentionOp>().empty())
+      attentionFuncs.push_back(fn);
+  });
+  if (attentionFuncs.size() != 1) {
+    std::string names;
+    for (func::FuncOp fn : attentionFuncs)
+      names += (names.empty() ? "@" : ", @") + fn.getName().str();
+    return fail("expected one function holding an attn.attention, found " +
+                std::to_string(attentionFuncs.size()) +
+                (names.empty() ? std::string() : " (" + names + ")"));
+  }
+  const std::string entry = attentionFuncs.front().getName().str();
 
   int64_t headDim = spec.headDim;
   int64_t elementBits = 16;
@@ -371,12 +388,13 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
                            buildMappingPipeline(pm, choice.mapping, tile);
                          }));
   KernelMetadata &meta = out.meta;
-  meta.entry = "attention_fwd";
+  meta.entry = entry;
   meta.arch = spec.arch;
   std::optional<gpu_emit::KernelLaunchInfo> info =
       gpu_emit::launchInfo(*module, meta.entry);
   if (!info)
-    return fail("the mapping recorded no launch geometry");
+    return fail("the mapping recorded no launch geometry for kernel @" +
+                meta.entry);
   meta.block = {info->threads, 1, 1};
   meta.mapping = choice.name;
   meta.mappingWhy = choice.why;

@@ -176,6 +176,10 @@ static void addGPUToNVVM(OpPassManager &pm) {
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.useBarePtrCallConv = true;
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nvvm));
+  // Math ops of score/mask/map regions that the conversion above has no NVVM
+  // or libdevice lowering for (trunc, ctpop, ctlz, ...): LLVM intrinsics the
+  // NVPTX back end selects. After it, so libdevice keeps the rest.
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertMathToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -186,13 +190,15 @@ void attnc::buildSIMTPipeline(OpPassManager &pm) {
 }
 
 void attnc::buildMMAPipeline(OpPassManager &pm, const TileOptions &options) {
-  MapTileToMMAOptions mma;
+  pm.addPass(createMapCombineToGPU()); // split-KV combines, if any
+  // Each kernel's schedule, recorded in the IR before the mapping reads it.
+  ChooseMMAScheduleOptions mma;
   mma.rowsPerWarp = options.rowsPerWarp;
   mma.qInSharedMemory = options.qInSmem;
   mma.kvStages = options.kvStages;
   mma.decodeKeyWarps = options.decodeKeyWarps;
-  pm.addPass(createMapCombineToGPU()); // split-KV combines, if any
-  pm.addPass(createMapTileToMMA(mma));
+  pm.addPass(createChooseMMASchedule(mma));
+  pm.addPass(createMapTileToMMA());
   addGPUToNVVM(pm);
 }
 

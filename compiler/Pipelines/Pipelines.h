@@ -116,7 +116,7 @@ void buildSIMTPipeline(mlir::OpPassManager &pm);
 void buildMMAPipeline(mlir::OpPassManager &pm, const TileOptions &options = {});
 
 /// tile -> NVVM (with wgmma as inline PTX) for sm_90a through the wgmma
-/// mapping (one warpgroup per 64 query rows; see TileToWGMMA.cpp).
+/// mapping (one warpgroup per 64 query rows; see WGMMAEmitter.h).
 void buildWGMMAPipeline(mlir::OpPassManager &pm,
                         const TileOptions &options = {});
 

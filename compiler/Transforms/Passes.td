@@ -104,18 +104,19 @@ def MapTileToSIMT : Pass<"attnc-map-tile-to-simt", "mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
-def MapTileToMMA : Pass<"attnc-map-tile-to-mma", "mlir::ModuleOp"> {
-  let summary = "Map tile kernels onto warps with mma.sync m16n8k16 (sm_80+)";
+def ChooseMMASchedule : Pass<"attnc-choose-mma-schedule", "mlir::ModuleOp"> {
+  let summary = "Record each tile kernel's schedule for the mma.sync mapping";
   let description = [{
-    The tensor-core mapping: each warp owns 16 or 32 query rows (one or two
-    m16 tiles: with two, every K/V fragment read from shared memory feeds
-    two independent mma chains); S, P and the accumulator live in registers
-    in mma.sync's fragment layouts; P is reused as the A operand of P·V
-    without leaving registers; K and V tiles are staged in padded shared
-    memory, and Q too with q-in-smem (its fragments are then read with
-    ldmatrix at each use, which frees 4·head_dim/16 registers per m16 tile).
-    Block: 32 · block_m / rows-per-warp threads (times decode-key-warps in
-    the decode split kernel).
+    Gives every tile kernel `tgpu.schedule = #tgpu.mma_schedule<...>` from
+    this pass's options, for `attnc-map-tile-to-mma` to read: rows per warp,
+    Q in shared memory, the K/V ring depth, padded or swizzled staging and
+    warps along the keys (the decode split kernel's only). Staged tiles are
+    swizzled in a module with a decode split kernel (memory-bound: padded
+    rows cost it 1.5x the L2 sectors) or with swizzle-staged, when every
+    staged row is a multiple of 64 elements; else padded (prefill keeps the
+    padding by default: its XOR'd ldmatrix addresses take registers). Both
+    from bench/NOTES.md, "decode was L2-bound by its own shared-memory
+    padding", 2026-11-29.
   }];
   let options = [
     Option<"rowsPerWarp", "rows-per-warp", "int64_t", /*default=*/"16",
@@ -136,6 +137,23 @@ def MapTileToMMA : Pass<"attnc-map-tile-to-mma", "mlir::ModuleOp"> {
            "online softmax, all copy the tiles, and the warps' states merge "
            "through shared memory after the KV loop">,
   ];
+  let dependentDialects = ["::attnc::tgpu::TgpuDialect"];
+}
+
+def MapTileToMMA : Pass<"attnc-map-tile-to-mma", "mlir::ModuleOp"> {
+  let summary = "Map tile kernels onto warps with mma.sync m16n8k16 (sm_80+)";
+  let description = [{
+    The tensor-core mapping: each warp owns 16 or 32 query rows (one or two
+    m16 tiles: with two, every K/V fragment read from shared memory feeds
+    two independent mma chains); S, P and the accumulator live in registers
+    in mma.sync's fragment layouts; P is reused as the A operand of P·V
+    without leaving registers; K and V tiles are staged in padded or
+    swizzled shared memory, and Q too with q_in_smem (its fragments are then
+    read with ldmatrix at each use, which frees 4·head_dim/16 registers per
+    m16 tile). Block: 32 · block_m / rows_per_warp threads (times key_warps
+    in the decode split kernel). Each kernel's choices are its
+    `#tgpu.mma_schedule` (attnc-choose-mma-schedule).
+  }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",

@@ -2,13 +2,18 @@
 
 The argument checks work on anything tensor-like (.dtype, .shape,
 .stride(), .device, .data_ptr()), so they are tested without torch; torch
-itself is imported only inside attention().
+itself is imported only inside launch(), after them.
 """
 
+import ctypes
 import math
 import threading
 
-from ._capi import AttncError, Context, Spec, TensorDesc
+from . import _route
+from ._capi import (AttncError, Context, Spec, TensorDesc, _AttentionArgs,
+                    _args_to_c, _check, lib)
+
+_byref = ctypes.byref
 
 _DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}
 
@@ -21,12 +26,12 @@ _contexts_lock = threading.Lock()
 _workspaces = {}
 # Tests point this at a fake libcuda.so.1; None means the real driver.
 _driver_library = None
-# (context, dtype, q and k shapes, options) -> (kernel, workspace bytes, 0
-# for none): what the spec, the runtime's kernel lookup (with the tuning
+# (dtypes, devices, shapes and strides of q, k, v, options) -> _Plan: what
+# the checks, the spec, the runtime's kernel lookup (with the tuning
 # database's choice for the size) and workspace_size() gave for a call like
-# this one. A repeated call skips them: about half of attention()'s Python
-# time (44 -> 23 us per call over the fake driver), which the caller of a
-# short kernel waits for when the host cannot run ahead of the GPU.
+# this one, and its launch arguments. A repeated call skips all of that and
+# only fills in the data pointers: the caller of a short kernel waits for
+# attention()'s host time when the host cannot run ahead of the GPU.
 _plans = {}
 
 
@@ -53,6 +58,14 @@ def check_inputs(q, k, v):
             _fail("q is on %s but %s is on %s; q, k and v must be on one "
                   "device" % (_device_text(q.device), name,
                               _device_text(t.device)))
+    return check_shapes(q, k, v)
+
+
+def check_shapes(q, k, v):
+    """check_inputs() without the devices (the fake kernel's checks, which
+    also run on meta tensors): dtypes, ranks, shapes, head-dim strides.
+    Returns the runtime dtype name."""
+    named = (("q", q), ("k", k), ("v", v))
     dtype = _DTYPES.get(str(q.dtype))
     if dtype is None:
         _fail("q has dtype %s; supported: torch.bfloat16, torch.float16"
@@ -106,11 +119,7 @@ def arch_for_capability(capability):
 def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
               scale=None, return_lse=False, block_m=0, block_n=0):
     """The Spec for checked q/k ([B, S, H, D]) and attention() options."""
-    if window is None:
-        window = (-1, -1)
-    if len(window) != 2:
-        _fail("window must be (left, right) or None, got %r" % (window,))
-    left, right = (-1 if w is None else int(w) for w in window)
+    left, right = window_bounds(window)
     if scale is not None and math.isnan(scale):
         scale = None
     return Spec(heads=int(q.shape[2]), kv_heads=int(k.shape[2]),
@@ -164,6 +173,18 @@ def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
                               max(int(k.shape[1]), 1))
 
 
+def window_bounds(window):
+    """(left, right) of a window option: None or (left, right), -1 or None
+    for an unbounded side."""
+    if window is None:
+        return -1, -1
+    if len(window) != 2:
+        _fail("window must be (left, right) or None, got %r" % (window,))
+    left, right = window
+    return (-1 if left is None else int(left),
+            -1 if right is None else int(right))
+
+
 def attention(q, k, v, *, causal=False, window=None, softcap=None,
               scale=None, return_lse=False, arch=None, block_m=0, block_n=0):
     """Attention forward of FlashAttention-layout tensors.
@@ -174,47 +195,122 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     None = none. scale: None = 1/sqrt(head_dim). arch: None = from the
     device. Runs on torch.cuda.current_stream(). Returns o (like q), or
     (o, lse) with lse float32 [batch, heads, seq_q] when return_lse.
-    """
-    dtype = check_inputs(q, k, v)  # before torch: testable with fakes
-    import torch
 
+    Under torch.compile, torch.export, fake tensors or a dispatch mode the
+    call goes through the custom op torch.ops.attnc.attention (see
+    attnc.torch_ops); a plain eager call launches directly.
+    """
+    ops = _route.ops_for(q)
+    if ops is not None:
+        left, right = window_bounds(window)
+        o, lse = ops.attention(
+            q, k, v, bool(causal), left, right,
+            None if softcap is None else float(softcap),
+            None if scale is None else float(scale), bool(return_lse), arch,
+            int(block_m), int(block_n))
+        return (o, lse) if return_lse else o
+    return launch(q, k, v, causal, window, softcap, scale, return_lse, arch,
+                  block_m, block_n)
+
+
+class _Plan:
+    """What a repeated call with the same tensor metadata and options
+    reuses: the context and kernel, the launch arguments with every shape
+    and stride filled in (a call sets only the data pointers), the LSE
+    shape and the workspace size."""
+
+    __slots__ = ("ctx", "handle", "kernel", "args", "lse_shape", "need",
+                 "device", "index")
+
+
+_launch_args_copy = _AttentionArgs.from_buffer_copy
+
+
+def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
+           return_lse=False, arch=None, block_m=0, block_n=0):
+    """attention()'s eager launch: checks, the kernel lookup on the first
+    call of a kind, and the launch on the current stream. Returns (o, lse)
+    when return_lse, else o."""
+    if scale is not None and scale != scale:
+        scale = None  # NaN: the default (and a key equal to itself)
+    try:
+        # Everything check_inputs() looks at and the options: a hit means
+        # the checks passed for tensors like these, so only the data
+        # pointers are new.
+        plan_key = (q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
+                    q.shape, k.shape, v.shape, q.stride(), k.stride(),
+                    v.stride(), causal, window, softcap, scale, return_lse,
+                    arch, block_m, block_n)
+        plan = _plans.get(plan_key)
+    except TypeError:  # an unhashable option: no plan, the long way
+        plan_key, plan = None, None
+    if plan is not None and _contexts.get(plan.index) is not plan.ctx:
+        plan = None  # the context was closed and replaced (tests)
+    if plan is None:
+        dtype = check_inputs(q, k, v)  # before torch: testable with fakes
+        import torch
+
+        plan = _make_plan(torch, dtype, q, k, v, causal, window, softcap,
+                          scale, return_lse, arch, block_m, block_n)
+        if plan_key is not None:
+            _route.remember(_plans, plan_key, plan)
+    else:
+        import torch
+    o = torch.empty_like(q)
+    args = _launch_args_copy(plan.args)
+    args.q.data = q.data_ptr()
+    args.k.data = k.data_ptr()
+    args.v.data = v.data_ptr()
+    args.o.data = o.data_ptr()
+    lse = None
+    if return_lse:
+        lse = torch.empty(plan.lse_shape, dtype=torch.float32,
+                          device=plan.device)
+        args.lse.data = lse.data_ptr()
+    stream = _route.current_stream(torch, plan.index)
+    need = plan.need
+    if need:
+        wkey = (plan.index, stream)
+        workspace = _workspaces.get(wkey)
+        if workspace is None or workspace.numel() < need:
+            # torch's allocations are 512-byte aligned; zeroed once.
+            workspace = _workspaces[wkey] = torch.zeros(
+                need, dtype=torch.uint8, device=plan.device)
+        args.workspace = workspace.data_ptr()
+        args.workspace_bytes = workspace.numel()
+    status = plan.handle.attnc_attention_launch(
+        plan.ctx._handle, plan.kernel, _byref(args), stream or None)
+    if status:
+        _check(status, "attnc_attention_launch")
+    return (o, lse) if return_lse else o
+
+
+def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
+               return_lse, arch, block_m, block_n):
+    """The first call of a kind, after the checks: the context, the kernel
+    for the spec at this size (the tuning database's config when it has
+    one), the workspace size and the launch arguments' shapes and
+    strides."""
     device = q.device
+    plan = _Plan()
     with torch.cuda.device(device):
-        ctx = context(device.index)
-        try:
-            plan_key = (ctx, dtype, tuple(q.shape), tuple(k.shape),
-                        bool(causal), None if window is None else
-                        tuple(window), softcap, scale, bool(return_lse), arch,
-                        block_m, block_n)
-            plan = _plans.get(plan_key)
-        except TypeError:  # an unhashable option: no plan, the long way
-            plan_key, plan = None, None
+        plan.ctx = ctx = context(device.index)
+        plan.kernel = _kernel_for(ctx, q, k, dtype, device, arch, causal,
+                                  window, softcap, scale, return_lse, block_m,
+                                  block_n)
+        # o is torch.empty_like(q) on every call: its strides follow q's
+        # (the plan's key), so the first call's stand for all.
         o = torch.empty_like(q)
         lse = None
         if return_lse:
             lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]),
                               dtype=torch.float32, device=device)
-        stream = torch.cuda.current_stream(device).cuda_stream
         descs = (describe(q), describe(k), describe(v), describe(o),
                  None if lse is None else describe_lse(lse))
-        if plan is None:
-            kernel = _kernel_for(ctx, q, k, dtype, device, arch, causal,
-                                 window, softcap, scale, return_lse, block_m,
-                                 block_n)
-            plan = (kernel, ctx.workspace_size(kernel, *descs))
-            if plan_key is not None:
-                _plans[plan_key] = plan
-        kernel, need = plan
-        workspace = None
-        if need:
-            wkey = (device.index, stream)
-            workspace = _workspaces.get(wkey)
-            if workspace is None or workspace.numel() < need:
-                # torch's allocations are 512-byte aligned; zeroed once.
-                workspace = _workspaces[wkey] = torch.zeros(
-                    need, dtype=torch.uint8, device=device)
-        ctx.launch(kernel, *descs, stream=stream,
-                   workspace=0 if workspace is None else workspace.data_ptr(),
-                   workspace_bytes=0 if workspace is None
-                   else workspace.numel())
-    return (o, lse) if return_lse else o
+        plan.need = ctx.workspace_size(plan.kernel, *descs)
+    plan.args = _args_to_c(*descs)
+    plan.lse_shape = None if lse is None else tuple(lse.shape)
+    plan.handle = lib()
+    plan.device = device
+    plan.index = device.index
+    return plan

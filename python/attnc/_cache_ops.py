@@ -9,7 +9,8 @@ disjoint keys by their log-sum-exps (cascade / shared-prefix attention).
 import ctypes
 import json
 
-from ._attention import _DTYPES, arch_for_capability, context
+from . import _route
+from ._attention import _DTYPES, _contexts, arch_for_capability, context
 from ._capi import AttncError, _check, _Tensor, _tensor_to_c, lib, TensorDesc
 
 
@@ -30,10 +31,27 @@ class _MergeArgs(ctypes.Structure):
                                      "lse")]
 
 
-def _fn(name, argtypes, restype=ctypes.c_int):
-    f = getattr(lib(), name)
-    f.argtypes = argtypes
-    f.restype = restype
+# The C functions of this module, their argument types set once (the first
+# call of each loads the library).
+_SIGNATURES = {
+    "attnc_kv_append_args_init": (None, [ctypes.POINTER(_KVAppendArgs)]),
+    "attnc_kv_append_launch": (ctypes.c_int, [
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_KVAppendArgs),
+        ctypes.c_void_p]),
+    "attnc_merge_args_init": (None, [ctypes.POINTER(_MergeArgs)]),
+    "attnc_merge_launch": (ctypes.c_int, [
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_MergeArgs),
+        ctypes.c_void_p]),
+}
+_functions = {}
+
+
+def _fn(name):
+    f = _functions.get(name)
+    if f is None:
+        f = getattr(lib(), name)
+        f.restype, f.argtypes = _SIGNATURES[name]
+        _functions[name] = f
     return f
 
 
@@ -56,15 +74,84 @@ def _kernel(ctx, spec):
         return kernel
 
 
+class _Plan:
+    """A repeated call's reusable part: the kernel, the launch function
+    and its arguments with every shape and stride filled in (a call sets
+    only the data pointers), and the LSE shape of merge_state."""
+
+    __slots__ = ("ctx", "kernel", "args", "launch", "index", "device",
+                 "lse_shape")
+
+
+# (op, the metadata of every tensor the first call checked, options) ->
+# _Plan: a hit means the checks passed for tensors like these.
+_plans = {}
+
+
+def _meta(t):
+    return (t.dtype, t.device, t.shape, t.stride())
+
+
+def _planned(key):
+    plan = _plans.get(key)
+    if plan is not None and _contexts.get(plan.index) is not plan.ctx:
+        return None  # the context was closed and replaced (tests)
+    return plan
+
+
+def _run(torch, plan, args, what):
+    status = plan.launch(plan.ctx._handle, plan.kernel, ctypes.byref(args),
+                         _route.current_stream(torch, plan.index) or None)
+    if status:
+        _check(status, what)
+
+
 def kv_append(key, value, k_cache, v_cache, slot_mapping, *, layout="NHD",
               arch=None):
     """Writes ``key``/``value`` [tokens, kv_heads, head_dim] into the paged
     caches in place at ``slot_mapping`` (int64 [tokens]; page * page_size +
     offset; negative entries are padding and write nothing). Caches as in
     attnc.decode: NHD [pages, page_size, kv_heads, head_dim] or HND [pages,
-    kv_heads, page_size, head_dim]. Runs on torch.cuda.current_stream()."""
+    kv_heads, page_size, head_dim]. Runs on torch.cuda.current_stream().
+    Returns (k_cache, v_cache). Under tracing it is torch.ops.attnc.kv_append
+    (which mutates both caches)."""
+    ops = _route.ops_for(key)
+    if ops is not None:
+        ops.kv_append(key, value, k_cache, v_cache, slot_mapping, layout,
+                      arch)
+        return k_cache, v_cache
+    return launch_kv_append(key, value, k_cache, v_cache, slot_mapping,
+                            layout, arch)
+
+
+def launch_kv_append(key, value, k_cache, v_cache, slot_mapping,
+                     layout="NHD", arch=None):
+    """kv_append()'s eager launch; returns (k_cache, v_cache)."""
     import torch
 
+    try:
+        plan_key = ("kv_append", _meta(key), _meta(value), _meta(k_cache),
+                    _meta(v_cache), _meta(slot_mapping), layout, arch)
+        plan = _planned(plan_key)
+    except TypeError:  # an unhashable option: no plan
+        plan_key, plan = None, None
+    if plan is None:
+        plan = _kv_append_plan(torch, key, value, k_cache, v_cache,
+                               slot_mapping, layout, arch)
+        if plan_key is not None:
+            _route.remember(_plans, plan_key, plan)
+    args = _KVAppendArgs.from_buffer_copy(plan.args)
+    args.key.data = key.data_ptr()
+    args.value.data = value.data_ptr()
+    args.slot_mapping = slot_mapping.data_ptr() or None
+    args.k_cache.data = k_cache.data_ptr()
+    args.v_cache.data = v_cache.data_ptr()
+    _run(torch, plan, args, "attnc_kv_append_launch")
+    return k_cache, v_cache
+
+
+def _kv_append_plan(torch, key, value, k_cache, v_cache, slot_mapping, layout,
+                    arch):
     def fail(message):
         raise AttncError("attnc.kv_append: " + message)
 
@@ -95,6 +182,7 @@ def kv_append(key, value, k_cache, v_cache, slot_mapping, *, layout="NHD",
              % (slot_mapping.shape[0], tokens))
     page_size = int(k_cache.shape[perm[2]])
     device = key.device
+    plan = _Plan()
     with torch.cuda.device(device):
         if arch is None:
             arch = arch_for_capability(torch.cuda.get_device_capability(device))
@@ -102,25 +190,20 @@ def kv_append(key, value, k_cache, v_cache, slot_mapping, *, layout="NHD",
                            "heads": kv_heads, "kv_heads": kv_heads,
                            "head_dim": head_dim, "page_size": page_size,
                            "arch": arch}, sort_keys=True)
-        ctx = context(device.index)
-        kernel = _kernel(ctx, spec)
-        args = _KVAppendArgs()
-        _fn("attnc_kv_append_args_init", [ctypes.POINTER(_KVAppendArgs)],
-            None)(ctypes.byref(args))
-        rows = (0, 1, 2, 2)  # [tokens, Hkv, D] in a 4-d descriptor
-        args.key = _tensor_to_c(_desc(key, rows), "key")
-        args.value = _tensor_to_c(_desc(value, rows), "value")
-        args.slot_mapping = int(slot_mapping.data_ptr()) or None
-        args.k_cache = _tensor_to_c(_desc(k_cache, perm), "k_cache")
-        args.v_cache = _tensor_to_c(_desc(v_cache, perm), "v_cache")
-        stream = torch.cuda.current_stream(device).cuda_stream
-        _check(_fn("attnc_kv_append_launch",
-                   [ctypes.c_void_p, ctypes.c_void_p,
-                    ctypes.POINTER(_KVAppendArgs), ctypes.c_void_p])(
-                       ctx._handle, kernel, ctypes.byref(args),
-                       stream or None),
-               "attnc_kv_append_launch")
-    return k_cache, v_cache
+        plan.ctx = ctx = context(device.index)
+        plan.kernel = _kernel(ctx, spec)
+    args = _KVAppendArgs()
+    _fn("attnc_kv_append_args_init")(ctypes.byref(args))
+    rows = (0, 1, 2, 2)  # [tokens, Hkv, D] in a 4-d descriptor
+    args.key = _tensor_to_c(_desc(key, rows), "key")
+    args.value = _tensor_to_c(_desc(value, rows), "value")
+    args.k_cache = _tensor_to_c(_desc(k_cache, perm), "k_cache")
+    args.v_cache = _tensor_to_c(_desc(v_cache, perm), "v_cache")
+    plan.args = args
+    plan.launch = _fn("attnc_kv_append_launch")
+    plan.index = device.index
+    plan.device = device
+    return plan
 
 
 def merge_state(o_a, lse_a, o_b, lse_b, *, return_lse=True, arch=None):
@@ -128,9 +211,53 @@ def merge_state(o_a, lse_a, o_b, lse_b, *, return_lse=True, arch=None):
     sets: o [batch, q_len, heads, head_dim] (bf16/fp16) and lse float32
     [batch, heads, q_len] each. Returns (o, lse) (or o) of attention over
     the union; a side with lse = -inf (no key) weighs 0, both -inf give
-    o = 0 and lse = -inf."""
+    o = 0 and lse = -inf. Under tracing it is torch.ops.attnc.merge_state."""
+    ops = _route.ops_for(o_a)
+    if ops is not None:
+        o, lse = ops.merge_state(o_a, lse_a, o_b, lse_b, bool(return_lse),
+                                 arch)
+        return (o, lse) if return_lse else o
+    return launch_merge_state(o_a, lse_a, o_b, lse_b, return_lse, arch)
+
+
+_BHSD = (0, 2, 1, 3)
+
+
+def _lse_desc(t):
+    return TensorDesc(int(t.data_ptr()), tuple(t.shape), tuple(t.stride()))
+
+
+def launch_merge_state(o_a, lse_a, o_b, lse_b, return_lse=True, arch=None):
+    """merge_state()'s eager launch; returns (o, lse), or o."""
     import torch
 
+    try:
+        plan_key = ("lse_merge", _meta(o_a), _meta(lse_a), _meta(o_b),
+                    _meta(lse_b), return_lse, arch)
+        plan = _planned(plan_key)
+    except TypeError:  # an unhashable option: no plan
+        plan_key, plan = None, None
+    if plan is None:
+        plan = _merge_plan(torch, o_a, lse_a, o_b, lse_b, return_lse, arch)
+        if plan_key is not None:
+            _route.remember(_plans, plan_key, plan)
+    o = torch.empty_like(o_a)
+    args = _MergeArgs.from_buffer_copy(plan.args)
+    args.o_a.data = o_a.data_ptr()
+    args.lse_a.data = lse_a.data_ptr()
+    args.o_b.data = o_b.data_ptr()
+    args.lse_b.data = lse_b.data_ptr()
+    args.o.data = o.data_ptr()
+    lse = None
+    if return_lse:
+        lse = torch.empty(plan.lse_shape, dtype=torch.float32,
+                          device=plan.device)
+        args.lse.data = lse.data_ptr()
+    _run(torch, plan, args, "attnc_merge_launch")
+    return (o, lse) if return_lse else o
+
+
+def _merge_plan(torch, o_a, lse_a, o_b, lse_b, return_lse, arch):
     def fail(message):
         raise AttncError("attnc.merge_state: " + message)
 
@@ -150,6 +277,7 @@ def merge_state(o_a, lse_a, o_b, lse_b, *, return_lse=True, arch=None):
             fail("%s must be float32 [batch, heads, q_len] = %r, got %s %r"
                  % (name, (batch, heads, q_len), t.dtype, tuple(t.shape)))
     device = o_a.device
+    plan = _Plan()
     with torch.cuda.device(device):
         if arch is None:
             arch = arch_for_capability(torch.cuda.get_device_capability(device))
@@ -157,33 +285,27 @@ def merge_state(o_a, lse_a, o_b, lse_b, *, return_lse=True, arch=None):
                            "kv_heads": heads, "head_dim": head_dim,
                            "has_lse": bool(return_lse), "arch": arch},
                           sort_keys=True)
-        ctx = context(device.index)
-        kernel = _kernel(ctx, spec)
-        o = torch.empty_like(o_a)
-        lse = (torch.empty((batch, heads, q_len), dtype=torch.float32,
-                           device=device) if return_lse else None)
-        bhsd = (0, 2, 1, 3)
-
-        def lse_desc(t):
-            return TensorDesc(int(t.data_ptr()), tuple(t.shape),
-                              tuple(t.stride()))
-        args = _MergeArgs()
-        _fn("attnc_merge_args_init", [ctypes.POINTER(_MergeArgs)], None)(
-            ctypes.byref(args))
-        args.o_a = _tensor_to_c(_desc(o_a, bhsd), "o_a")
-        args.lse_a = _tensor_to_c(lse_desc(lse_a), "lse_a")
-        args.o_b = _tensor_to_c(_desc(o_b, bhsd), "o_b")
-        args.lse_b = _tensor_to_c(lse_desc(lse_b), "lse_b")
-        args.o = _tensor_to_c(_desc(o, bhsd), "o")
-        args.lse = _tensor_to_c(None if lse is None else lse_desc(lse), "lse")
-        stream = torch.cuda.current_stream(device).cuda_stream
-        _check(_fn("attnc_merge_launch",
-                   [ctypes.c_void_p, ctypes.c_void_p,
-                    ctypes.POINTER(_MergeArgs), ctypes.c_void_p])(
-                       ctx._handle, kernel, ctypes.byref(args),
-                       stream or None),
-               "attnc_merge_launch")
-    return (o, lse) if return_lse else o
+        plan.ctx = ctx = context(device.index)
+        plan.kernel = _kernel(ctx, spec)
+    # o is torch.empty_like(o_a) on every call: its strides follow o_a's
+    # (the plan's key), so the first call's stand for all.
+    o = torch.empty_like(o_a)
+    plan.lse_shape = (batch, heads, q_len)
+    lse = (torch.empty(plan.lse_shape, dtype=torch.float32, device=device)
+           if return_lse else None)
+    args = _MergeArgs()
+    _fn("attnc_merge_args_init")(ctypes.byref(args))
+    args.o_a = _tensor_to_c(_desc(o_a, _BHSD), "o_a")
+    args.lse_a = _tensor_to_c(_lse_desc(lse_a), "lse_a")
+    args.o_b = _tensor_to_c(_desc(o_b, _BHSD), "o_b")
+    args.lse_b = _tensor_to_c(_lse_desc(lse_b), "lse_b")
+    args.o = _tensor_to_c(_desc(o, _BHSD), "o")
+    args.lse = _tensor_to_c(None if lse is None else _lse_desc(lse), "lse")
+    plan.args = args
+    plan.launch = _fn("attnc_merge_launch")
+    plan.index = device.index
+    plan.device = device
+    return plan
 
 
 # vLLM's name for the same operation.

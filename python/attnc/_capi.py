@@ -194,6 +194,9 @@ def _candidates():
 def lib():
     """The loaded libattnc.so (a ctypes.CDLL); raises AttncError if none."""
     global _lib, _lib_path
+    handle = _lib  # loaded once, never unloaded: no lock on every call
+    if handle is not None:
+        return handle
     with _lib_lock:
         if _lib is not None:
             return _lib
@@ -619,8 +622,10 @@ def _context_get_decode_kernel_for(self, spec, batch, seq_q, seq_kv):
 
 
 def _context_decode_workspace_size(self, kernel, args):
-    """Bytes of workspace a decode launch with ``args`` needs."""
-    c_args = _decode_args_to_c(args)
+    """Bytes of workspace a decode launch with ``args`` (DecodeArgs or an
+    attnc_decode_args struct) needs."""
+    c_args = args if isinstance(args, _DecodeArgs) else _decode_args_to_c(
+        args)
     size = ctypes.c_size_t()
     _check(lib().attnc_decode_workspace_size(self._handle, kernel,
                                              ctypes.byref(c_args),
@@ -630,8 +635,11 @@ def _context_decode_workspace_size(self, kernel, args):
 
 
 def _context_launch_decode(self, kernel, args, stream=0):
-    """Enqueues the decode split kernel and its combine on ``stream``."""
-    c_args = _decode_args_to_c(args)
+    """Enqueues the decode split kernel and its combine on ``stream``.
+    ``args``: DecodeArgs, or an attnc_decode_args struct already filled in
+    (attnc.decode's repeated calls)."""
+    c_args = args if isinstance(args, _DecodeArgs) else _decode_args_to_c(
+        args)
     _check(lib().attnc_decode_launch(self._handle, kernel,
                                      ctypes.byref(c_args), stream or None),
            "attnc_decode_launch")

@@ -13,8 +13,10 @@ database's entry for its size, as attnc.attention does, unless the caller
 names them.
 """
 
-from ._attention import _DTYPES, arch_for_capability, context
-from ._capi import AttncError, DecodeArgs, DecodeSpec, TensorDesc
+from . import _route
+from ._attention import _DTYPES, _contexts, arch_for_capability, context
+from ._capi import (AttncError, DecodeArgs, DecodeSpec, TensorDesc,
+                    _DecodeArgs, _decode_args_to_c)
 
 
 def _fail(message):
@@ -65,9 +67,133 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
     bucket), a split count of 0 in the entry meaning the runtime's; without
     one, or without an entry, the compiler's default block_n and the
     runtime's split count. Runs on torch.cuda.current_stream(). Returns o
-    like q, or (o, lse) with lse float32 [batch, heads, q_len]."""
+    like q, or (o, lse) with lse float32 [batch, heads, q_len].
+
+    Under torch.compile, torch.export, fake tensors or a dispatch mode the
+    call goes through torch.ops.attnc.decode (attnc.torch_ops)."""
+    ops = _route.ops_for(q)
+    if ops is not None:
+        left, right = (-1, -1) if window is None else (
+            int(window[0]), int(window[1]))
+        o, lse = ops.decode(
+            q, k_cache, v_cache, block_table, kv_lens,
+            None if max_kv_len is None else int(max_kv_len), layout,
+            bool(causal), left, right,
+            None if softcap is None else float(softcap),
+            None if scale is None else float(scale), bool(return_lse),
+            None if max_q_len is None else int(max_q_len), int(num_splits),
+            workspace, arch, int(block_n))
+        return (o, lse) if return_lse else o
+    return launch(q, k_cache, v_cache, block_table, kv_lens, max_kv_len,
+                  layout, causal, window, softcap, scale, return_lse,
+                  max_q_len, num_splits, workspace, arch, block_n)
+
+
+class _Plan:
+    """A repeated call's reusable part: the _kernels entry of its spec, the
+    launch arguments with every shape and stride filled in, whether q is
+    re-laid out, and the output shapes."""
+
+    __slots__ = ("hit", "args", "relayout_q", "lse_shape", "device",
+                 "index", "batch", "q_len")
+
+
+# (dtype, device, shape and strides of q, the caches and the block table,
+# kv_lens' dtype and device, options) -> _Plan.
+_plans = {}
+_args_copy = _DecodeArgs.from_buffer_copy
+
+
+def _relayout_q(q):
+    """q as the kernel reads it: with q_len > 1 a head's rows must form one
+    strided matrix, so a q whose rows are not is copied into one."""
+    if q.shape[1] > 1 and q.stride(2) != q.shape[1] * q.stride(1):
+        return q.transpose(1, 2).contiguous().transpose(1, 2), True
+    return q, False
+
+
+def launch(q, k_cache, v_cache, block_table, kv_lens, max_kv_len=None,
+           layout="NHD", causal=False, window=None, softcap=None, scale=None,
+           return_lse=False, max_q_len=None, num_splits=0, workspace=None,
+           arch=None, block_n=0):
+    """decode()'s eager launch (the arguments as decode()'s); returns
+    (o, lse) when return_lse, else o."""
     import torch
 
+    try:
+        # Everything the first call's checks look at, and the options.
+        key = (q.dtype, q.device, q.shape, q.stride(), k_cache.dtype,
+               k_cache.device, k_cache.shape, k_cache.stride(),
+               v_cache.dtype, v_cache.device, v_cache.shape,
+               v_cache.stride(), block_table.dtype, block_table.device,
+               block_table.shape, block_table.stride(), kv_lens.dtype,
+               kv_lens.device, layout, causal, window, softcap, scale,
+               return_lse, max_q_len, arch, block_n)
+        plan = _plans.get(key)
+    except TypeError:  # an unhashable option: no plan, the long way
+        key, plan = None, None
+    if plan is not None and _contexts.get(plan.index) is not plan.hit[0]:
+        plan = None  # the context was closed and replaced (tests)
+    if plan is None:
+        plan = _make_plan(torch, q, k_cache, v_cache, block_table, kv_lens,
+                          layout, causal, window, softcap, scale, return_lse,
+                          max_q_len, arch, block_n)
+        if key is not None:
+            _route.remember(_plans, key, plan)
+    batch = plan.batch
+    if max_kv_len is None:
+        max_kv_len = int(kv_lens.max().item()) if batch else 0
+    max_kv_len = int(max_kv_len)
+    ctx, spec, kernel, buckets = plan.hit
+    if kernel is None:
+        # The tuning database's choice for this size (the spec as it is
+        # without a database or entry), asked once per size bucket.
+        bucket = _size_bucket(batch, plan.q_len, max_kv_len)
+        choice = buckets.get(bucket)
+        if choice is None:
+            with torch.cuda.device(plan.device):
+                choice = buckets[bucket] = ctx.get_decode_kernel_for(
+                    spec, max(batch, 1), max(plan.q_len, 1),
+                    max(max_kv_len, 1))
+        kernel, tuned_splits = choice
+        if not num_splits:
+            num_splits = tuned_splits
+    if plan.relayout_q:
+        q = _relayout_q(q)[0]
+    o = torch.empty_like(q)
+    args = _args_copy(plan.args)
+    args.q.data = q.data_ptr()
+    args.k_cache.data = k_cache.data_ptr()
+    args.v_cache.data = v_cache.data_ptr()
+    args.block_table = block_table.data_ptr() or None
+    args.kv_lens = kv_lens.data_ptr() or None
+    args.max_kv_len = max_kv_len
+    args.o.data = o.data_ptr()
+    args.num_splits = int(num_splits)
+    lse = None
+    if return_lse:
+        lse = torch.empty(plan.lse_shape, dtype=torch.float32,
+                          device=plan.device)
+        args.lse.data = lse.data_ptr()
+    if workspace is None:
+        need = ctx.decode_workspace_size(kernel, args)
+        workspace = torch.empty(max(need, 256), dtype=torch.uint8,
+                                device=plan.device)
+    # A caller's workspace is checked by the launch (a clear error when it
+    # is too small; decode_workspace() sizes one for any split count).
+    args.workspace = workspace.data_ptr() or None
+    args.workspace_bytes = workspace.numel()
+    ctx.launch_decode(kernel, args,
+                      stream=_route.current_stream(torch, plan.index))
+    return (o, lse) if return_lse else o
+
+
+def _make_plan(torch, q, k_cache, v_cache, block_table, kv_lens, layout,
+               causal, window, softcap, scale, return_lse, max_q_len, arch,
+               block_n):
+    """The first call of a kind: the checks, the spec's _kernels entry (its
+    context and, with block_n named, its kernel) and the launch arguments'
+    shapes and strides."""
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
                     ("block_table", block_table), ("kv_lens", kv_lens)):
         if t.device.type != "cuda" or t.device != q.device:
@@ -94,21 +220,15 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
     batch, q_len, heads, head_dim = q.shape
     page_size = int(k_cache.shape[perm[2]])
     kv_heads = int(k_cache.shape[perm[1]])
-    if q_len > 1 and q.stride(2) != q_len * q.stride(1):
-        # The kernel reads a head's rows as one strided matrix.
-        q = q.transpose(1, 2).contiguous().transpose(1, 2)
-    if max_kv_len is None:
-        max_kv_len = int(kv_lens.max().item()) if batch else 0
-    max_kv_len = int(max_kv_len)
     if window is None:
         window = (-1, -1)
     device = q.device
     rows = int(max_q_len if max_q_len is not None else q_len)
-    key = (int(heads), kv_heads, int(head_dim), page_size, rows, dtype,
-           bool(causal), bool(return_lse), tuple(window), softcap, scale, arch,
-           int(block_n), device.index)
-    hit = _kernels.get(key)
-    if hit is None:
+    kernel_key = (int(heads), kv_heads, int(head_dim), page_size, rows,
+                  dtype, bool(causal), bool(return_lse), tuple(window),
+                  softcap, scale, arch, int(block_n), device.index)
+    hit = _kernels.get(kernel_key)
+    if hit is None or _contexts.get(device.index) is not hit[0]:
         # First call for this spec: the device guard, the capability query
         # and the kernel lookup; later calls skip them (tens of
         # microseconds of Python per call, bench/NOTES.md).
@@ -125,46 +245,32 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
                 arch=spec_arch, block_n=int(block_n))
             ctx = context(device.index)
             kernel = ctx.get_decode_kernel(spec) if block_n else None
-        hit = _kernels[key] = (ctx, spec, kernel, {})
-    ctx, spec, kernel, buckets = hit
-    if kernel is None:
-        # The tuning database's choice for this size (the spec as it is
-        # without a database or entry), asked once per size bucket.
-        bucket = _size_bucket(batch, q_len, max_kv_len)
-        choice = buckets.get(bucket)
-        if choice is None:
-            with torch.cuda.device(device):
-                choice = buckets[bucket] = ctx.get_decode_kernel_for(
-                    spec, max(batch, 1), max(q_len, 1), max(max_kv_len, 1))
-        kernel, tuned_splits = choice
-        if not num_splits:
-            num_splits = tuned_splits
+        hit = _kernels[kernel_key] = (ctx, spec, kernel, {})
+    plan = _Plan()
+    plan.hit = hit
+    q, plan.relayout_q = _relayout_q(q)
+    # o is torch.empty_like(q) on every call: its strides follow q's (the
+    # plan's key), so the first call's stand for all.
     o = torch.empty_like(q)
+    plan.lse_shape = (int(batch), int(heads), int(q_len))
     lse = None
     if return_lse:
-        lse = torch.empty((batch, heads, q_len), dtype=torch.float32,
+        lse = torch.empty(plan.lse_shape, dtype=torch.float32,
                           device=device)
-    args = DecodeArgs(
+    plan.args = _decode_args_to_c(DecodeArgs(
         q=_desc(q, (0, 2, 1, 3)), k_cache=_desc(k_cache, perm),
         v_cache=_desc(v_cache, perm),
         block_table=int(block_table.data_ptr()),
         max_blocks=int(block_table.shape[1]),
-        kv_lens=int(kv_lens.data_ptr()), max_kv_len=max_kv_len,
+        kv_lens=int(kv_lens.data_ptr()), max_kv_len=0,
         o=_desc(o, (0, 2, 1, 3)),
         lse=None if lse is None else TensorDesc(
-            int(lse.data_ptr()), tuple(lse.shape), tuple(lse.stride())),
-        num_splits=int(num_splits))
-    if workspace is None:
-        need = ctx.decode_workspace_size(kernel, args)
-        workspace = torch.empty(max(need, 256), dtype=torch.uint8,
-                                device=device)
-    # A caller's workspace is checked by the launch (a clear error when it
-    # is too small; decode_workspace() sizes one for any split count).
-    args = args._replace(workspace=int(workspace.data_ptr()),
-                         workspace_bytes=int(workspace.numel()))
-    stream = torch.cuda.current_stream(device).cuda_stream
-    ctx.launch_decode(kernel, args, stream=stream)
-    return (o, lse) if return_lse else o
+            int(lse.data_ptr()), tuple(lse.shape), tuple(lse.stride()))))
+    plan.device = device
+    plan.index = device.index
+    plan.batch = int(batch)
+    plan.q_len = int(q_len)
+    return plan
 
 
 def decode_workspace(q, k_cache, block_table, *, max_kv_len, layout="NHD",

@@ -12,7 +12,9 @@
 #include "templates/ReferenceAttention.h"
 #include "tests/common/AttentionCheck.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <catch2/catch.hpp>
@@ -33,6 +35,9 @@ struct Case {
   bool bshd;          // memory layout [B, S, H, D] (else [B, H, S, D])
   float qScale = 1.f; // > 1 gives large logits
   int64_t blockM = 32, blockN = 16;
+  // attn IR with score/mask regions to compile instead of `config`'s
+  // built-in op; `config` then describes the reference's equivalent.
+  std::string ir;
 };
 
 uint64_t seedFromEnvOrClock() {
@@ -66,12 +71,20 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   registerAllDialects(registry);
   mlir::MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
-  auto module = buildAttentionModule(ctx, cfg);
+  auto module = c.ir.empty()
+                    ? buildAttentionModule(ctx, cfg)
+                    : mlir::parseSourceString<mlir::ModuleOp>(c.ir, &ctx);
   REQUIRE(module);
   mlir::PassManager pm(&ctx);
   buildTilePipeline(pm, {c.blockM, c.blockN});
   REQUIRE(mlir::succeeded(pm.run(*module)));
-  auto kernel = HostKernel::compile(*module, "attention_fwd");
+  std::string entry; // the tile kernel keeps the attention function's name
+  module->walk([&](mlir::func::FuncOp fn) {
+    if (fn->hasAttr("tile.launch"))
+      entry = fn.getName().str();
+  });
+  REQUIRE(!entry.empty());
+  auto kernel = HostKernel::compile(*module, entry);
   if (!kernel)
     FAIL(llvm::toString(kernel.takeError()));
 
@@ -220,6 +233,53 @@ TEST_CASE("tiled attention on the host matches the float64 reference",
   }
   {
     Case c{"D192 fp16, one key", config(1, 1, 192, "fp16"), 1, 5, 1, true};
+    cases.push_back(c);
+  }
+  {
+    // Regions in math ops: the score region is soft-cap 2 written as
+    // 2·tanh(s/2) through exp and log (log(exp(x)) = x), the mask region is
+    // causal written as sqrt(j) <= sqrt(i); large logits make the cap bite.
+    Case c{"score/mask regions in math ops (tanh, exp, log, sqrt, absf)",
+           config(2, 2, 64, "bf16"),
+           2,
+           61,
+           61,
+           true};
+    c.qScale = 4.f;
+    c.config.softcap = 2.f;
+    c.config.causal = true;
+    c.ir = R"mlir(
+func.func @math_regions(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
+                        %v: tensor<?x2x?x64xbf16>)
+    -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v
+      : tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+      -> tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+  score {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %c = arith.constant 2.0 : f32
+    %x = arith.divf %s, %c : f32
+    %t = math.tanh %x : f32
+    %y = arith.mulf %t, %c : f32
+    %e = math.exp %y : f32
+    %l = math.log %e : f32
+    attn.yield %l : f32
+  } mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %i64 = arith.index_cast %i : index to i64
+    %j64 = arith.index_cast %j : index to i64
+    %fi = arith.sitofp %i64 : i64 to f32
+    %fj = arith.sitofp %j64 : i64 to f32
+    %nj = arith.negf %fj : f32
+    %aj = math.absf %nj : f32
+    %si = math.sqrt %fi : f32
+    %sj = math.sqrt %aj : f32
+    %keep = arith.cmpf ole, %sj, %si : f32
+    attn.yield %keep : i1
+  }
+  return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+}
+)mlir";
     cases.push_back(c);
   }
   for (const Case &c : cases)

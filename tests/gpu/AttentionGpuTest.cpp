@@ -57,7 +57,51 @@ struct Case {
   // persistentBlocks; 0: the runtime's min(work items, SMs)), so that each
   // block loops over many work items.
   int blocks = 0;
+  // A custom-IR case (spec.customIr) whose score/mask regions compute what
+  // these built-in options would: the reference applies them.
+  double regionSoftcap = 0;
+  bool regionCausal = false;
 };
+
+/// attn IR for Hq/Hkv heads of dim d whose regions are written in math ops
+/// (libdevice calls on the GPU): soft-cap 2 as 2·tanh(s/2) passed through
+/// exp and log, and causal (for Sq = Skv) as sqrt(|j|) <= sqrt(i).
+std::string mathRegionsIr(int hq, int hkv, int d) {
+  auto t = [&](int h) {
+    return "tensor<?x" + std::to_string(h) + "x?x" + std::to_string(d) +
+           "xbf16>";
+  };
+  std::string lse = "tensor<?x" + std::to_string(hq) + "x?xf32>";
+  return "func.func @math_regions(%q: " + t(hq) + ", %k: " + t(hkv) +
+         ", %v: " + t(hkv) + ") -> (" + t(hq) + ", " + lse +
+         ") {\n"
+         "  %o, %lse = attn.attention %q, %k, %v : " +
+         t(hq) + ", " + t(hkv) + ", " + t(hkv) + " -> " + t(hq) + ", " + lse +
+         R"mlir(
+  score {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %c = arith.constant 2.0 : f32
+    %x = arith.divf %s, %c : f32
+    %t = math.tanh %x : f32
+    %y = arith.mulf %t, %c : f32
+    %e = math.exp %y : f32
+    %l = math.log %e : f32
+    attn.yield %l : f32
+  } mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %i64 = arith.index_cast %i : index to i64
+    %j64 = arith.index_cast %j : index to i64
+    %fi = arith.sitofp %i64 : i64 to f32
+    %fj = arith.sitofp %j64 : i64 to f32
+    %aj = math.absf %fj : f32
+    %si = math.sqrt %fi : f32
+    %sj = math.sqrt %aj : f32
+    %keep = arith.cmpf ole, %sj, %si : f32
+    attn.yield %keep : i1
+  }
+  return %o, %lse : )mlir" +
+         t(hq) + ", " + lse + "\n}\n";
+}
 
 KernelSpec spec(int hq, int hkv, int d, const char *dtype) {
   KernelSpec s;
@@ -536,6 +580,24 @@ std::vector<Case> correctnessCases() {
        true};
   c.spec.causal = true;
   persistent(c, 0);
+  // Score and mask regions in math ops (libdevice linked into the PTX), on
+  // sm_90a's wgmma mapping and sm_80's mma.sync; large logits so that the
+  // soft-cap bites.
+  for (const char *arch : {"sm_90a", "sm_80"}) {
+    c = {std::string("math regions (tanh/exp/log soft-cap, sqrt causal), ") +
+             arch + ", D128 GQA 4/2, S=777",
+         spec(4, 2, 128, "bf16"),
+         2,
+         777,
+         777,
+         true};
+    c.spec.arch = arch;
+    c.spec.customIr = mathRegionsIr(4, 2, 128);
+    c.qScale = 4.f;
+    c.regionSoftcap = 2.0;
+    c.regionCausal = true;
+    cs.push_back(c);
+  }
   return cs;
 }
 
@@ -775,8 +837,8 @@ test::AttentionComparison runCase(Context &ctx, const Case &c,
   p.seqKV = c.seqKV;
   p.headDim = d;
   p.scale = s.effectiveScale();
-  p.softcap = s.softcap;
-  p.causal = s.causal;
+  p.softcap = s.softcap > 0 ? s.softcap : c.regionSoftcap;
+  p.causal = s.causal || c.regionCausal;
   p.windowLeft = int(s.windowLeft);
   p.windowRight = int(s.windowRight);
   std::vector<double> refO(nq), refLse(lse.size());

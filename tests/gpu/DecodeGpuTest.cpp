@@ -16,7 +16,17 @@
 // `--bench --ab-merge` times the default kernel with 2-6 splits merged by
 // the last split program against the combine kernel, alternating.
 //
+// `--random N` runs N random configurations instead (the differential test
+// of decode): a kernel from a fixed pool (page sizes 1 to 1000, odd ones
+// included; GQA/MQA ratios; head dims 64 and 128; bf16 and fp16; q_len up
+// to 4 with causal; soft-cap; warps along the keys), then random batch,
+// lengths (0, 1, primes, page and tile edges, up to 6000), q_len, split
+// count (the runtime's, 1, up to 40), merge (the last split or the combine
+// kernel), page layout and repeated launches on one workspace. The seed is
+// printed; ATTNC_TEST_SEED=N replays a run.
+//
 // Usage: attnc-gpu-decode --bundle DIR [--bench [--sweep | --ab-merge]]
+//        attnc-gpu-decode --bundle DIR --random N
 //        attnc-gpu-decode --write-specs FILE   (the specs to bundle)
 //
 //===----------------------------------------------------------------------===//
@@ -387,7 +397,10 @@ Outputs runDecodeOnCache(Context &ctx, const KernelSpec &spec, const Case &c,
   return out;
 }
 
-bool runCase(Context &ctx, const Case &c, std::mt19937_64 &rng) {
+/// `contiguous`: also check paged == contiguous where the case allows it
+/// (its contiguous spec must be bundled).
+bool runCase(Context &ctx, const Case &c, std::mt19937_64 &rng,
+             bool contiguous = true) {
   const KernelSpec &s = c.spec;
   bool bf16 = s.dtype == "bf16";
   int batch = int(c.lens.size()), hq = s.heads, hkv = s.kvHeads;
@@ -441,7 +454,7 @@ bool runCase(Context &ctx, const Case &c, std::mt19937_64 &rng) {
 
   // Paged == contiguous: the same cache as one page per sequence (a spec
   // whose page size is the longest length), same split count.
-  if (c.seqQ == 1 && !s.causal && s.softcap == 0) {
+  if (contiguous && c.seqQ == 1 && !s.causal && s.softcap == 0) {
     int maxLen = *std::max_element(c.lens.begin(), c.lens.end());
     KernelSpec contiguous = s;
     contiguous.pageSize = std::max(maxLen, 1);
@@ -461,6 +474,67 @@ bool runCase(Context &ctx, const Case &c, std::mt19937_64 &rng) {
     ok &= same_ok;
   }
   return ok;
+}
+
+/// The kernels of the random configurations (bundled by --write-specs):
+/// seven page sizes, odd ones included, each with three variants (plain,
+/// q_len 4 with causal, soft-cap), head ratios, head dims and dtypes
+/// rotating, and warps along the keys on some D128 kernels.
+std::vector<KernelSpec> randomSpecPool() {
+  const std::pair<int, int> heads[] = {{32, 8}, {8, 1}, {16, 2}, {12, 4}};
+  std::vector<KernelSpec> pool;
+  int i = 0;
+  for (int page : {1, 7, 16, 37, 64, 256, 1000})
+    for (int variant = 0; variant < 3; ++variant, ++i) {
+      auto [hq, hkv] = heads[i % 4];
+      int d = i % 3 == 1 ? 64 : 128;
+      KernelSpec s = decodeSpec(hq, hkv, d, i % 2 ? "fp16" : "bf16", page,
+                                variant == 1 ? 4 : 1);
+      s.causal = variant == 1;
+      s.softcap = variant == 2 ? 30.0 : 0.0;
+      if (d == 128 && i % 4 == 0)
+        s.tuning = {.blockN = 128, .stages = 2, .warps = i % 8 ? 4 : 2};
+      pool.push_back(s);
+    }
+  return pool;
+}
+
+/// One random configuration over a kernel of the pool; `name` holds its
+/// description (the case's name points into it).
+Case randomCase(const std::vector<KernelSpec> &pool, std::mt19937_64 &rng,
+                std::string &name) {
+  auto pick = [&](int64_t n) { return int64_t(rng() % uint64_t(n)); };
+  Case c{nullptr, pool[size_t(pick(int64_t(pool.size())))], {}};
+  const int edges[] = {0, 1, 2, 7, 13, 16, 31, 37, 64, 127, 1000, 4097};
+  const int batch = 1 + int(pick(5));
+  for (int b = 0; b < batch; ++b)
+    c.lens.push_back(pick(2) ? edges[pick(std::size(edges))]
+                             : 1 + int(pick(6000)));
+  c.seqQ = c.spec.maxQLen > 1 ? 1 + int(pick(c.spec.maxQLen)) : 1;
+  const int64_t splitChoice = pick(4);
+  c.splits = splitChoice == 0 ? 0 : splitChoice == 1 ? 1 : 2 + int(pick(39));
+  c.combineKernel =
+      c.splits >= 2 && c.splits <= kDecodeMergeMaxSplits && pick(2) == 0;
+  c.nhd = pick(2) == 0;
+  c.oBhsd = pick(2) == 0 || (c.seqQ > 1 && c.splits == 1);
+  c.launches = pick(3) == 0 ? 2 : 1;
+  name = std::to_string(c.spec.heads) + "/" + std::to_string(c.spec.kvHeads) +
+         " D" + std::to_string(c.spec.headDim) + " " + c.spec.dtype + " page " +
+         std::to_string(c.spec.pageSize) + (c.spec.causal ? " causal" : "") +
+         (c.spec.softcap != 0 ? " softcap" : "") +
+         (c.spec.tuning.warps > 1
+              ? " " + std::to_string(c.spec.tuning.warps) + " key warps"
+              : "") +
+         ", q_len " + std::to_string(c.seqQ) + ", splits " +
+         (c.splits ? std::to_string(c.splits) : std::string("auto")) +
+         (c.combineKernel ? " (combine)" : "") + (c.nhd ? "" : ", HND") +
+         (c.oBhsd ? ", O BHSD" : "") + (c.launches > 1 ? ", 2 launches" : "") +
+         ", lengths {";
+  for (size_t b = 0; b < c.lens.size(); ++b)
+    name += (b ? ", " : "") + std::to_string(c.lens[b]);
+  name += "}";
+  c.name = name.c_str();
+  return c;
 }
 
 KernelSpec appendSpec(int hkv, int d, const char *dtype, int page) {
@@ -1054,7 +1128,8 @@ void bench(Context &ctx, bool sweep, int onlyRow,
 int main(int argc, char **argv) {
   std::string bundle, writeSpecs;
   bool doBench = false, sweep = false, abMerge = false;
-  int onlyRow = -1; // --row i: bench row i only (for a profiler)
+  int onlyRow = -1;    // --row i: bench row i only (for a profiler)
+  int randomCount = 0; // --random N: N random configurations
   std::vector<int64_t> fixedSplits;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -1070,6 +1145,8 @@ int main(int argc, char **argv) {
       abMerge = true;
     else if (a == "--row" && i + 1 < argc)
       onlyRow = std::atoi(argv[++i]);
+    else if (a == "--random" && i + 1 < argc)
+      randomCount = std::atoi(argv[++i]);
     else if (a == "--splits" && i + 1 < argc) {
       // --splits a,b,...: also time each of these split counts.
       std::string list = argv[++i];
@@ -1104,6 +1181,8 @@ int main(int argc, char **argv) {
                      c.decode.pageSize));
     }
     add(mergeSpec(32, 128, "bf16"));
+    for (const KernelSpec &s : randomSpecPool())
+      add(s);
     for (BenchRow row : benchRows())
       for (Knobs k : sweepKnobs()) {
         add(benchSpec(row.page, k));
@@ -1128,6 +1207,19 @@ int main(int argc, char **argv) {
     return 0;
   }
   int passed = 0, failed = 0;
+  if (randomCount > 0) {
+    const std::vector<KernelSpec> pool = randomSpecPool();
+    for (int i = 0; i < randomCount; ++i) {
+      std::string name;
+      Case c = randomCase(pool, rng, name);
+      (runCase(*ctx, c, rng, /*contiguous=*/false) ? passed : failed)++;
+    }
+    std::printf("%d passed, %d failed (seed %llu; replay: ATTNC_TEST_SEED=%llu "
+                "--random %d)\n",
+                passed, failed, (unsigned long long)seed,
+                (unsigned long long)seed, randomCount);
+    return failed ? 1 : 0;
+  }
   for (const Case &c : correctnessCases())
     (runCase(*ctx, c, rng) ? passed : failed)++;
   for (const AppendCase &c : appendCases())

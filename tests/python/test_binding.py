@@ -11,6 +11,7 @@ The last line is "N passed, N failed"; the exit status is 1 on failure.
 """
 
 import contextlib
+import ctypes
 import math
 import os
 import subprocess
@@ -589,22 +590,57 @@ def invalid_spec_option_is_reported_by_the_runtime():
                      status=INVALID_ARGUMENT)
 
 
+class FakeCudaStats(ctypes.Structure):
+    """FakeCuda.h's FakeCudaStats."""
+    _fields_ = [(name, ctypes.c_int) for name in (
+        "launches", "moduleLoads", "ptxLoads", "cubinLoads", "liveModules",
+        "setAttributeCalls", "primaryRetains", "pushes")]
+
+
+def fake_launches():
+    """Kernel launches the fake driver has seen (the runtime's handle: the
+    same library, loaded once)."""
+    fake = ctypes.CDLL(fake_cuda_path())
+    stats = FakeCudaStats()
+    fake.fakecuda_stats(ctypes.byref(stats))
+    return stats.launches
+
+
+class FakeCudaLaunch(ctypes.Structure):
+    """FakeCuda.h's FakeCudaLaunch."""
+    _fields_ = [("entry", ctypes.c_char * 128),
+                ("grid", ctypes.c_uint * 3),
+                ("block", ctypes.c_uint * 3),
+                ("dynamicSmem", ctypes.c_uint),
+                ("stream", ctypes.c_void_p),
+                ("paramCount", ctypes.c_size_t),
+                ("params", ctypes.c_uint64 * 64),
+                ("paramSizes", ctypes.c_size_t * 64),
+                ("bigParams", (ctypes.c_ubyte * 128) * 4),
+                ("bigParamCount", ctypes.c_size_t)]
+
+
+def last_fake_launch():
+    fake = ctypes.CDLL(fake_cuda_path())
+    fake.fakecuda_last_launch.restype = ctypes.c_bool
+    launch = FakeCudaLaunch()
+    assert fake.fakecuda_last_launch(ctypes.byref(launch)), "no launch"
+    return launch
+
+
 @test
 def repeated_attention_call_reuses_its_plan():
     # A bundle with qkv()'s kernel as PTX (the fake driver loads PTX text).
     attnc_bin = Path(attnc.library_path()).resolve().parents[1] / "bin" / "attnc"
     if not attnc_bin.exists():
         raise Skip("no attnc CLI at %s" % attnc_bin)
-    calls = {"get_kernel_for": 0, "launch": 0}
-    wrapped = {}
-    for name in calls:
-        original = getattr(attnc.Context, name)
+    lookups = [0]
+    original = attnc.Context.get_kernel_for
 
-        def counted(self, *a, _name=name, _original=original, **kw):
-            calls[_name] += 1
-            return _original(self, *a, **kw)
-        wrapped[name] = original
-        setattr(attnc.Context, name, counted)
+    def counted(self, *a, **kw):
+        lookups[0] += 1
+        return original(self, *a, **kw)
+    attnc.Context.get_kernel_for = counted
     try:
         with tempfile.TemporaryDirectory() as cache:
             specs = os.path.join(cache, "specs.json")
@@ -616,28 +652,80 @@ def repeated_attention_call_reuses_its_plan():
                             cache, "--no-cubin"], check=True,
                            capture_output=True)
             with fake_gpu_process(cache):
+                base = fake_launches()
+
+                def calls():
+                    return {"get_kernel_for": lookups[0],
+                            "launch": fake_launches() - base}
                 q, k, v = qkv()
                 for _ in range(3):
                     attnc.attention(q, k, v)
-                assert calls == {"get_kernel_for": 1, "launch": 3}, calls
-                # New tensors of the same shapes: the same plan.
-                attnc.attention(*qkv())
-                assert calls == {"get_kernel_for": 1, "launch": 4}, calls
+                assert calls() == {"get_kernel_for": 1, "launch": 3}, calls()
+                # New tensors of the same shapes: the same plan, and the
+                # launch gets the new tensors' addresses.
+                q2, k2, v2 = qkv()
+                attnc.attention(q2, k2, v2)
+                assert calls() == {"get_kernel_for": 1, "launch": 4}, calls()
+                launch = last_fake_launch()
+                # The kernel's first parameters: q, k, v, o.
+                assert list(launch.params[:3]) == [
+                    q2.data_ptr(), k2.data_ptr(), v2.data_ptr()], [
+                    hex(p) for p in launch.params[:4]]
                 # Another size or option is another plan; a failed lookup
                 # (not compiled) is not kept.
                 attnc.attention(*qkv(skv=512))
-                assert calls == {"get_kernel_for": 2, "launch": 5}, calls
+                assert calls() == {"get_kernel_for": 2, "launch": 5}, calls()
                 for _ in range(2):
                     expect_error(lambda: attnc.attention(q, k, v, causal=True),
                                  "causal=1", status=NOT_FOUND)
-                assert calls == {"get_kernel_for": 4, "launch": 5}, calls
+                assert calls() == {"get_kernel_for": 4, "launch": 5}, calls()
+                # A bad tensor whose metadata matches no plan is still
+                # checked.
+                attention_error(q, k, FakeTensor(v.shape, v.stride(),
+                                                 "torch.float16"),
+                                "but v has torch.float16")
             # A new process state (new context): looked up again.
             with fake_gpu_process(cache):
                 attnc.attention(*qkv())
-                assert calls == {"get_kernel_for": 5, "launch": 6}, calls
+                assert lookups[0] == 5, lookups
     finally:
-        for name, original in wrapped.items():
-            setattr(attnc.Context, name, original)
+        attnc.Context.get_kernel_for = original
+
+
+@test
+def repeated_row_call_passes_new_addresses():
+    # fused_add_rms_norm's kernel as PTX for the fake driver: a repeated
+    # call (its launch arguments reused from the first) must still pass
+    # each call's own tensors, and its outputs allocated like x.
+    attnc_bin = Path(attnc.library_path()).resolve().parents[1] / "bin" / "attnc"
+    if not attnc_bin.exists():
+        raise Skip("no attnc CLI at %s" % attnc_bin)
+    with tempfile.TemporaryDirectory() as cache:
+        specs = os.path.join(cache, "specs.json")
+        with open(specs, "w") as f:
+            f.write('{"specs": [{"op": "add_rmsnorm", "dtype": "bf16", '
+                    '"hidden": 4096, "eps": 1e-6, "arch": "sm_90a"}]}')
+        subprocess.run([str(attnc_bin), "bundle", "--specs", specs, "-o",
+                        cache, "--no-cubin"], check=True, capture_output=True)
+        with fake_gpu_process(cache):
+            base = fake_launches()
+            for _ in range(3):
+                x, r = FakeTensor((4, 4096)), FakeTensor((4, 4096))
+                w = FakeTensor((4096,))
+                y, h = attnc.fused_add_rms_norm(x, r, w)
+                params = list(last_fake_launch().params[:5])
+                assert params == [x.data_ptr(), r.data_ptr(), w.data_ptr(),
+                                  y.data_ptr(), h.data_ptr()], params
+                assert y.shape == x.shape and y.stride() == x.stride()
+            x, r, w = FakeTensor((4, 4096)), FakeTensor((4, 4096)), FakeTensor((4096,))
+            attnc.fused_add_rms_norm(x, r, w, inplace=True)
+            params = list(last_fake_launch().params[:5])
+            assert params == [x.data_ptr(), r.data_ptr(), w.data_ptr(),
+                              x.data_ptr(), r.data_ptr()], params
+            assert fake_launches() - base == 4
+            # Metadata no earlier call had is checked again.
+            expect_error(lambda: attnc.fused_add_rms_norm(
+                x, r, FakeTensor((4095,))), "weight has shape (4095,)")
 
 
 # --- row kernels: validate_rows through attnc_row_validate_json -------------

@@ -209,13 +209,6 @@ void CombineEmitter::emitRow(Value row) {
   Value zero = f32Const(b, loc, 0.f), minusInf = f32Const(b, loc, negInf);
   Value firstLane =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(0));
-  // A running maximum as the exp2 reference: -inf (nothing seen yet, or
-  // every split empty) weighs against 0, so exp2(-inf - 0) = 0, not NaN.
-  auto reference = [&](Value mx) -> Value {
-    Value isNegInf =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mx, minusInf);
-    return arith::SelectOp::create(b, loc, isNegInf, zero, mx);
-  };
 
   // 1. Warp w: splits w, w + W, ...; the O vectors and LSEs of kUnroll of
   // them loaded at once, then folded into the warp's own online state
@@ -265,21 +258,19 @@ void CombineEmitter::emitRow(Value row) {
     }
     auto carried = sumLoop.getRegionIterArgs();
     Value mOld = carried.back();
-    Value mNew = mOld;
-    for (Value t : lse)
-      mNew = arith::MaximumFOp::create(b, loc, mNew, t);
-    Value ref = reference(mNew);
+    SmallVector<Value> maxima = {mOld};
+    llvm::append_range(maxima, lse);
+    gpu_emit::StateMerge merge(b, loc, maxima);
+    Value mNew = merge.max();
     // alpha = 0 while nothing was seen (acc and l are still 0).
-    Value alpha =
-        gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, mOld, ref));
+    Value alpha = merge.weight(mOld);
     Value alphaV = vector::BroadcastOp::create(b, loc, vecT, alpha);
     SmallVector<Value> acc;
     for (int64_t k = 0; k < perLane; ++k)
       acc.push_back(arith::MulFOp::create(b, loc, carried[k], alphaV));
     Value l = mulF(carried[perLane], alpha);
     for (int64_t u = 0; u < kUnroll; ++u) {
-      Value w =
-          gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, lse[u], ref));
+      Value w = merge.weight(lse[u]);
       Value wv = vector::BroadcastOp::create(b, loc, vecT, w);
       for (int64_t k = 0; k < perLane; ++k)
         acc[k] = vector::FMAOp::create(b, loc, parts[u][k], wv, acc[k]);
@@ -308,18 +299,15 @@ void CombineEmitter::emitRow(Value row) {
   });
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> warpMax;
-  Value m = minusInf;
-  for (int64_t w = 0; w < kWarps; ++w) {
+  for (int64_t w = 0; w < kWarps; ++w)
     warpMax.push_back(
         memref::LoadOp::create(b, loc, smemMax, ValueRange{idx(w)}));
-    m = arith::MaximumFOp::create(b, loc, m, warpMax.back());
-  }
-  Value ref = reference(m);
+  gpu_emit::StateMerge merge(b, loc, warpMax);
+  Value ref = merge.reference();
   SmallVector<Value> scale;
   Value l = zero;
   for (int64_t w = 0; w < kWarps; ++w) {
-    scale.push_back(
-        gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, warpMax[w], ref)));
+    scale.push_back(merge.weight(warpMax[w]));
     Value lw = memref::LoadOp::create(b, loc, smemSum, ValueRange{idx(w)});
     l = LLVM::FMAOp::create(b, loc, lw, scale[w], l);
   }

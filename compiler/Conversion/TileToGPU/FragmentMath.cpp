@@ -120,7 +120,6 @@ LogicalResult FragmentMath::store(tile::StoreOp op, const IRMapping &map,
 LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
   const Frags &t = frags[op.getScores()];
   const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
-  float negInf = -std::numeric_limits<float>::infinity();
   Frags probs{Frags::C, {}}, newMax{Frags::RowStat, {}},
       newSum{Frags::RowStat, {}}, alpha{Frags::RowStat, {}};
   int64_t n8 = int64_t(t.regs.size()) / mTiles;
@@ -166,11 +165,10 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
                                   f32Const(b, loc, rescaleThreshold));
         mx = arith::SelectOp::create(b, loc, keep, mOld, mx);
       }
-      // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
-      Value isNegInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                             mx, f32Const(b, loc, negInf));
-      Value ref =
-          arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), mx);
+      // The running state and the tile's merge (StateMerge): a row that has
+      // seen only -inf keeps a 0 reference, so p = 0, never NaN.
+      StateMerge merge = StateMerge::towards(b, loc, mx);
+      Value ref = merge.reference();
       SmallVector<Value> exps;
       Value negRef = logScale ? arith::NegFOp::create(b, loc, ref) : Value();
       for (auto [i, s] : llvm::enumerate(row)) {
@@ -182,8 +180,7 @@ LogicalResult FragmentMath::softmaxUpdate(tile::SoftmaxUpdateOp op) {
         exps.push_back(e);
       }
       Value sum = chainReduce(exps, /*max=*/false);
-      Value a =
-          gpu_emit::exp2(b, loc, arith::SubFOp::create(b, loc, mOld, ref));
+      Value a = merge.weight(mOld);
       newMax.regs.push_back(mx);
       alpha.regs.push_back(a);
       // Row sums stay per-lane partial sums (alpha scales them alike) until

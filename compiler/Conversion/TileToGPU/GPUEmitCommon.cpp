@@ -91,6 +91,35 @@ Value gpu_emit::opaqueIndex(OpBuilder &b, Location loc, Value x) {
                                       copy.getResult(0));
 }
 
+gpu_emit::StateMerge::StateMerge(OpBuilder &b, Location loc, Value max)
+    : b(b), loc(loc), maxValue(max) {
+  Value isNegInf = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OEQ, max,
+      f32Const(b, loc, -std::numeric_limits<float>::infinity()));
+  ref = arith::SelectOp::create(b, loc, isNegInf, f32Const(b, loc, 0.f), max);
+}
+
+gpu_emit::StateMerge::StateMerge(OpBuilder &b, Location loc,
+                                 ArrayRef<Value> maxima)
+    : StateMerge(towards(b, loc, [&] {
+        Value m = maxima.front();
+        for (Value x : maxima.drop_front())
+          m = arith::MaximumFOp::create(b, loc, m, x);
+        return m;
+      }())) {}
+
+gpu_emit::StateMerge gpu_emit::StateMerge::towards(OpBuilder &b, Location loc,
+                                                   Value max) {
+  return StateMerge(b, loc, max);
+}
+
+Value gpu_emit::StateMerge::weight(Value m) const {
+  Value r = ref;
+  if (auto vt = dyn_cast<VectorType>(m.getType()))
+    r = vector::BroadcastOp::create(b, loc, vt, ref);
+  return exp2(b, loc, arith::SubFOp::create(b, loc, m, r));
+}
+
 Value gpu_emit::exp2(OpBuilder &b, Location loc, Value x) {
   return nvvmUnary(b, loc, "llvm.nvvm.ex2.approx.ftz.f", x);
 }

@@ -49,6 +49,41 @@ mlir::Value quadReduce(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
 /// 2^x with ex2.approx.ftz (exact at -inf -> 0), element-wise on vectors.
 mlir::Value exp2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 
+/// The merge of partial softmax states, defined once for every place where
+/// states meet: the online update (the running state and a tile's),
+/// tile.lse_accumulate (a split's state into the running one), the decode
+/// kernel's key warps, the split-KV combine and the stream-K fixup. States
+/// i, each a row maximum m_i (log2 domain), a sum l_i and an accumulator
+/// O_i, merge into
+///   M = max_i m_i,   l = sum_i w_i·l_i,   O = sum_i w_i·O_i,
+///   w_i = exp2(m_i - ref),   ref = M, or 0 when M = -inf,
+/// so rows that saw no key (every m_i = -inf: masked rows, empty splits)
+/// get weights exp2(-inf) = 0 and keep l = 0, O = 0, never NaN. A merge
+/// site sums its weighted terms itself (its fragments differ); the maximum,
+/// the reference and the weights come from here.
+class StateMerge {
+public:
+  /// M as a chain of maxima over `maxima`, in order.
+  StateMerge(mlir::OpBuilder &b, mlir::Location loc,
+             llvm::ArrayRef<mlir::Value> maxima);
+  /// The merge towards a maximum chosen by the caller: the online update's
+  /// rescale threshold may keep the old maximum.
+  static StateMerge towards(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value max);
+
+  mlir::Value max() const { return maxValue; }
+  mlir::Value reference() const { return ref; }
+  /// w = exp2(m - ref) of a state whose maximum is `m` (element-wise on
+  /// vectors of maxima: ref is broadcast).
+  mlir::Value weight(mlir::Value m) const;
+
+private:
+  StateMerge(mlir::OpBuilder &b, mlir::Location loc, mlir::Value max);
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::Value maxValue, ref;
+};
+
 /// Inline PTX `text` with LLVM's `constraints`, with side effects (never
 /// moved or removed by the optimiser), in AT&T dialect as upstream's PTX
 /// builders emit it.

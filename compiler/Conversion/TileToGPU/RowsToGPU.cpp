@@ -83,18 +83,49 @@ Value f32Like(OpBuilder &b, Location loc, Value like, float v) {
   return f32Const(b, loc, v);
 }
 
-/// The math ops row kernels use, with NVVM's fast approximations (no
-/// libdevice). Null when `op` is not one of them.
+/// `op` (one f32 result) applied to `operands` (f32 scalars, or vectors of
+/// one length) one scalar at a time.
+Value eachScalarOp(OpBuilder &b, Location loc, Operation *op,
+                   ValueRange operands) {
+  auto one = [&](ValueRange args) {
+    OperationState state(loc, op->getName(), args, {b.getF32Type()},
+                         op->getAttrs());
+    return b.create(state)->getResult(0);
+  };
+  auto vt = dyn_cast<VectorType>(operands[0].getType());
+  if (!vt)
+    return one(operands);
+  SmallVector<Value> elems;
+  for (int64_t i = 0; i < vt.getDimSize(0); ++i) {
+    SmallVector<Value> args;
+    for (Value v : operands)
+      args.push_back(
+          vector::ExtractOp::create(b, loc, v, ArrayRef<int64_t>{i}));
+    elems.push_back(one(args));
+  }
+  return vector::FromElementsOp::create(b, loc, vt, elems);
+}
+
+/// A math op of row kernels on f32 scalars or vectors: exp, exp2, rsqrt,
+/// log and tanh with NVVM's fast approximations, sqrt as sqrt.rn; any other
+/// op (absf, erf, sin, powf, ...) one scalar at a time, for the GPU-to-NVVM
+/// conversion to lower to an LLVM intrinsic or a libdevice call (emitPTX
+/// links libdevice).
 FailureOr<Value> emitMath(OpBuilder &b, Location loc, Operation *op,
                           ValueRange operands) {
-  if (op->getNumOperands() != 1 || !isa<math::MathDialect>(op->getDialect()))
-    return failure();
+  assert(isa<math::MathDialect>(op->getDialect()) && "a math op");
+  if (op->getNumResults() != 1)
+    return op->emitOpError() << "has no GPU mapping in row kernels";
+  SmallVector<Type> types = llvm::to_vector(TypeRange(operands));
+  types.push_back(op->getResult(0).getType());
+  for (Type type : types)
+    if (Type elt = getElementTypeOrSelf(type); !elt.isF32())
+      return op->emitOpError() << "math on " << elt
+                               << " has no GPU mapping in row kernels (extend "
+                                  "to f32 first)";
+  if (op->getNumOperands() != 1)
+    return eachScalarOp(b, loc, op, operands);
   Value x = operands[0];
-  Type elt = getElementTypeOrSelf(x.getType());
-  if (!elt.isF32())
-    return op->emitOpError() << "math on " << elt
-                             << " has no GPU mapping in row kernels (extend "
-                                "to f32 first)";
   auto mul = [&](Value a, float c) {
     return arith::MulFOp::create(b, loc, a, f32Like(b, loc, a, c)).getResult();
   };
@@ -112,9 +143,9 @@ FailureOr<Value> emitMath(OpBuilder &b, Location loc, Operation *op,
     return eachF32(b, loc, x, [&](Value s) {
       return intrinsic(b, loc, "llvm.nvvm.rsqrt.approx.ftz.f", s);
     });
-  if (isa<math::SqrtOp>(op)) // sqrt.rn, not libdevice
+  if (isa<math::SqrtOp>(op)) // sqrt.rn (llvm.intr.sqrt is illegal for NVVM)
     return eachF32(b, loc, x, [&](Value s) {
-      return LLVM::SqrtOp::create(b, loc, s).getResult();
+      return intrinsic(b, loc, "llvm.nvvm.sqrt.rn.f", s);
     });
   if (isa<math::LogOp>(op))
     return mul(eachF32(b, loc, x,
@@ -132,7 +163,7 @@ FailureOr<Value> emitMath(OpBuilder &b, Location loc, Operation *op,
                                      arith::AddFOp::create(b, loc, e, one)))
         .getResult();
   }
-  return op->emitOpError() << "has no GPU mapping in row kernels";
+  return eachScalarOp(b, loc, op, operands);
 }
 
 class RowEmitter {

@@ -230,14 +230,12 @@ LogicalResult SIMTEmitter::emitSoftmaxUpdate(tile::SoftmaxUpdateOp op) {
   auto vt = cast<VectorType>(t.getType());
   Value rowMax =
       vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, t);
-  Value newMax = arith::MaximumFOp::create(b, loc, m, rowMax);
-  // A row that has seen only -inf keeps a 0 reference: p = 0, never NaN.
-  Value isNegInf =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, newMax,
-                            f32(-std::numeric_limits<float>::infinity()));
-  Value ref = arith::SelectOp::create(b, loc, isNegInf, f32(0.0f), newMax);
+  // The running state and the tile's merge (StateMerge): a row that has
+  // seen only -inf keeps a 0 reference, so p = 0, never NaN.
+  gpu_emit::StateMerge merge(b, loc, {m, rowMax});
+  Value newMax = merge.max(), ref = merge.reference();
   Value p = exp2(arith::SubFOp::create(b, loc, t, splat(vt, ref)));
-  Value alpha = exp2(arith::SubFOp::create(b, loc, m, ref));
+  Value alpha = merge.weight(m);
   Value rowSum =
       vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, p);
   Value newSum = arith::AddFOp::create(

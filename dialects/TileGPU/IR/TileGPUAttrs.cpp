@@ -346,3 +346,21 @@ WgmmaScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << stringifyKVSync(kvSync);
   return success();
 }
+
+LogicalResult
+MmaScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        int64_t rowsPerWarp, bool, int64_t kvStages, Staging,
+                        int64_t keyWarps) {
+  if (rowsPerWarp != 16 && rowsPerWarp != 32)
+    return emitError() << "#tgpu.mma_schedule: rows_per_warp must be 16 or "
+                          "32, not "
+                       << rowsPerWarp;
+  if (kvStages < 2 || kvStages > 4)
+    return emitError() << "#tgpu.mma_schedule: kv_stages must be 2 to 4, not "
+                       << kvStages;
+  if (!llvm::is_contained({1, 2, 4, 8}, keyWarps))
+    return emitError() << "#tgpu.mma_schedule: key_warps must be 1, 2, 4 or "
+                          "8, not "
+                       << keyWarps;
+  return success();
+}

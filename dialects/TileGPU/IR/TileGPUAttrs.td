@@ -194,4 +194,33 @@ def Tgpu_WgmmaScheduleAttr : Tgpu_Attr<"WgmmaSchedule", "wgmma_schedule"> {
   }];
 }
 
+def Tgpu_MmaScheduleAttr : Tgpu_Attr<"MmaSchedule", "mma_schedule"> {
+  let summary = "The schedule of a tile kernel on the mma.sync mapping";
+  let description = [{
+    Attached to a tile kernel (`tgpu.schedule`) by `attnc-choose-mma-schedule`
+    and read by `attnc-map-tile-to-mma`:
+    - `rows_per_warp`: query rows per warp, 16 or 32 (one or two m16 tiles:
+      with two, each K/V fragment feeds two mma chains);
+    - `q_in_smem`: Q stays in shared memory and its A fragments are read with
+      ldmatrix at each use (else they live in registers);
+    - `kv_stages`: tiles per K and V ring of the prefill KV loop (2 to 4; the
+      decode split kernel's `tile.prefetch_paged` gives its own);
+    - `staging`: staged tiles `padded` or `swizzled` in shared memory;
+    - `key_warps`: warps along the keys of each K/V tile (1, 2, 4 or 8; more
+      than 1 only in the decode split kernel), whose online-softmax states
+      merge after the KV loop.
+    ```mlir
+    #tgpu.mma_schedule<rows_per_warp = 32, q_in_smem = true, kv_stages = 2,
+                       staging = padded, key_warps = 1>
+    ```
+  }];
+  let parameters = (ins "int64_t":$rows_per_warp,
+                        "bool":$q_in_smem,
+                        "int64_t":$kv_stages,
+                        EnumParameter<Tgpu_Staging>:$staging,
+                        "int64_t":$key_warps);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // ATTNC_TILEGPU_ATTRS

@@ -49,4 +49,16 @@ def Tgpu_Rescale : I32EnumAttr<"Rescale",
   let genSpecializedAttr = 0;
 }
 
+def Tgpu_Staging : I32EnumAttr<"Staging",
+    "how a staged tile's rows are laid out in shared memory", [
+  // Rows padded by 8 elements (16 bytes): the 8 rows an mma.sync fragment
+  // reads fall in distinct banks.
+  I32EnumAttrCase<"padded", 0>,
+  // Unpadded rows whose 16-byte chunks are XOR-swizzled by the row (rows of
+  // a multiple of 64 elements): no bytes wasted, read with XOR'd addresses.
+  I32EnumAttrCase<"swizzled", 1>]> {
+  let cppNamespace = "::attnc::tgpu";
+  let genSpecializedAttr = 0;
+}
+
 #endif // ATTNC_TILEGPU_ENUMS

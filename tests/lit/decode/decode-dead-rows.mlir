@@ -1,5 +1,5 @@
-// RUN: attnc-opt %s -attnc-tile-decode="block-n=16 stages=2" -attnc-map-tile-to-mma | FileCheck %s --check-prefix=FOUR
-// RUN: attnc-opt %s -attnc-tile-decode="block-n=16 stages=2 max-q-len=4" -attnc-map-tile-to-mma | FileCheck %s --check-prefix=SIXTEEN
+// RUN: attnc-opt %s -attnc-tile-decode="block-n=16 stages=2" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s --check-prefix=FOUR
+// RUN: attnc-opt %s -attnc-tile-decode="block-n=16 stages=2 max-q-len=4" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s --check-prefix=SIXTEEN
 
 // GQA 4/1 with one query row per sequence: 4 live rows of the warp's m16
 // tile, so each lane's upper row (g + 8) is padding. The KV loop computes

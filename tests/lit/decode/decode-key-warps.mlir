@@ -1,7 +1,7 @@
-// RUN: attnc-opt %s -attnc-tile-decode="block-n=128 stages=3" -attnc-map-tile-to-mma="decode-key-warps=4" | FileCheck %s
-// RUN: attnc-opt %s -attnc-tile-decode="block-n=128 stages=3" -attnc-map-tile-to-mma | FileCheck %s --check-prefix=ONE
-// RUN: not attnc-opt %s -attnc-tile-decode="block-n=32 stages=3" -attnc-map-tile-to-mma="decode-key-warps=4" 2>&1 | FileCheck %s --check-prefix=NARROW
-// RUN: not attnc-opt %s -attnc-tile-decode="block-n=128 stages=3" -attnc-map-tile-to-mma="decode-key-warps=3" 2>&1 | FileCheck %s --check-prefix=COUNT
+// RUN: attnc-opt %s -attnc-tile-decode="block-n=128 stages=3" -attnc-choose-mma-schedule="decode-key-warps=4" -attnc-map-tile-to-mma | FileCheck %s
+// RUN: attnc-opt %s -attnc-tile-decode="block-n=128 stages=3" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s --check-prefix=ONE
+// RUN: not attnc-opt %s -attnc-tile-decode="block-n=32 stages=3" -attnc-choose-mma-schedule="decode-key-warps=4" -attnc-map-tile-to-mma 2>&1 | FileCheck %s --check-prefix=NARROW
+// RUN: not attnc-opt %s -attnc-tile-decode="block-n=128 stages=3" -attnc-choose-mma-schedule="decode-key-warps=3" -attnc-map-tile-to-mma 2>&1 | FileCheck %s --check-prefix=COUNT
 
 // Four warps along the keys of each 128-key tile (GQA 4/1, D128, one row
 // warp): a block of 128 threads, every one copying the K/V tiles; the
@@ -46,7 +46,7 @@
 // ONE-NOT: xf32, #gpu.address_space<workgroup>>
 
 // NARROW: error: decode-key-warps 4 needs K/V tiles of a multiple of 64 keys (16 per warp), not 32
-// COUNT: error: decode-key-warps must be 1, 2, 4 or 8, not 3
+// COUNT: error: #tgpu.mma_schedule: key_warps must be 1, 2, 4 or 8, not 3
 func.func @decode(%q: tensor<?x4x?x128xbf16>, %kc: tensor<?x1x256x128xbf16>, %vc: tensor<?x1x256x128xbf16>,
                   %table: tensor<?x?xi32>, %lens: tensor<?xi32>) -> (tensor<?x4x?x128xbf16>, tensor<?x4x?xf32>) {
   %o, %lse = attn.decode %q, %kc, %vc, %table, %lens

@@ -1,4 +1,4 @@
-// RUN: attnc-opt %s -split-input-file -attnc-tile-decode="block-n=32" -attnc-map-combine-to-gpu -attnc-map-tile-to-mma | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attnc-tile-decode="block-n=32" -attnc-map-combine-to-gpu -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s
 
 // Page 64, tiles of 32 keys: each tile lies in one page. The split kernel
 // looks the first tile's page up before the KV loop and carries it (the

@@ -1,7 +1,7 @@
 // RUN: attnc-opt %s -attnc-tile-decode="block-n=32 stages=2" | FileCheck %s --check-prefix=TILE
-// RUN: attnc-opt %s -attnc-tile-decode="block-n=32 stages=2" -attnc-map-tile-to-mma | FileCheck %s --check-prefix=MMA
-// RUN: attnc-opt %s -attnc-tile-decode="block-n=32 stages=1" -attnc-map-tile-to-mma | FileCheck %s --check-prefix=ONE
-// RUN: attnc-opt %s -attnc-tile-decode="block-n=32 stages=3" -attnc-map-tile-to-mma | FileCheck %s --check-prefix=THREE
+// RUN: attnc-opt %s -attnc-tile-decode="block-n=32 stages=2" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s --check-prefix=MMA
+// RUN: attnc-opt %s -attnc-tile-decode="block-n=32 stages=1" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s --check-prefix=ONE
+// RUN: attnc-opt %s -attnc-tile-decode="block-n=32 stages=3" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s --check-prefix=THREE
 // RUN: not attnc-opt %s -attnc-tile-decode="stages=5" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Two stages: the split kernel is marked so that the GPU mapping copies the

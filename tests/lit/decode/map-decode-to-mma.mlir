@@ -1,4 +1,4 @@
-// RUN: attnc-opt %s -attnc-tile-decode="block-n=32" -attnc-map-combine-to-gpu -attnc-map-tile-to-mma | FileCheck %s
+// RUN: attnc-opt %s -attnc-tile-decode="block-n=32" -attnc-map-combine-to-gpu -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s
 
 // The split kernel: one warp for the 4 packed rows of a GQA group (padded to
 // 16), staged in shared memory by cp.async and read into registers once;

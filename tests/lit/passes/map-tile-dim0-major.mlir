@@ -1,5 +1,5 @@
 // RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=32 block-n=32" | FileCheck %s --check-prefix=TILE
-// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=32 block-n=32" -attnc-map-tile-to-mma | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=32 block-n=32" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s
 
 // Causal: the kernel asks for its programs to start with program id 0 (the
 // query tile, counted from the last) slowest, so that every head's longest

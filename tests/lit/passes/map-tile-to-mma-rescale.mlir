@@ -1,4 +1,4 @@
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=32 block-n=32" -attnc-map-tile-to-mma | FileCheck %s
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=32 block-n=32" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s
 
 // Head dim 128: O (16 n8 tiles per m16 tile) is rescaled only when some
 // lane's alpha = 2^(m_old - m_new) is not 1, i.e. some row's max grew; a

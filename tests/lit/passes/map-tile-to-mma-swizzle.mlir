@@ -1,4 +1,4 @@
-// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=32 block-n=32" -attnc-map-tile-to-mma="swizzle-staged=true" | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attnc-tile-attention="block-m=32 block-n=32" -attnc-choose-mma-schedule="swizzle-staged=true" -attnc-map-tile-to-mma | FileCheck %s
 
 // Head dim 128: the K/V tiles are unpadded (32 x 128) with XOR-swizzled
 // 16-byte chunks: the copy writes global column c of tile row r to column

@@ -1,6 +1,6 @@
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=32 block-n=32" -attnc-map-tile-to-mma | FileCheck %s
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=64 block-n=32" -attnc-map-tile-to-mma="rows-per-warp=32 q-in-smem=true" | FileCheck %s --check-prefix=TWO
-// RUN: not attnc-opt %s -attnc-tile-attention="block-m=32 block-n=32" -attnc-map-tile-to-mma="rows-per-warp=24" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=32 block-n=32" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=64 block-n=32" -attnc-choose-mma-schedule="rows-per-warp=32 q-in-smem=true" -attnc-map-tile-to-mma | FileCheck %s --check-prefix=TWO
+// RUN: not attnc-opt %s -attnc-tile-attention="block-m=32 block-n=32" -attnc-choose-mma-schedule="rows-per-warp=24" -attnc-map-tile-to-mma 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Two warps (64 threads) for 32 query rows; K and V staged in shared memory
 // with rows padded from 64 to 72 elements; QKᵀ as 2 n8 tiles x 4 k16 steps
@@ -90,7 +90,7 @@
 // TWO-COUNT-4: nvvm.mma.sync
 // TWO: gpu.return
 
-// BAD: rows-per-warp must be 16 or 32, not 24
+// BAD: #tgpu.mma_schedule: rows_per_warp must be 16 or 32, not 24
 
 func.func @attention_fwd(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>)
     -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {

@@ -72,3 +72,15 @@ func.func @none(%p: tensor<64x64xf32>) {
   %a = tgpu.convert_layout %p : tensor<64x64xf32> -> tensor<64x64xf32, #tgpu.wgmma<warpgroups = 1>>
   return
 }
+
+// -----
+// expected-error @+1 {{#tgpu.mma_schedule: rows_per_warp must be 16 or 32, not 8}}
+func.func @mma_rows() attributes {tgpu.schedule = #tgpu.mma_schedule<rows_per_warp = 8, q_in_smem = false, kv_stages = 2, staging = padded, key_warps = 1>} { return }
+
+// -----
+// expected-error @+1 {{#tgpu.mma_schedule: kv_stages must be 2 to 4, not 5}}
+func.func @mma_stages() attributes {tgpu.schedule = #tgpu.mma_schedule<rows_per_warp = 16, q_in_smem = true, kv_stages = 5, staging = swizzled, key_warps = 1>} { return }
+
+// -----
+// expected-error @+1 {{#tgpu.mma_schedule: key_warps must be 1, 2, 4 or 8, not 6}}
+func.func @mma_key_warps() attributes {tgpu.schedule = #tgpu.mma_schedule<rows_per_warp = 16, q_in_smem = false, kv_stages = 2, staging = padded, key_warps = 6>} { return }
