@@ -1,32 +1,25 @@
-//===- RowwiseABI.h - the parameters of fused elementwise kernels -*- C++
-//-*-===//
+//===- RowwiseABI.h - the schedule of fused elementwise kernels -*- C++ -*-===//
 //
-// The contract between fused row kernels (`attnc-fuse-elementwise`) and the
-// runtime, launch rule `rowwise_v1`: one pointer per tensor (the kernel's
-// inputs, then its outputs, each named by its `tile.param`), then `rows`
-// (i64), then `<name>_stride` (i64, elements between rows) for every
-// `[rows, d]` tensor; `[d]` tensors (weights) have no stride. Grid:
-// (ceil(rows / block_m), 1, 1); block: block_n · block_m threads (block_n
-// threads per row, block_m rows per program).
+// Fused row kernels (`attnc-fuse-elementwise`) follow the launch rule
+// abi::kGridRuleRowwise, whose parameters and limits are attnc/abi's
+// (LaunchParams.h, GridRules.h); block: block_n · block_m threads (block_n
+// threads per row, block_m rows per program). This header holds the
+// compiler's choices for them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_COMPILER_ROWWISEABI_H
 #define ATTNC_COMPILER_ROWWISEABI_H
+
+#include "attnc/abi/GridRules.h"
+#include "attnc/abi/LaunchParams.h"
 
 #include <algorithm>
 #include <cstdint>
 
 namespace attnc {
 
-inline constexpr const char *kRowwiseRule = "rowwise_v1";
-
-/// Elements per vector access (16 bytes of a 16-bit type).
-inline constexpr int64_t kRowVector = 8;
-
-/// The longest row a row kernel takes (the runtime's kMaxHidden): each
-/// thread's share of a row is unrolled, so 10^9 elements compiled for
-/// minutes.
-inline constexpr int64_t kMaxRowLength = 65536;
+/// Elements per vector access (abi::kRowVectorBytes of a 16-bit type).
+inline constexpr int64_t kRowVector = abi::kRowVectorBytes / 2;
 
 struct RowSchedule {
   int64_t threadsPerRow = 1;

@@ -24,9 +24,6 @@
 
 using namespace mlir;
 
-static_assert(attnc::kMaxRowLength == attnc::kMaxHidden,
-              "the compiler and the runtime cap row lengths alike");
-
 namespace {
 
 DialectRegistry allDialects() {
@@ -135,7 +132,7 @@ compileRowKernel(const attnc::KernelSpec &spec) {
   int kernels = 0;
   module->walk([&](func::FuncOp fn) {
     auto launch = fn->getAttrOfType<tile::LaunchAttr>("tile.launch");
-    if (!launch || launch.getRule() != kRowwiseRule)
+    if (!launch || launch.getRule() != abi::kGridRuleRowwise)
       return;
     ++kernels;
     meta.entry = fn.getName().str();
@@ -153,7 +150,7 @@ compileRowKernel(const attnc::KernelSpec &spec) {
   if (kernels != 1)
     return fail("expected one row kernel, got " + std::to_string(kernels));
   meta.arch = spec.arch;
-  meta.gridRule = kRowwiseRule;
+  meta.gridRule = abi::kGridRuleRowwise;
   meta.dynamicSmem = 0; // reduction buffers are static shared memory
 
   ATTNC_ASSIGN_OR_RETURN(out.ptx,
@@ -187,7 +184,7 @@ compileKVAppend(const attnc::KernelSpec &spec) {
   KernelMetadata &meta = out.meta;
   module->walk([&](func::FuncOp fn) {
     auto launch = fn->getAttrOfType<tile::LaunchAttr>("tile.launch");
-    if (!launch || launch.getRule() != kKVAppendRule)
+    if (!launch || launch.getRule() != abi::kGridRuleKVAppend)
       return;
     meta.entry = fn.getName().str();
     meta.block = {launch.getBlockN() * launch.getBlockM(), 1, 1};
@@ -196,7 +193,7 @@ compileKVAppend(const attnc::KernelSpec &spec) {
   if (meta.entry.empty())
     return fail("no kv_append kernel");
   meta.arch = spec.arch;
-  meta.gridRule = kKVAppendRule;
+  meta.gridRule = abi::kGridRuleKVAppend;
   meta.params = kvAppendV1Params();
   ATTNC_ASSIGN_OR_RETURN(out.ptx,
                          session.lowerToPTX(*module, [](OpPassManager &pm) {
@@ -231,9 +228,9 @@ compileLseMerge(const attnc::KernelSpec &spec) {
   if (!info)
     return fail("the lse_merge kernel has no launch geometry");
   meta.block = {info->threads, 1, 1};
-  meta.blockM = kLseMergeRows;
+  meta.blockM = abi::kLseMergeRows;
   meta.dynamicSmem = info->dynamicSmem;
-  meta.gridRule = kLseMergeRule;
+  meta.gridRule = abi::kGridRuleLseMerge;
   meta.params = lseMergeV1Params();
   return out;
 }
@@ -406,30 +403,33 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
                        tgpu::stringifyRescale(tile.rescale).str() + ", grid " +
                        tgpu::stringifyGrid(tile.grid).str() + ", epilogue " +
                        tgpu::stringifyEpilogue(tile.epilogue).str();
-  // Persistent: the same parameters, another grid (LaunchABI.h).
-  meta.gridRule =
-      tile.persistent() ? kAttentionFwdPersistentRule : kAttentionFwdRule;
+  // Persistent: the same parameters, another grid (abi/GridRules.h).
+  meta.gridRule = tile.persistent() ? abi::kGridRuleAttentionFwdPersistent
+                                    : abi::kGridRuleAttentionFwd;
   meta.blockM = tile.blockM;
+  meta.blockN = tile.blockN;
   meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers
   meta.params = attentionFwdV1Params();
   // kv_sync "tma": the tensor maps the mapping appended (q_tmap, k_tmap,
   // v_tmap), each for boxes of the kernel's tile rows.
   if (choice.mapping == GPUMapping::WGMMA && tmaSchedule)
-    for (const char *name : kAttentionTensorMapParams)
-      meta.params.push_back(
-          {name, ParamKind::TensorMap,
-           name == kAttentionTensorMapParams[0] ? tile.blockM : tile.blockN});
+    for (const char *name : abi::kAttentionTensorMapParams)
+      meta.params.push_back({name, ParamKind::TensorMap,
+                             name == abi::kAttentionTensorMapParams[0]
+                                 ? tile.blockM
+                                 : tile.blockN});
   // epilogue "tma": O's tensor map after those (the mapping appends it
   // after v_tmap), boxes of one consumer warpgroup's rows.
   if (tile.epilogue == tgpu::Epilogue::tma)
-    meta.params.push_back({kAttentionOutputTensorMapParam, ParamKind::TensorMap,
-                           kAttentionOutputTensorMapBoxRows});
+    meta.params.push_back({abi::kAttentionOutputTensorMapParam,
+                           ParamKind::TensorMap,
+                           abi::kAttentionOutputTensorMapBoxRows});
   // Persistent blocks over items of equal KV length: the stream-K tail's
-  // schedule (i32) and workspace, last (Launch.h).
+  // schedule (i32) and workspace, last (abi/LaunchParams.h).
   if (gpu_emit::hasStreamK(*module, meta.entry)) {
-    for (const char *name : kAttentionStreamKParams)
+    for (const char *name : abi::kAttentionStreamKParams)
       meta.params.push_back({name, ParamKind::I32});
-    meta.params.push_back({kAttentionWorkspaceParam, ParamKind::Ptr});
+    meta.params.push_back({abi::kAttentionWorkspaceParam, ParamKind::Ptr});
   }
   return out;
 }
@@ -475,7 +475,7 @@ attnc::SpecCompiler::compileDecode(const KernelSpec &spec) {
                          }));
   KernelMetadata &meta = out.meta;
   int64_t rows = decodeSplitRows(spec);
-  meta.entry = "decode_split"; // and decode_combine (Decode.h)
+  meta.entry = "decode_split"; // and abi::kDecodeCombineEntry
   meta.arch = spec.arch;
   std::optional<gpu_emit::KernelLaunchInfo> info =
       gpu_emit::launchInfo(*module, meta.entry);
@@ -483,8 +483,11 @@ attnc::SpecCompiler::compileDecode(const KernelSpec &spec) {
     return fail("the decode split kernel has no launch geometry of one warp "
                 "per 16 packed query rows and key warp");
   meta.block = {info->threads, 1, 1};
-  meta.gridRule = kDecodeSplitRule;
+  meta.gridRule = abi::kGridRuleDecodeSplit;
   meta.blockM = rows;
+  // The split count is chosen at launch from these (decodeSplitsFor).
+  meta.blockN = tile.blockN;
+  meta.kvStages = tile.stages;
   meta.dynamicSmem = info->dynamicSmem; // K/V rings; the combine has none
   meta.params = decodeSplitV1Params();
   return out;

@@ -1,6 +1,7 @@
 //===- BuildElementwiseIR.cpp - attn IR of the named row kernels ----------===//
 #include "compiler/Frontend/BuildElementwiseIR.h"
 
+#include "attnc/abi/RowTensors.h"
 #include "attnc/runtime/Spec.h"
 #include "dialects/Attn/IR/AttnOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -41,9 +42,11 @@ attnc::buildElementwiseModule(MLIRContext &ctx,
     auto cT = RankedTensorType::get({dyn, rot}, elt);
     fn = func::FuncOp::create(b, loc, config.op,
                               b.getFunctionType({posT, qT, kT, cT}, {qT, kT}));
-    fn.setAllArgAttrs(ArrayRef<DictionaryAttr>{
-        name("positions"), name("query"), name("key"), name("cos_sin_cache")});
-    fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{name("query"), name("key")});
+    const auto &n = abi::kRopeTensors;
+    fn.setAllArgAttrs(ArrayRef<DictionaryAttr>{name(n[0]), name(n[1]),
+                                               name(n[2]), name(n[3])});
+    // Rotated in place: the results are query and key.
+    fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{name(n[1]), name(n[2])});
     Block *body = fn.addEntryBlock();
     b.setInsertionPointToStart(body);
     auto op = attn::RopeOp::create(
@@ -55,10 +58,11 @@ attnc::buildElementwiseModule(MLIRContext &ctx,
     auto wT = RankedTensorType::get({d}, elt);
     fn = func::FuncOp::create(
         b, loc, config.op, b.getFunctionType({rowT, rowT, wT}, {rowT, rowT}));
+    const auto &n = abi::kAddRmsNormTensors;
+    static_assert(abi::kAddRmsNormInputs == 3);
     fn.setAllArgAttrs(
-        ArrayRef<DictionaryAttr>{name("x"), name("residual"), name("weight")});
-    fn.setAllResultAttrs(
-        ArrayRef<DictionaryAttr>{name("out"), name("residual_out")});
+        ArrayRef<DictionaryAttr>{name(n[0]), name(n[1]), name(n[2])});
+    fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{name(n[3]), name(n[4])});
     Block *body = fn.addEntryBlock();
     b.setInsertionPointToStart(body);
     auto op = attn::AddRMSNormOp::create(
@@ -70,8 +74,10 @@ attnc::buildElementwiseModule(MLIRContext &ctx,
     auto xT = RankedTensorType::get({dyn, 2 * d}, elt);
     fn = func::FuncOp::create(b, loc, config.op,
                               b.getFunctionType({xT}, {rowT}));
-    fn.setAllArgAttrs(ArrayRef<DictionaryAttr>{name("x")});
-    fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{name("out")});
+    static_assert(abi::kGatedActInputs == 1);
+    fn.setAllArgAttrs(ArrayRef<DictionaryAttr>{name(abi::kGatedActTensors[0])});
+    fn.setAllResultAttrs(
+        ArrayRef<DictionaryAttr>{name(abi::kGatedActTensors[1])});
     Block *body = fn.addEntryBlock();
     b.setInsertionPointToStart(body);
     Value r = config.op == "silu_mul"

@@ -140,7 +140,7 @@ public:
     MLIRContext *ctx = &getContext();
     for (auto kernel : getOperation().getOps<func::FuncOp>()) {
       auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
-      if (!launch || launch.getRule() != kAttentionFwdRule)
+      if (!launch || launch.getRule() != abi::kGridRuleAttentionFwd)
         continue;
       auto emitError = [&] { return kernel.emitError(); };
       const tgpu::Grid blocks = grid;

@@ -35,7 +35,7 @@ public:
       if (auto launch =
               kernel->getAttrOfType<tile::LaunchAttr>("tile.launch")) {
         kernels.push_back({kernel, launch});
-        hasDecodeSplit |= launch.getRule() == kDecodeSplitRule;
+        hasDecodeSplit |= launch.getRule() == abi::kGridRuleDecodeSplit;
       }
     // Swizzled only when every staged row of the module's kernels is a
     // multiple of 64 elements (the XOR permutes 8 chunks of 16 bytes).
@@ -51,7 +51,9 @@ public:
           emitError, &getContext(), int64_t(rowsPerWarp), bool(qInSharedMemory),
           int64_t(kvStages),
           swizzle ? tgpu::Staging::swizzled : tgpu::Staging::padded,
-          launch.getRule() == kDecodeSplitRule ? int64_t(decodeKeyWarps) : 1);
+          launch.getRule() == abi::kGridRuleDecodeSplit
+              ? int64_t(decodeKeyWarps)
+              : 1);
       if (!schedule)
         return signalPassFailure();
       kernel->setAttr(tgpu::kScheduleAttrName, schedule);

@@ -7,6 +7,7 @@
 // splat when they meet a tile).
 //
 //===----------------------------------------------------------------------===//
+#include "attnc/abi/RowTensors.h"
 #include "compiler/RowwiseABI.h"
 #include "compiler/Transforms/Passes.h"
 
@@ -58,7 +59,7 @@ FailureOr<func::FuncOp> buildRopeKernel(func::FuncOp fn, attn::RopeOp rope,
               "(the kernel rotates query and key in place)";
   SmallVector<Value> ins = {rope.getPositions(), rope.getQuery(), rope.getKey(),
                             rope.getCosSinCache()};
-  const char *defaults[] = {"positions", "query", "key", "cos_sin_cache"};
+  const auto &defaults = abi::kRopeTensors;
   SmallVector<std::string> names;
   SmallVector<Type> argTypes;
   for (auto [i, v] : llvm::enumerate(ins)) {
@@ -81,16 +82,18 @@ FailureOr<func::FuncOp> buildRopeKernel(func::FuncOp fn, attn::RopeOp rope,
                                      FunctionType::get(ctx, argTypes, {}));
   const int64_t hs = rope.getHeadSize(), rot = rope.getRotaryDim();
   const bool neox = rope.getIsNeox();
-  kernel->setAttr("tile.launch", tile::LaunchAttr::get(
-                                     ctx, kRowwiseRule, schedule.rowsPerProgram,
-                                     schedule.threadsPerRow, 0));
+  kernel->setAttr("tile.launch",
+                  tile::LaunchAttr::get(ctx, abi::kGridRuleRowwise,
+                                        schedule.rowsPerProgram,
+                                        schedule.threadsPerRow, 0));
   kernel->setAttr("tile.row_length", b.getI64IntegerAttr(rot));
   for (unsigned i = 0; i < 4; ++i)
     kernel.setArgAttr(i, "tile.param", b.getStringAttr(names[i]));
-  kernel.setArgAttr(4, "tile.param", b.getStringAttr("rows"));
+  kernel.setArgAttr(4, "tile.param", b.getStringAttr(abi::kRowsParam));
   for (unsigned i = 1; i < 4; ++i)
-    kernel.setArgAttr(4 + i, "tile.param",
-                      b.getStringAttr(names[i] + "_stride"));
+    kernel.setArgAttr(
+        4 + i, "tile.param",
+        b.getStringAttr(names[i] + std::string(abi::kRowStrideSuffix)));
 
   Block *entry = kernel.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -503,16 +506,18 @@ FailureOr<func::FuncOp> RowKernelBuilder::build(RowSchedule schedule) {
   b.setInsertionPoint(fn);
   auto kernel = func::FuncOp::create(b, fn.getLoc(), fn.getName(),
                                      FunctionType::get(ctx, argTypes, {}));
-  kernel->setAttr("tile.launch", tile::LaunchAttr::get(
-                                     ctx, kRowwiseRule, schedule.rowsPerProgram,
-                                     schedule.threadsPerRow, 0));
+  kernel->setAttr("tile.launch",
+                  tile::LaunchAttr::get(ctx, abi::kGridRuleRowwise,
+                                        schedule.rowsPerProgram,
+                                        schedule.threadsPerRow, 0));
   kernel->setAttr("tile.row_length", b.getI64IntegerAttr(d));
   for (unsigned i = 0; i < numTensors; ++i)
     kernel.setArgAttr(i, "tile.param", b.getStringAttr(names[i]));
-  kernel.setArgAttr(numTensors, "tile.param", b.getStringAttr("rows"));
+  kernel.setArgAttr(numTensors, "tile.param", b.getStringAttr(abi::kRowsParam));
   for (auto [k, i] : llvm::enumerate(strided))
-    kernel.setArgAttr(numTensors + 1 + k, "tile.param",
-                      b.getStringAttr(names[i] + "_stride"));
+    kernel.setArgAttr(
+        numTensors + 1 + k, "tile.param",
+        b.getStringAttr(names[i] + std::string(abi::kRowStrideSuffix)));
 
   Block *entry = kernel.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -600,11 +605,11 @@ public:
       for (Type t : fn.getFunctionType().getResults())
         if (auto rt = dyn_cast<RankedTensorType>(t); rt && rt.getRank() == 2)
           d = rt.getDimSize(1);
-      if (d <= 0 || d % kRowVector != 0 || d > kMaxRowLength) {
+      if (d <= 0 || d % kRowVector != 0 || d > abi::kMaxRowLength) {
         fn.emitError() << "expected the row kernel's results to be [rows, d] "
                           "with d a multiple of "
                        << kRowVector << " (16-byte vectors) up to "
-                       << kMaxRowLength << ", got " << d;
+                       << abi::kMaxRowLength << ", got " << d;
         return signalPassFailure();
       }
       RowSchedule schedule = defaultRowSchedule(d);

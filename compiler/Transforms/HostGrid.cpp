@@ -59,10 +59,11 @@ public:
     if (!launch)
       return;
     StringRef rule = launch.getRule();
-    if (rule == kRowwiseRule || rule == kKVAppendRule)
+    if (rule == abi::kGridRuleRowwise || rule == abi::kGridRuleKVAppend)
       return runRowwise(fn);
-    if (rule != kAttentionFwdRule && rule != kDecodeSplitRule &&
-        rule != kDecodeCombineRule && rule != kLseMergeRule) {
+    if (rule != abi::kGridRuleAttentionFwd &&
+        rule != abi::kGridRuleDecodeSplit &&
+        rule != abi::kGridRuleDecodeCombine && rule != abi::kGridRuleLseMerge) {
       fn.emitError() << "attnc-host-grid does not know launch rule '" << rule
                      << "'";
       return signalPassFailure();
@@ -81,7 +82,7 @@ public:
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
     Value tiles =
-        rule == kDecodeSplitRule
+        rule == abi::kGridRuleDecodeSplit
             ? Value(idx("num_splits"))
             : Value(arith::CeilDivSIOp::create(
                   b, loc, idx("seq_q"),

@@ -271,7 +271,7 @@ def FuseElementwise : Pass<"attnc-fuse-elementwise", "mlir::ModuleOp"> {
     op works on 1-D tiles of the row in registers, row reductions are
     `tile.reduce_row`, and each result is stored once (`tile.store_row`).
     The kernel's arguments follow the `rowwise_v1` launch ABI (see
-    compiler/RowwiseABI.h); arguments are named by their `attn.param`
+    attnc/abi/LaunchParams.h); arguments are named by their `attn.param`
     attribute (default `in<i>` / `out<i>`).
   }];
   let options = [

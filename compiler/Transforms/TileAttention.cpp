@@ -97,10 +97,10 @@ func::FuncOp KernelBuilder::build(StringRef name) {
       b, loc, name,
       FunctionType::get(ctx, attentionFwdParamTypes(ctx, elt), {}));
   fn->setAttr("tile.launch",
-              tile::LaunchAttr::get(ctx, kAttentionFwdRule, blockM, blockN,
-                                    att.getNumHeads()));
-  for (auto [i, param] : llvm::enumerate(kAttentionFwdParams))
-    fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
+              tile::LaunchAttr::get(ctx, abi::kGridRuleAttentionFwd, blockM,
+                                    blockN, att.getNumHeads()));
+  for (auto [i, param] : llvm::enumerate(abi::kAttentionFwdParams))
+    fn.setArgAttr(i, "tile.param", b.getStringAttr(param.name));
 
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);

@@ -108,10 +108,11 @@ void DecodeBuilder::buildSplit(StringRef name) {
   auto fn = func::FuncOp::create(
       b, loc, name,
       FunctionType::get(ctx, decodeSplitParamTypes(ctx, elt), {}));
-  fn->setAttr("tile.launch",
-              tile::LaunchAttr::get(ctx, kDecodeSplitRule, rows, blockN, hkv));
-  for (auto [i, param] : llvm::enumerate(kDecodeSplitParams))
-    fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
+  fn->setAttr(
+      "tile.launch",
+      tile::LaunchAttr::get(ctx, abi::kGridRuleDecodeSplit, rows, blockN, hkv));
+  for (auto [i, param] : llvm::enumerate(abi::kDecodeSplitParams))
+    fn.setArgAttr(i, "tile.param", b.getStringAttr(param.name));
   // Two or more stages: the GPU mappings copy the next stages - 1 K/V
   // tiles (paged, length bounded) into rings while this one is computed.
   if (stages >= 2)
@@ -119,11 +120,12 @@ void DecodeBuilder::buildSplit(StringRef name) {
   fn->setAttr(kLiveRowsAttr, b.getI64IntegerAttr(group * maxQLen));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  // The kernel's parameters by their contract names (kDecodeSplitParams).
+  // The kernel's parameters by their contract names (abi::kDecodeSplitParams).
   auto param = [&](StringRef name) -> BlockArgument {
-    const auto *at = llvm::find(kDecodeSplitParams, name);
-    assert(at != kDecodeSplitParams.end() && "not a decode_split parameter");
-    return entry->getArgument(at - kDecodeSplitParams.begin());
+    size_t at = abi::indexOf(abi::kDecodeSplitParams, name);
+    assert(at < abi::kDecodeSplitParams.size() &&
+           "not a decode_split parameter");
+    return entry->getArgument(at);
   };
   auto arg = [&](StringRef name) { return index(param(name)); };
   Value batch = arg("batch"), seqQ = arg("seq_q"), splits = arg("num_splits");
@@ -192,8 +194,8 @@ void DecodeBuilder::buildSplit(StringRef name) {
   Value acc = fin.getAcc(), m = fin.getMax(), l = fin.getSum();
   fin.erase();
 
-  // write_o (Decode.h): 1 (one split) O in the input type and LSE straight
-  // into the caller's tensors; otherwise the f32 partials into the
+  // write_o (abi/GridRules.h): 1 (one split) O in the input type and LSE
+  // straight into the caller's tensors; otherwise the f32 partials into the
   // workspace, contiguous [splits · B, Hkv, G · seq_q(, D)], so that (split ·
   // B + b, kv_head) holds the group's rows, and with 2 the last program of
   // the group to store them merges them and writes O and LSE.
@@ -217,7 +219,7 @@ void DecodeBuilder::buildSplit(StringRef name) {
     if (lseOut)
       tile::StoreOp::create(b, loc, done.getLse(), lseOut, bIdx, kvHead, c0);
   };
-  auto ifOp = scf::IfOp::create(b, loc, writeMode(kDecodeWriteOneSplit),
+  auto ifOp = scf::IfOp::create(b, loc, writeMode(abi::kDecodeWriteOneSplit),
                                 /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -244,8 +246,9 @@ void DecodeBuilder::buildSplit(StringRef name) {
     // partials into its own state with the LSE weights (its (acc, m, l)
     // is already lse_accumulate's: o = acc / l, lse = m + log2 l), taking
     // them in the order split + 1, split + 2, ... (mod splits).
-    auto merge = scf::IfOp::create(b, loc, writeMode(kDecodeWriteLastSplit),
-                                   /*withElseRegion=*/false);
+    auto merge =
+        scf::IfOp::create(b, loc, writeMode(abi::kDecodeWriteLastSplit),
+                          /*withElseRegion=*/false);
     b.setInsertionPoint(merge.thenBlock()->getTerminator());
     Value counts =
         view(param("merge_counts"), {batch, attr(hkv)}, {attr(hkv), attr(1)});
@@ -279,14 +282,15 @@ void DecodeBuilder::buildSplit(StringRef name) {
 void DecodeBuilder::buildCombine(StringRef name) {
   MLIRContext *ctx = b.getContext();
   int64_t hq = op.getNumHeads();
-  constexpr int64_t rows = 16; // query rows of one head per program
+  constexpr int64_t rows = abi::kDecodeCombineRows; // of one head
   auto fn = func::FuncOp::create(
       b, loc, name,
       FunctionType::get(ctx, decodeCombineParamTypes(ctx, elt), {}));
-  fn->setAttr("tile.launch",
-              tile::LaunchAttr::get(ctx, kDecodeCombineRule, rows, 0, hq));
-  for (auto [i, param] : llvm::enumerate(kDecodeCombineParams))
-    fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
+  fn->setAttr(
+      "tile.launch",
+      tile::LaunchAttr::get(ctx, abi::kGridRuleDecodeCombine, rows, 0, hq));
+  for (auto [i, param] : llvm::enumerate(abi::kDecodeCombineParams))
+    fn.setArgAttr(i, "tile.param", b.getStringAttr(param.name));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto arg = [&](int i) { return index(entry->getArgument(i)); };
@@ -334,20 +338,21 @@ void DecodeBuilder::buildCombine(StringRef name) {
   func::ReturnOp::create(b, loc);
 }
 
-/// attn.lse_merge as a kernel: each program merges 16 rows of one head.
+/// attn.lse_merge as a kernel: each program merges abi::kLseMergeRows rows
+/// of one head.
 void buildLseMerge(OpBuilder &b, attn::LseMergeOp op, StringRef name) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
   auto oT = op.getOutputA().getType();
   Type elt = oT.getElementType();
   int64_t heads = oT.getDimSize(1), headDim = oT.getDimSize(3);
-  constexpr int64_t rows = 16;
+  constexpr int64_t rows = abi::kLseMergeRows;
   auto fn = func::FuncOp::create(
       b, loc, name, FunctionType::get(ctx, lseMergeParamTypes(ctx, elt), {}));
-  fn->setAttr("tile.launch",
-              tile::LaunchAttr::get(ctx, kLseMergeRule, rows, 0, heads));
-  for (auto [i, param] : llvm::enumerate(kLseMergeParams))
-    fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
+  fn->setAttr("tile.launch", tile::LaunchAttr::get(ctx, abi::kGridRuleLseMerge,
+                                                   rows, 0, heads));
+  for (auto [i, param] : llvm::enumerate(abi::kLseMergeParams))
+    fn.setArgAttr(i, "tile.param", b.getStringAttr(param.name));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto arg = [&](int i) {
@@ -434,12 +439,12 @@ void buildKVAppend(OpBuilder &b, attn::KVAppendOp op, StringRef name) {
   auto [threads, rowsPerProgram] = kvAppendSchedule(d);
   auto fn = func::FuncOp::create(
       b, loc, name, FunctionType::get(ctx, kvAppendParamTypes(ctx, elt), {}));
-  fn->setAttr(
-      "tile.launch",
-      tile::LaunchAttr::get(ctx, kKVAppendRule, rowsPerProgram, threads, hkv));
+  fn->setAttr("tile.launch",
+              tile::LaunchAttr::get(ctx, abi::kGridRuleKVAppend, rowsPerProgram,
+                                    threads, hkv));
   fn->setAttr("tile.row_length", b.getI64IntegerAttr(d));
-  for (auto [i, param] : llvm::enumerate(kKVAppendParams))
-    fn.setArgAttr(i, "tile.param", b.getStringAttr(param));
+  for (auto [i, param] : llvm::enumerate(abi::kKVAppendParams))
+    fn.setArgAttr(i, "tile.param", b.getStringAttr(param.name));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto index = [&](Value v) -> Value {

@@ -286,8 +286,12 @@ def decode_workspace(q, k_cache, block_table, *, max_kv_len, layout="NHD",
     if splits <= 0:
         # Same bound the runtime's heuristic uses at most (256 splits).
         splits = 256
+    # abi::decodeWorkspaceLayout (abi/include/attnc/abi/Workspace.h): the
+    # f32 partials o_part and lse_part, then the [B, Hkv] i64 merge
+    # counters, each 256-byte aligned.
     partial = splits * batch * heads * q_len
     need = ((partial * head_dim * 4 + 255) // 256 * 256
-            + (partial * 4 + 255) // 256 * 256)
-    del kv_heads, block_table, max_kv_len
+            + (partial * 4 + 255) // 256 * 256
+            + (batch * kv_heads * 8 + 255) // 256 * 256)
+    del block_table, max_kv_len
     return torch.empty(need, dtype=torch.uint8, device=q.device)

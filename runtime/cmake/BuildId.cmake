@@ -1,7 +1,7 @@
 # Writes OUTPUT with `#define ATTNC_BUILD_ID "..."`: the build id that goes
 # into every cache key. Unless OVERRIDE is set it hashes the sources that
-# decide generated code (compiler/ and dialects/), so editing the compiler
-# invalidates cached kernels, and two checkouts of the same sources (the
+# decide generated code (compiler/, dialects/ and the compiler/runtime
+# contract abi/), so editing the compiler invalidates cached kernels, and two checkouts of the same sources (the
 # build machine and a runtime-only GPU machine) agree on keys.
 # Run as: cmake -DSOURCE_DIR=... -DOUTPUT=... -DVERSION=... [-DOVERRIDE=...]
 #         -P BuildId.cmake
@@ -9,7 +9,7 @@ if(OVERRIDE)
   set(id "${OVERRIDE}")
 else()
   set(patterns)
-  foreach(dir compiler dialects)
+  foreach(dir abi compiler dialects)
     foreach(ext cpp cc c h hpp inc td mlir txt cmake)
       list(APPEND patterns "${SOURCE_DIR}/${dir}/*.${ext}")
     endforeach()

@@ -87,11 +87,11 @@ void pack(PackedParams &out, size_t i, int64_t v) {
 } // namespace
 
 std::vector<KernelParam> kvAppendV1Params() {
-  return contractParams(kKVAppendParamNames, kKVAppendPointerParams);
+  return contractParams(abi::kKVAppendParams);
 }
 
 std::vector<KernelParam> lseMergeV1Params() {
-  return contractParams(kLseMergeParamNames, kLseMergePointerParams);
+  return contractParams(abi::kLseMergeParams);
 }
 
 Status validateKVAppendArgs(const KernelSpec &spec, const KVAppendArgs &args) {
@@ -180,10 +180,12 @@ Status validateMergeArgs(const KernelSpec &spec, const MergeArgs &args) {
 Status planKVAppendLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                           const KVAppendArgs &args, PackedParams &params,
                           LaunchGeometry &geometry) {
-  const void *ptrs[kKVAppendPointerParams] = {
-      args.key.data, args.value.data, args.slotMapping, args.kCache.data,
-      args.vCache.data};
-  for (size_t i = 0; i < kKVAppendPointerParams; ++i)
+  // The values in abi::kKVAppendParams' order.
+  constexpr size_t kPointers = abi::leadingPointers(abi::kKVAppendParams);
+  const void *ptrs[kPointers] = {args.key.data, args.value.data,
+                                 args.slotMapping, args.kCache.data,
+                                 args.vCache.data};
+  for (size_t i = 0; i < kPointers; ++i)
     pack(params, i, ptrs[i]);
   const int64_t rows = args.key.shape[0] * spec.kvHeads;
   const int64_t ints[] = {rows,
@@ -198,9 +200,10 @@ Status planKVAppendLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                           args.vCache.stride[0],
                           args.vCache.stride[1],
                           args.vCache.stride[2]};
+  static_assert(kPointers + std::size(ints) == abi::kKVAppendParams.size());
   for (size_t i = 0; i < std::size(ints); ++i)
-    pack(params, kKVAppendPointerParams + i, ints[i]);
-  params.count = kKVAppendParamNames.size();
+    pack(params, kPointers + i, ints[i]);
+  params.count = abi::kKVAppendParams.size();
   const int64_t perBlock = meta.blockM > 0 ? meta.blockM : 1;
   const int64_t blocks = (rows + perBlock - 1) / perBlock;
   if (blocks > 0x7FFFFFFF)
@@ -217,10 +220,11 @@ Status planMergeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                        const MergeArgs &args, PackedParams &params,
                        LaunchGeometry &geometry) {
   const bool lse = args.lse.data != nullptr;
-  const void *ptrs[kLseMergePointerParams] = {args.oA.data, args.lseA.data,
-                                              args.oB.data, args.lseB.data,
-                                              args.o.data,  args.lse.data};
-  for (size_t i = 0; i < kLseMergePointerParams; ++i)
+  // The values in abi::kLseMergeParams' order.
+  constexpr size_t kPointers = abi::leadingPointers(abi::kLseMergeParams);
+  const void *ptrs[kPointers] = {args.oA.data,   args.lseA.data, args.oB.data,
+                                 args.lseB.data, args.o.data,    args.lse.data};
+  for (size_t i = 0; i < kPointers; ++i)
     pack(params, i, ptrs[i]);
   const TensorArg &oa = args.oA, &ob = args.oB, &o = args.o;
   const int64_t ints[] = {oa.shape[0],
@@ -240,10 +244,14 @@ Status planMergeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                           o.stride[2],
                           lse ? args.lse.stride[0] : 0,
                           lse ? args.lse.stride[1] : 0};
+  static_assert(kPointers + std::size(ints) == abi::kLseMergeParams.size());
   for (size_t i = 0; i < std::size(ints); ++i)
-    pack(params, kLseMergePointerParams + i, ints[i]);
-  params.count = kLseMergeParamNames.size();
-  geometry.grid = {uint32_t((oa.shape[2] + kLseMergeRows - 1) / kLseMergeRows),
+    pack(params, kPointers + i, ints[i]);
+  params.count = abi::kLseMergeParams.size();
+  // Programs of meta.blockM query rows of one head (abi::kLseMergeRows).
+  if (meta.blockM < 1)
+    return Status(ErrorCode::CacheCorrupt, "lse_merge kernel with block_m < 1");
+  geometry.grid = {uint32_t(abi::ceilDiv(oa.shape[2], meta.blockM)),
                    uint32_t(spec.heads), uint32_t(oa.shape[0])};
   for (int i = 0; i < 3; ++i)
     geometry.block[i] = uint32_t(meta.block[i]);

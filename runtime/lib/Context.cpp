@@ -267,10 +267,10 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
                               " differs from the spec's " + spec.arch));
   const bool decode = spec.op == "decode";
   if (isElementwiseOp(spec.op)) {
-    if (meta.gridRule != kGridRuleRowwiseV1 || meta.blockM < 1)
+    if (meta.gridRule != abi::kGridRuleRowwise || meta.blockM < 1)
       return context(
           Status(ErrorCode::Unsupported,
-                 "op " + spec.op + " needs grid rule " + kGridRuleRowwiseV1 +
+                 "op " + spec.op + " needs grid rule " + abi::kGridRuleRowwise +
                      " with block_m >= 1; metadata has '" + meta.gridRule +
                      "', block_m " + std::to_string(meta.blockM)));
     Result<std::vector<RowParamSlot>> plan = planRowParams(spec, meta.params);
@@ -280,7 +280,7 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
   } else if (spec.op == "kv_append" || spec.op == "lse_merge") {
     // Fixed contracts (CacheOps.h), packed in order.
     const bool append = spec.op == "kv_append";
-    const char *rule = append ? kGridRuleKVAppendV1 : kGridRuleLseMergeV1;
+    const char *rule = append ? abi::kGridRuleKVAppend : abi::kGridRuleLseMerge;
     if (meta.gridRule != rule ||
         meta.params != (append ? kvAppendV1Params() : lseMergeV1Params()) ||
         meta.blockM < 1)
@@ -291,19 +291,20 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
                                 meta.gridRule + "'"));
   } else if (decode) {
     // Decode's parameters are a fixed contract (Decode.h), packed in order.
-    if (meta.gridRule != kGridRuleDecodeSplit ||
+    if (meta.gridRule != abi::kGridRuleDecodeSplit ||
         meta.params != decodeSplitV1Params())
-      return context(Status(
-          ErrorCode::Unsupported,
-          "op decode needs grid rule " + std::string(kGridRuleDecodeSplit) +
-              " and its parameter list; metadata has '" + meta.gridRule + "'"));
+      return context(Status(ErrorCode::Unsupported,
+                            "op decode needs grid rule " +
+                                std::string(abi::kGridRuleDecodeSplit) +
+                                " and its parameter list; metadata has '" +
+                                meta.gridRule + "'"));
   } else {
     // One program per item or persistent programs: the same parameters.
-    if (!isAttentionFwdGridRule(meta.gridRule) || meta.blockM < 1)
+    if (!abi::isAttentionFwdGridRule(meta.gridRule) || meta.blockM < 1)
       return context(Status(
           ErrorCode::Unsupported,
-          "op " + spec.op + " needs grid rule " + kGridRuleAttentionFwdV1 +
-              " or " + kGridRuleAttentionFwdPersistentV1 +
+          "op " + spec.op + " needs grid rule " + abi::kGridRuleAttentionFwd +
+              " or " + abi::kGridRuleAttentionFwdPersistent +
               " with block_m >= 1; metadata has '" + meta.gridRule +
               "', block_m " + std::to_string(meta.blockM)));
     Result<std::vector<ParamSlot>> plan = planAttentionParams(meta.params);
@@ -341,11 +342,11 @@ Result<std::unique_ptr<Kernel>> Context::loadKernel(const KernelSpec &spec,
     return fail(driver_->check(result, "cuModuleGetFunction"));
   if (decode) {
     result = driver_->cuModuleGetFunction(&kernel->combine_, kernel->module_,
-                                          kDecodeCombineEntry);
+                                          abi::kDecodeCombineEntry);
     if (result != CUDA_SUCCESS)
-      return fail(driver_->check(result, "cuModuleGetFunction(" +
-                                             std::string(kDecodeCombineEntry) +
-                                             ")"));
+      return fail(driver_->check(
+          result, "cuModuleGetFunction(" +
+                      std::string(abi::kDecodeCombineEntry) + ")"));
   }
   // A kernel opts in to its dynamic shared memory, once: above 48 KiB it
   // must, and at exactly 48 KiB so must it when it has any static shared
@@ -554,7 +555,7 @@ Status Context::launch(const Kernel &kernel, const RowArgs &args,
 
 Result<size_t> Context::workspaceSize(const Kernel &kernel,
                                       const AttentionArgs &args) const {
-  if (kernel.combine_ || !isAttentionFwdGridRule(kernel.meta_.gridRule))
+  if (kernel.combine_ || !abi::isAttentionFwdGridRule(kernel.meta_.gridRule))
     return size_t(0);
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
   ATTNC_ASSIGN_OR_RETURN(
@@ -574,7 +575,7 @@ Result<size_t> Context::decodeWorkspaceSize(const Kernel &kernel,
   if (args.q.shape[0] < 1 || args.q.shape[2] < 1)
     return Status(ErrorCode::InvalidArgument,
                   "decode workspace size: q's batch and seq_q must be >= 1");
-  int64_t splits = decodeSplitsFor(kernel.spec_, args, smCount_,
+  int64_t splits = decodeSplitsFor(kernel.spec_, kernel.meta_, args, smCount_,
                                    kernel.decodeResidentPerSm_);
   return decodeWorkspaceBytes(kernel.spec_, args.q.shape[0], args.q.shape[2],
                               splits);

@@ -53,23 +53,11 @@ Status expect(const char *name, const TensorArg &t, int d, int64_t expected,
   return Status::ok();
 }
 
-size_t alignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
-
-// Byte offsets of the workspace's regions (Decode.h): the f32 partials
-// o_part and lse_part, then the [B, Hkv] i64 merge counters, each 256-byte
-// aligned; `total` is the workspace's size.
-struct WorkspaceLayout {
-  size_t lsePart, mergeCounts, total;
-};
-
-WorkspaceLayout workspaceLayout(const KernelSpec &spec, int64_t batch,
-                                int64_t seqQ, int64_t splits) {
-  const size_t rows = size_t(splits) * batch * spec.heads * seqQ;
-  WorkspaceLayout w;
-  w.lsePart = alignUp(rows * spec.headDim * 4, 256);
-  w.mergeCounts = w.lsePart + alignUp(rows * 4, 256);
-  w.total = w.mergeCounts + alignUp(size_t(batch) * spec.kvHeads * 8, 256);
-  return w;
+abi::DecodeWorkspaceLayout workspaceLayout(const KernelSpec &spec,
+                                           int64_t batch, int64_t seqQ,
+                                           int64_t splits) {
+  return abi::decodeWorkspaceLayout(splits, batch, spec.heads, spec.kvHeads,
+                                    seqQ, spec.headDim);
 }
 
 void packPointer(PackedParams &out, size_t i, const void *p) {
@@ -125,11 +113,9 @@ int64_t chooseDecodeSplits(int64_t batch, int64_t kvHeads, int64_t maxKvLen,
   return bestSplits;
 }
 
-int decodeProgramsPerSm(const KernelSpec &spec) {
-  const int64_t stages =
-      spec.tuning.stages > 0 ? spec.tuning.stages : kDecodeDefaultStages;
-  const int64_t inFlight = std::max<int64_t>(1, stages - 1) *
-                           std::max<int64_t>(1, decodeBlockN(spec));
+int decodeProgramsPerSm(int64_t blockN, int64_t kvStages) {
+  const int64_t inFlight =
+      std::max<int64_t>(1, kvStages - 1) * std::max<int64_t>(1, blockN);
   // A block that keeps the SM's share in flight by itself (a wide tile, as
   // several warps along the keys take) is one per SM.
   if (inFlight >= kDecodeRowsInFlightPerSm)
@@ -139,13 +125,14 @@ int decodeProgramsPerSm(const KernelSpec &spec) {
   return int(std::clamp<int64_t>(programs, 2, kDecodeProgramsPerSm));
 }
 
-int64_t decodeSplitsFor(const KernelSpec &spec, const DecodeArgs &args,
-                        int smCount, int slotsPerSm) {
+int64_t decodeSplitsFor(const KernelSpec &spec, const KernelMetadata &meta,
+                        const DecodeArgs &args, int smCount, int slotsPerSm) {
   return args.numSplits > 0
              ? args.numSplits
              : chooseDecodeSplits(
                    args.q.shape[0], spec.kvHeads, args.maxKvLen, smCount,
-                   slotsPerSm, decodeProgramsPerSm(spec), decodeBlockN(spec));
+                   slotsPerSm, decodeProgramsPerSm(meta.blockN, meta.kvStages),
+                   meta.blockN);
 }
 
 int decodeResidentPerSm(int regsPerThread, int threads, int64_t sharedBytes) {
@@ -162,7 +149,7 @@ int decodeResidentPerSm(int regsPerThread, int threads, int64_t sharedBytes) {
 
 size_t decodeWorkspaceBytes(const KernelSpec &spec, int64_t batch, int64_t seqQ,
                             int64_t splits) {
-  return workspaceLayout(spec, batch, seqQ, splits).total;
+  return size_t(workspaceLayout(spec, batch, seqQ, splits).total);
 }
 
 uint32_t nextDecodeMergeTicket() {
@@ -179,11 +166,11 @@ uint32_t nextDecodeMergeTicket() {
 }
 
 std::vector<KernelParam> decodeSplitV1Params() {
-  return contractParams(kDecodeSplitParamNames, kDecodeSplitPointerParams);
+  return contractParams(abi::kDecodeSplitParams);
 }
 
 std::vector<KernelParam> decodeCombineV1Params() {
-  return contractParams(kDecodeCombineParamNames, kDecodeCombinePointerParams);
+  return contractParams(abi::kDecodeCombineParams);
 }
 
 Status validateDecodeArgs(const KernelSpec &spec, const DecodeArgs &args) {
@@ -229,7 +216,7 @@ Status validateDecodeArgs(const KernelSpec &spec, const DecodeArgs &args) {
     return bad("max_blocks must be >= 1 (got " + str(args.maxBlocks) + ")");
   if (!args.kvLens || !aligned(args.kvLens, 4))
     return bad("kv_lens: data pointer is null or not 4-byte aligned");
-  if (args.maxBlocks > kMaxSeqLen / spec.pageSize)
+  if (args.maxBlocks > abi::kMaxSeqLen / spec.pageSize)
     return bad("max_blocks " + str(args.maxBlocks) + " x page_size " +
                str(spec.pageSize) +
                ": sequences longer than 2^30 are not supported");
@@ -258,8 +245,9 @@ Status validateDecodeArgs(const KernelSpec &spec, const DecodeArgs &args) {
                str(args.numSplits) + ")");
   if (!args.workspace)
     return bad("workspace: data pointer is null (ask for its size first)");
-  if (!aligned(args.workspace, 256))
-    return bad("workspace: data pointer is not 256-byte aligned");
+  if (!aligned(args.workspace, abi::kWorkspaceAlign))
+    return bad("workspace: data pointer is not " + str(abi::kWorkspaceAlign) +
+               "-byte aligned");
   return Status::ok();
 }
 
@@ -268,9 +256,10 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                         DecodeLaunchPlan &out, int slotsPerSm,
                         uint32_t ticket) {
   const int64_t batch = args.q.shape[0], seqQ = args.q.shape[2];
-  const int64_t splits = decodeSplitsFor(spec, args, smCount, slotsPerSm);
-  const WorkspaceLayout layout = workspaceLayout(spec, batch, seqQ, splits);
-  const size_t needed = layout.total;
+  const int64_t splits = decodeSplitsFor(spec, meta, args, smCount, slotsPerSm);
+  const abi::DecodeWorkspaceLayout layout =
+      workspaceLayout(spec, batch, seqQ, splits);
+  const size_t needed = size_t(layout.total);
   if (args.workspaceBytes < needed)
     return bad("workspace has " + std::to_string(args.workspaceBytes) +
                " bytes; " + str(splits) + " splits need " +
@@ -278,28 +267,31 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
   if (batch > 65535 || spec.heads > 65535)
     return bad("batch " + str(batch) + " exceeds CUDA's grid z limit");
   char *ws = static_cast<char *>(args.workspace);
-  void *oPart = ws;
-  void *lsePart = ws + layout.lsePart;
-  void *mergeCounts = ws + layout.mergeCounts;
+  void *oPart = ws + layout.oPart.offset;
+  void *lsePart = ws + layout.lsePart.offset;
+  void *mergeCounts = ws + layout.mergeCounts.offset;
 
   // One split writes O itself when o and lse hold each KV head's group of
-  // rows as one strided matrix, as q does (see Decode.h).
+  // rows as one strided matrix, as q does (abi::kDecodeWriteOneSplit).
   const bool lse = args.lse.data != nullptr;
   const bool groupRowsO =
       seqQ == 1 || (args.o.stride[1] == seqQ * args.o.stride[2] &&
                     (!lse || args.lse.stride[1] == seqQ));
-  out.writeO = !groupRowsO   ? kDecodeWriteCombine
-               : splits == 1 ? kDecodeWriteOneSplit
+  out.writeO = !groupRowsO   ? abi::kDecodeWriteCombine
+               : splits == 1 ? abi::kDecodeWriteOneSplit
                : args.combineKernel || splits > kDecodeMergeMaxSplits
-                   ? kDecodeWriteCombine
-                   : kDecodeWriteLastSplit;
+                   ? abi::kDecodeWriteCombine
+                   : abi::kDecodeWriteLastSplit;
 
-  const void *splitPtrs[kDecodeSplitPointerParams] = {
-      args.q.data,     args.kCache.data, args.vCache.data,
-      args.blockTable, args.kvLens,      oPart,
-      lsePart,         args.o.data,      args.lse.data,
-      mergeCounts};
-  for (size_t i = 0; i < kDecodeSplitPointerParams; ++i)
+  // The values in abi::kDecodeSplitParams' order.
+  constexpr size_t kSplitPointers =
+      abi::leadingPointers(abi::kDecodeSplitParams);
+  const void *splitPtrs[kSplitPointers] = {args.q.data,      args.kCache.data,
+                                           args.vCache.data, args.blockTable,
+                                           args.kvLens,      oPart,
+                                           lsePart,          args.o.data,
+                                           args.lse.data,    mergeCounts};
+  for (size_t i = 0; i < kSplitPointers; ++i)
     packPointer(out.split, i, splitPtrs[i]);
   const int64_t splitInts[] = {batch,
                                seqQ,
@@ -322,15 +314,17 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                                lse ? args.lse.stride[1] : 0,
                                out.writeO,
                                int64_t(ticket)};
-  static_assert(std::size(splitInts) + kDecodeSplitPointerParams ==
-                kDecodeSplitParamNames.size());
+  static_assert(std::size(splitInts) + kSplitPointers ==
+                abi::kDecodeSplitParams.size());
   for (size_t i = 0; i < std::size(splitInts); ++i)
-    packInt(out.split, kDecodeSplitPointerParams + i, splitInts[i]);
-  out.split.count = kDecodeSplitParamNames.size();
+    packInt(out.split, kSplitPointers + i, splitInts[i]);
+  out.split.count = abi::kDecodeSplitParams.size();
 
-  const void *combinePtrs[kDecodeCombinePointerParams] = {
-      oPart, lsePart, args.o.data, args.lse.data};
-  for (size_t i = 0; i < kDecodeCombinePointerParams; ++i)
+  constexpr size_t kCombinePointers =
+      abi::leadingPointers(abi::kDecodeCombineParams);
+  const void *combinePtrs[kCombinePointers] = {oPart, lsePart, args.o.data,
+                                               args.lse.data};
+  for (size_t i = 0; i < kCombinePointers; ++i)
     packPointer(out.combine, i, combinePtrs[i]);
   const int64_t combineInts[] = {batch,
                                  seqQ,
@@ -340,9 +334,11 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
                                  args.o.stride[2],
                                  lse ? args.lse.stride[0] : 0,
                                  lse ? args.lse.stride[1] : 0};
+  static_assert(std::size(combineInts) + kCombinePointers ==
+                abi::kDecodeCombineParams.size());
   for (size_t i = 0; i < std::size(combineInts); ++i)
-    packInt(out.combine, kDecodeCombinePointerParams + i, combineInts[i]);
-  out.combine.count = kDecodeCombineParamNames.size();
+    packInt(out.combine, kCombinePointers + i, combineInts[i]);
+  out.combine.count = abi::kDecodeCombineParams.size();
 
   out.splitGeometry.grid = {uint32_t(splits), uint32_t(spec.kvHeads),
                             uint32_t(batch)};
@@ -350,9 +346,9 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
     out.splitGeometry.block[i] = uint32_t(meta.block[i]);
   out.splitGeometry.dynamicSmem = uint32_t(meta.dynamicSmem);
   out.combineGeometry.grid = {
-      uint32_t((seqQ + kDecodeCombineRows - 1) / kDecodeCombineRows),
+      uint32_t(abi::ceilDiv(seqQ, abi::kDecodeCombineRows)),
       uint32_t(spec.heads), uint32_t(batch)};
-  out.combineGeometry.block = {uint32_t(kDecodeCombineThreads), 1, 1};
+  out.combineGeometry.block = {uint32_t(abi::kDecodeCombineThreads), 1, 1};
   return Status::ok();
 }
 

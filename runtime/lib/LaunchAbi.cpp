@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 namespace attnc {
@@ -15,62 +16,57 @@ namespace {
 // What the value behind each known parameter name is.
 enum class ValueType { Pointer, Integer, Float, TensorMap };
 
+ValueType valueType(abi::ParamType type) {
+  switch (type) {
+  case abi::ParamType::I64:
+  case abi::ParamType::I32:
+    return ValueType::Integer;
+  case abi::ParamType::F32:
+    return ValueType::Float;
+  case abi::ParamType::TensorMap:
+    return ValueType::TensorMap;
+  default:
+    return ValueType::Pointer;
+  }
+}
+
+// ParamSource lists the contract's parameters, then the optional ones, in
+// the abi tables' order.
+constexpr size_t kContractParams = abi::kAttentionFwdParams.size();
+static_assert(size_t(ParamSource::Workspace) + 1 ==
+                  kContractParams + abi::kAttentionOptionalParams.size(),
+              "ParamSource follows abi::kAttentionFwdParams and "
+              "abi::kAttentionOptionalParams");
+static_assert(
+    abi::kAttentionOptionalParams[size_t(ParamSource::Scale) - kContractParams]
+            .name == "scale" &&
+    abi::kAttentionOptionalParams[size_t(ParamSource::QTensorMap) -
+                                  kContractParams]
+            .name == abi::kAttentionTensorMapParams[0] &&
+    abi::kAttentionOptionalParams[size_t(ParamSource::SkRounds) -
+                                  kContractParams]
+            .name == abi::kAttentionStreamKParams[0] &&
+    abi::kAttentionOptionalParams[size_t(ParamSource::Workspace) -
+                                  kContractParams]
+            .name == abi::kAttentionWorkspaceParam);
+
 struct NamedSource {
   std::string_view name;
   ParamSource source;
   ValueType type;
 };
 
-// The order of the first 22 entries is the attention_fwd_v1 contract.
-constexpr NamedSource kSources[] = {
-    {"q", ParamSource::Q, ValueType::Pointer},
-    {"k", ParamSource::K, ValueType::Pointer},
-    {"v", ParamSource::V, ValueType::Pointer},
-    {"o", ParamSource::O, ValueType::Pointer},
-    {"lse", ParamSource::Lse, ValueType::Pointer},
-    {"batch", ParamSource::Batch, ValueType::Integer},
-    {"seq_q", ParamSource::SeqQ, ValueType::Integer},
-    {"seq_kv", ParamSource::SeqKv, ValueType::Integer},
-    {"q_stride_b", ParamSource::QStrideB, ValueType::Integer},
-    {"q_stride_h", ParamSource::QStrideH, ValueType::Integer},
-    {"q_stride_s", ParamSource::QStrideS, ValueType::Integer},
-    {"k_stride_b", ParamSource::KStrideB, ValueType::Integer},
-    {"k_stride_h", ParamSource::KStrideH, ValueType::Integer},
-    {"k_stride_s", ParamSource::KStrideS, ValueType::Integer},
-    {"v_stride_b", ParamSource::VStrideB, ValueType::Integer},
-    {"v_stride_h", ParamSource::VStrideH, ValueType::Integer},
-    {"v_stride_s", ParamSource::VStrideS, ValueType::Integer},
-    {"o_stride_b", ParamSource::OStrideB, ValueType::Integer},
-    {"o_stride_h", ParamSource::OStrideH, ValueType::Integer},
-    {"o_stride_s", ParamSource::OStrideS, ValueType::Integer},
-    {"lse_stride_b", ParamSource::LseStrideB, ValueType::Integer},
-    {"lse_stride_h", ParamSource::LseStrideH, ValueType::Integer},
-    {"scale", ParamSource::Scale, ValueType::Float},
-    {"softcap", ParamSource::Softcap, ValueType::Float},
-    {kAttentionTensorMapParams[0], ParamSource::QTensorMap,
-     ValueType::TensorMap},
-    {kAttentionTensorMapParams[1], ParamSource::KTensorMap,
-     ValueType::TensorMap},
-    {kAttentionTensorMapParams[2], ParamSource::VTensorMap,
-     ValueType::TensorMap},
-    {kAttentionOutputTensorMapParam, ParamSource::OTensorMap,
-     ValueType::TensorMap},
-    {kAttentionStreamKParams[0], ParamSource::SkRounds, ValueType::Integer},
-    {kAttentionStreamKParams[1], ParamSource::SkRoundRem, ValueType::Integer},
-    {kAttentionStreamKParams[2], ParamSource::SkUnits, ValueType::Integer},
-    {kAttentionStreamKParams[3], ParamSource::SkUnitsRem, ValueType::Integer},
-    {kAttentionStreamKParams[4], ParamSource::SkTiles, ValueType::Integer},
-    {kAttentionStreamKParams[5], ParamSource::SkTilesMul, ValueType::Integer},
-    {kAttentionStreamKParams[6], ParamSource::SkTilesShr, ValueType::Integer},
-    {kAttentionWorkspaceParam, ParamSource::Workspace, ValueType::Pointer},
-};
-constexpr size_t kContractParams = 22;
-
-const NamedSource *findSource(std::string_view name) {
-  for (const NamedSource &source : kSources)
-    if (source.name == name)
-      return &source;
-  return nullptr;
+std::optional<NamedSource> findSource(std::string_view name) {
+  size_t i = abi::indexOf(abi::kAttentionFwdParams, name);
+  if (i < kContractParams)
+    return NamedSource{abi::kAttentionFwdParams[i].name, ParamSource(i),
+                       valueType(abi::kAttentionFwdParams[i].type)};
+  size_t j = abi::indexOf(abi::kAttentionOptionalParams, name);
+  if (j < abi::kAttentionOptionalParams.size())
+    return NamedSource{abi::kAttentionOptionalParams[j].name,
+                       ParamSource(kContractParams + j),
+                       valueType(abi::kAttentionOptionalParams[j].type)};
+  return std::nullopt;
 }
 
 bool kindFits(ValueType type, ParamKind kind) {
@@ -175,10 +171,24 @@ int64_t integerValue(ParamSource source, const AttentionArgs &args,
   }
 }
 
-/// The CUtensorMap of a [B, H, S, D] view for TMA copies of 64 columns x
-/// `boxRows` rows with the 128-byte swizzle (the layout the wgmma
-/// descriptors read); rows past S read as zeros, and a store (O's map)
+/// The CUtensorMap of a [B, H, S, D] view for TMA copies of boxes of
+/// abi::kTensorMapBoxCols columns x `boxRows` rows in abi::kTensorMapSwizzle
+/// (abi/TensorMaps.h); rows past S read as zeros, and a store (O's map)
 /// leaves them unwritten.
+CUtensorMapSwizzle swizzleMode(abi::TensorMapSwizzle swizzle) {
+  switch (swizzle) {
+  case abi::TensorMapSwizzle::None:
+    return CU_TENSOR_MAP_SWIZZLE_NONE;
+  case abi::TensorMapSwizzle::B32:
+    return CU_TENSOR_MAP_SWIZZLE_32B;
+  case abi::TensorMapSwizzle::B64:
+    return CU_TENSOR_MAP_SWIZZLE_64B;
+  case abi::TensorMapSwizzle::B128:
+    break;
+  }
+  return CU_TENSOR_MAP_SWIZZLE_128B;
+}
+
 Status encodeTensorMap(const DriverApi *driver, std::string_view name,
                        const TensorArg &view, bool bf16, int64_t boxRows,
                        void *out) {
@@ -189,7 +199,8 @@ Status encodeTensorMap(const DriverApi *driver, std::string_view name,
                   "this kernel copies by TMA (tuning.kv_sync \"tma\"), which "
                   "needs the driver's cuTensorMapEncodeTiled (CUDA 12 or "
                   "newer); it is missing");
-  constexpr int64_t kElem = 2, kAlign = 16;
+  constexpr int64_t kElem = abi::kTensorMapElementBytes,
+                    kAlign = abi::kTensorMapAlignBytes;
   if (reinterpret_cast<uintptr_t>(view.data) % kAlign)
     return Status(ErrorCode::InvalidArgument,
                   what() + ": TMA needs the base address 16-byte aligned");
@@ -206,7 +217,8 @@ Status encodeTensorMap(const DriverApi *driver, std::string_view name,
     if (d == 0)
       continue;
     int64_t bytes = extent <= 1 ? packed : view.stride[3 - d] * kElem;
-    if (bytes <= 0 || bytes % kAlign || bytes >= (int64_t(1) << 40))
+    if (bytes <= 0 || bytes % kAlign ||
+        bytes >= abi::kTensorMapStrideLimitBytes)
       return Status(ErrorCode::InvalidArgument,
                     what() +
                         ": TMA needs every stride a positive multiple of " +
@@ -215,13 +227,14 @@ Status encodeTensorMap(const DriverApi *driver, std::string_view name,
     strides[d - 1] = cuuint64_t(bytes);
     packed = std::max(packed, bytes * std::max<int64_t>(1, extent));
   }
-  cuuint32_t box[4] = {64, cuuint32_t(boxRows), 1, 1};
+  cuuint32_t box[4] = {cuuint32_t(abi::kTensorMapBoxCols), cuuint32_t(boxRows),
+                       1, 1};
   cuuint32_t elementStrides[4] = {1, 1, 1, 1};
   CUresult r = driver->cuTensorMapEncodeTiled(
       static_cast<CUtensorMap *>(out),
       bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
       4, const_cast<void *>(view.data), dims, strides, box, elementStrides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, swizzleMode(abi::kTensorMapSwizzle),
       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return driver->check(r, "cuTensorMapEncodeTiled (" + what() + ")");
@@ -231,12 +244,7 @@ Status encodeTensorMap(const DriverApi *driver, std::string_view name,
 } // namespace
 
 std::vector<KernelParam> attentionFwdV1Params() {
-  std::vector<KernelParam> params;
-  for (size_t i = 0; i < kContractParams; ++i)
-    params.push_back({std::string(kSources[i].name),
-                      kSources[i].type == ValueType::Pointer ? ParamKind::Ptr
-                                                             : ParamKind::I64});
-  return params;
+  return contractParams(abi::kAttentionFwdParams);
 }
 
 Result<std::vector<ParamSlot>>
@@ -248,7 +256,7 @@ planAttentionParams(const std::vector<KernelParam> &params) {
                       std::to_string(kMaxKernelParams));
   std::vector<ParamSlot> plan;
   for (const KernelParam &param : params) {
-    const NamedSource *source = findSource(param.name);
+    std::optional<NamedSource> source = findSource(param.name);
     if (!source)
       return Status(ErrorCode::Unsupported,
                     "kernel parameter '" + param.name +
@@ -326,8 +334,8 @@ Status packAttentionParams(const std::vector<ParamSlot> &plan,
 Result<LaunchGeometry> attentionGeometry(const KernelMetadata &meta,
                                          const AttentionArgs &args,
                                          int smCount) {
-  const bool persistent = meta.gridRule == kGridRuleAttentionFwdPersistentV1;
-  if (!persistent && meta.gridRule != kGridRuleAttentionFwdV1)
+  const bool persistent = meta.gridRule == abi::kGridRuleAttentionFwdPersistent;
+  if (!persistent && meta.gridRule != abi::kGridRuleAttentionFwd)
     return Status(ErrorCode::Unsupported,
                   "unknown grid rule '" + meta.gridRule + "'");
   if (meta.blockM < 1)
@@ -393,19 +401,9 @@ size_t attentionWorkspaceBytes(const std::vector<ParamSlot> &plan,
   });
   if (!takesOne)
     return 0;
-  return static_cast<size_t>(streamKWorkspaceBytes(
-      geometry.grid[0], std::max<int64_t>(1, meta.blockM / 64), spec.headDim));
-}
-
-std::pair<uint32_t, uint32_t> unsignedDivisor(uint32_t d) {
-  // CUTLASS's FastDivmod construction: p = 31 + ceil(log2 d), m =
-  // ceil(2^p / d) (< 2^32 as 2^ceil(log2 d) < 2d); exact for x < 2^31.
-  uint32_t log2 = 0;
-  while ((uint64_t(1) << log2) < d)
-    ++log2;
-  uint32_t p = 31 + log2;
-  uint64_t m = ((uint64_t(1) << p) + d - 1) / d;
-  return {static_cast<uint32_t>(m), p - 32};
+  return static_cast<size_t>(
+      abi::streamKWorkspaceLayout(geometry.grid[0], meta.blockM, spec.headDim)
+          .total);
 }
 
 StreamKSchedule streamKSchedule(int64_t items, int64_t blocks, int64_t tiles,
@@ -417,10 +415,10 @@ StreamKSchedule streamKSchedule(int64_t items, int64_t blocks, int64_t tiles,
   int64_t rest = items % blocks;
   int64_t units = rest * tiles;
   sk.tiles = tiles;
-  if (tiles > 1 && tiles <= INT32_MAX) {
-    auto [mul, shr] = unsignedDivisor(static_cast<uint32_t>(tiles));
-    sk.tilesMul = static_cast<int32_t>(mul); // the same bits as an i32
-    sk.tilesShr = shr;
+  if (tiles <= INT32_MAX) {
+    abi::MagicDivisor div = abi::magicDivisor(static_cast<uint32_t>(tiles));
+    sk.tilesMul = static_cast<int32_t>(div.mul); // the same bits as an i32
+    sk.tilesShr = div.shr;
   }
   if (tail && rest > 0 && tiles <= INT32_MAX && units < (int64_t(1) << 31)) {
     sk.units = units / blocks;
@@ -454,7 +452,7 @@ StreamKSchedule attentionStreamKSchedule(const std::vector<ParamSlot> &plan,
 Status checkAttentionWorkspace(const AttentionArgs &args, size_t needed) {
   if (!args.workspace || needed == 0)
     return Status::ok();
-  if (reinterpret_cast<uintptr_t>(args.workspace) % 256 != 0)
+  if (reinterpret_cast<uintptr_t>(args.workspace) % abi::kWorkspaceAlign != 0)
     return Status(ErrorCode::InvalidArgument,
                   "workspace: data pointer is not 256-byte aligned");
   if (args.workspaceBytes < needed)

@@ -2,6 +2,8 @@
 
 #include "attnc/runtime/Metadata.h"
 
+#include "attnc/abi/GridRules.h"
+#include "attnc/abi/TensorMaps.h"
 #include "attnc/runtime/JsonReader.h"
 
 #include <cctype>
@@ -35,7 +37,7 @@ std::optional<ParamKind> parseParamKind(std::string_view name) {
 
 size_t paramKindSize(ParamKind kind) {
   if (kind == ParamKind::TensorMap)
-    return 128; // sizeof(CUtensorMap)
+    return size_t(abi::kTensorMapBytes);
   return kind == ParamKind::Ptr || kind == ParamKind::I64 ? 8 : 4;
 }
 
@@ -89,6 +91,13 @@ Status validateMetadata(const KernelMetadata &meta) {
     return invalid("grid_rule is empty");
   if (meta.blockM < 0)
     return invalid("block_m must be >= 0");
+  if (meta.blockN < 0 || meta.kvStages < 0)
+    return invalid("block_n and kv_stages must be >= 0");
+  if (meta.gridRule == abi::kGridRuleDecodeSplit &&
+      (meta.blockN < 1 || meta.kvStages < 1))
+    return invalid("grid rule " + meta.gridRule +
+                   " needs block_n and kv_stages >= 1 (the split count is "
+                   "chosen from them)");
   if (meta.dynamicSmem < 0 || meta.dynamicSmem > (int64_t(1) << 30))
     return invalid("dynamic_smem " + std::to_string(meta.dynamicSmem) +
                    " is out of range");
@@ -99,10 +108,11 @@ Status validateMetadata(const KernelMetadata &meta) {
     if (!names.insert(param.name).second)
       return invalid("parameter \"" + param.name + "\" appears twice");
     if ((param.kind == ParamKind::TensorMap) != (param.boxRows > 0) ||
-        param.boxRows > 256)
+        param.boxRows > abi::kTensorMapMaxBoxRows)
       return invalid("parameter \"" + param.name +
-                     "\": a tensormap needs box_rows 1 to 256, and only a "
-                     "tensormap has box_rows");
+                     "\": a tensormap needs box_rows 1 to " +
+                     std::to_string(abi::kTensorMapMaxBoxRows) +
+                     ", and only a tensormap has box_rows");
   }
   std::set<std::string> files;
   for (const FileChecksum &file : meta.files) {
@@ -145,6 +155,10 @@ Json metadataToJson(const KernelMetadata &meta) {
   out.set("block", std::move(block));
   out.set("grid_rule", meta.gridRule);
   out.set("block_m", meta.blockM);
+  if (meta.blockN > 0)
+    out.set("block_n", meta.blockN);
+  if (meta.kvStages > 0)
+    out.set("kv_stages", meta.kvStages);
   out.set("dynamic_smem", meta.dynamicSmem);
   out.set("params", std::move(params));
   out.set("spec", meta.spec);
@@ -182,6 +196,8 @@ Result<KernelMetadata> metadataFromJson(const Json &value,
   }
   reader.getString("grid_rule", meta.gridRule, true);
   reader.getInt("block_m", meta.blockM, true);
+  reader.getInt("block_n", meta.blockN, false);
+  reader.getInt("kv_stages", meta.kvStages, false);
   reader.getInt("dynamic_smem", meta.dynamicSmem, true);
   if (const Json *params = reader.getValue("params", Json::Kind::Array, true)) {
     const Json::Array &items = params->asArray();

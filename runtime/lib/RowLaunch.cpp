@@ -2,6 +2,8 @@
 
 #include "attnc/runtime/RowLaunch.h"
 
+#include "attnc/abi/RowTensors.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -58,19 +60,26 @@ bool overlaps(RowSpan a, RowSpan b) {
 
 std::vector<RowTensorRole> rowTensorRoles(const KernelSpec &spec) {
   const int64_t d = spec.hidden;
-  if (spec.op == "silu_mul" || spec.op == "gelu_mul")
-    return {{"x", false, false, 2 * d}, {"out", false, true, d}};
-  if (spec.op == "add_rmsnorm")
-    return {{"x", false, false, d},
-            {"residual", false, false, d},
-            {"weight", true, false, d},
-            {"out", false, true, d},
-            {"residual_out", false, true, d}};
-  if (spec.op == "rope")
-    return {{"positions", false, false, 1, spec.positionBits / 8},
-            {"query", false, false, spec.heads * spec.headDim},
-            {"key", false, false, spec.kvHeads * spec.headDim},
-            {"cos_sin_cache", false, false, effectiveRotaryDim(spec), 0, true}};
+  // The tensors in abi/RowTensors.h's order.
+  if (spec.op == "silu_mul" || spec.op == "gelu_mul") {
+    const auto &n = abi::kGatedActTensors;
+    return {{n[0], false, false, 2 * d}, {n[1], false, true, d}};
+  }
+  if (spec.op == "add_rmsnorm") {
+    const auto &n = abi::kAddRmsNormTensors;
+    return {{n[0], false, false, d},
+            {n[1], false, false, d},
+            {n[2], true, false, d},
+            {n[3], false, true, d},
+            {n[4], false, true, d}};
+  }
+  if (spec.op == "rope") {
+    const auto &n = abi::kRopeTensors;
+    return {{n[0], false, false, 1, spec.positionBits / 8},
+            {n[1], false, false, spec.heads * spec.headDim},
+            {n[2], false, false, spec.kvHeads * spec.headDim},
+            {n[3], false, false, effectiveRotaryDim(spec), 0, true}};
+  }
   return {};
 }
 
@@ -102,9 +111,11 @@ Status validateRowArgs(const KernelSpec &spec, const RowArgs &args) {
                              std::to_string(args.rows) + ")");
       continue;
     }
-    if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
-      return bad(spec, name + " at " + pointerText(t.data) +
-                           " is not 16-byte aligned");
+    // The kernels move rows in abi::kRowVectorBytes vectors.
+    if (reinterpret_cast<uintptr_t>(t.data) % abi::kRowVectorBytes != 0)
+      return bad(spec, name + " at " + pointerText(t.data) + " is not " +
+                           std::to_string(abi::kRowVectorBytes) +
+                           "-byte aligned");
     if (t.cols != role.cols)
       return bad(spec,
                  name + " has " + std::to_string(t.cols) +
@@ -127,9 +138,10 @@ Status validateRowArgs(const KernelSpec &spec, const RowArgs &args) {
     if (__builtin_mul_overflow(t.stride, elt, &strideBytes))
       return bad(spec, name + " has row stride " + std::to_string(t.stride) +
                            " elements, past 2^63 bytes");
-    if (strideBytes % 16 != 0)
+    if (strideBytes % abi::kRowVectorBytes != 0)
       return bad(spec, name + " has row stride " + std::to_string(t.stride) +
-                           " elements, not a multiple of 16 bytes");
+                           " elements, not a multiple of " +
+                           std::to_string(abi::kRowVectorBytes) + " bytes");
   }
 
   // Every tensor's bytes: offsets that fit in int64 and addresses that do
@@ -199,13 +211,14 @@ planRowParams(const KernelSpec &spec, const std::vector<KernelParam> &params) {
   std::vector<RowParamSlot> plan;
   for (const KernelParam &p : params) {
     RowParamSlot slot{RowParamSlot::Source::Rows, 0, p.kind};
-    bool found = p.name == "rows";
+    bool found = p.name == abi::kRowsParam;
     for (size_t i = 0; i < roles.size() && !found; ++i) {
       if (p.name == roles[i].name) {
         slot = {RowParamSlot::Source::Pointer, static_cast<uint8_t>(i), p.kind};
         found = true;
       } else if (!roles[i].vector && roles[i].perRowBytes == 0 &&
-                 p.name == std::string(roles[i].name) + "_stride") {
+                 p.name == std::string(roles[i].name) +
+                               std::string(abi::kRowStrideSuffix)) {
         slot = {RowParamSlot::Source::Stride, static_cast<uint8_t>(i), p.kind};
         found = true;
       }

@@ -16,8 +16,9 @@ namespace {
 
 // Bumped when the key's hash, the entry layout or the canonical form
 // changes, so old entries are never read by a runtime that would
-// misinterpret them (v2: XXH3-128 keys and checksums, meta_version 2).
-constexpr std::string_view kCacheLayoutVersion = "attnc-cache-v2";
+// misinterpret them (v2: XXH3-128 keys and checksums, meta_version 2; v3:
+// meta_version 3).
+constexpr std::string_view kCacheLayoutVersion = "attnc-cache-v3";
 
 // Shortest decimal that reads back to the same double; deterministic, so
 // the canonical string (and the key) is reproducible on any machine.

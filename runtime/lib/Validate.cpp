@@ -171,7 +171,7 @@ Status validateAttentionArgs(const KernelSpec &spec,
   const int64_t seqQ = q.shape[2];
   const int64_t seqKv = k.shape[2];
   // The kernels compare positions in 32 bits (the masks' registers).
-  if (seqQ > kMaxSeqLen || seqKv > kMaxSeqLen)
+  if (seqQ > abi::kMaxSeqLen || seqKv > abi::kMaxSeqLen)
     return bad("seq_q " + std::to_string(seqQ) + " / seq_kv " +
                std::to_string(seqKv) +
                ": sequences longer than 2^30 are not "

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attnc/runtime/Decode.h"
+#include "compiler/Driver/SpecCompiler.h"
 #include "compiler/Frontend/BuildDecodeIR.h"
 #include "compiler/LaunchABI.h"
 #include "dialects/Attn/IR/AttnOps.h"
@@ -609,12 +610,31 @@ TEST_CASE("cascade: shared prefix + suffixes merged by attn.lse_merge",
   CHECK(cmp.lseErr <= 1e-3);
 }
 
-// The parameter lists are the runtime's (compiler/LaunchABI.h aliases
-// them); what is left to agree on is the runtime's assumption about the
-// compiler's default decode tile.
-TEST_CASE("the runtime's split count assumes the compiler's decode tile",
+// The runtime picks a decode launch's split count from the split kernel's
+// K/V tile and ring depth, which it reads from the metadata: the compiler
+// records the ones it used, defaults and tuned alike.
+TEST_CASE("a decode kernel's metadata records its K/V tile and ring",
           "[cpu][decode]") {
-  CHECK(kDecodeDefaultBlockN == DecodeTileOptions().blockN);
+  KernelSpec spec;
+  spec.op = "decode";
+  spec.heads = 8;
+  spec.kvHeads = 2;
+  spec.headDim = 64;
+  spec.dtype = "bf16";
+  spec.arch = "sm_80";
+  spec.pageSize = 16;
+  spec.maxQLen = 1;
+  Result<CompiledKernel> k = SpecCompiler().compile(spec);
+  REQUIRE(k.isOk());
+  CHECK(k->meta.blockN == DecodeTileOptions().blockN);
+  CHECK(k->meta.kvStages == DecodeTileOptions().stages);
+  spec.tuning.blockN = 32;
+  spec.tuning.stages = 4;
+  k = SpecCompiler().compile(spec);
+  REQUIRE(k.isOk());
+  CHECK(k->meta.blockN == 32);
+  CHECK(k->meta.kvStages == 4);
+  CHECK(validateMetadata(k->meta).isOk());
 }
 
 // attn.kv_append: every valid slot gets its token's K and V rows, every

@@ -795,11 +795,13 @@ test::AttentionComparison runCase(Context &ctx, const Case &c,
   size_t flagBytes = 0;
   if (*wsBytes) {
     // The flags' bytes: the layout's, for the grid whose size it is.
-    int64_t groups = (*kernel)->metadata().blockM / 64;
-    for (int64_t g = 1; g <= 1 << 20 && !flagBytes; ++g)
-      if (size_t(streamKWorkspaceBytes(g, groups, d)) == *wsBytes)
-        flagBytes = size_t(streamKWorkspaceBytes(g, groups, d) -
-                           g * groups * (d / 8 + 1) * 128 * 16);
+    const int64_t blockM = (*kernel)->metadata().blockM;
+    for (int64_t g = 1; g <= 1 << 20 && !flagBytes; ++g) {
+      abi::StreamKWorkspaceLayout layout =
+          abi::streamKWorkspaceLayout(g, blockM, d);
+      if (size_t(layout.total) == *wsBytes)
+        flagBytes = size_t(layout.slots.offset);
+    }
     if (!flagBytes) {
       std::fprintf(stderr, "workspace of %zu bytes fits no grid\n", *wsBytes);
       std::exit(1);

@@ -864,10 +864,12 @@ KernelSpec benchSpec(int page, Knobs k = {}) {
 
 int64_t splitsOf(const Context &ctx, const Kernel &kernel, const Variant &v,
                  int batch, int len) {
-  const int64_t blockN = decodeBlockN(kernel.spec());
+  const KernelMetadata &meta = kernel.metadata();
+  const int64_t blockN = meta.blockN;
   int64_t autoSplits = chooseDecodeSplits(
       batch, kernel.spec().kvHeads, len, ctx.smCount(),
-      kernel.decodeResidentPerSm(), decodeProgramsPerSm(kernel.spec()), blockN);
+      kernel.decodeResidentPerSm(),
+      decodeProgramsPerSm(meta.blockN, meta.kvStages), blockN);
   switch (v.splits) {
   case Variant::Auto:
     return autoSplits;

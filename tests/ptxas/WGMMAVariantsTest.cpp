@@ -389,14 +389,14 @@ TEST_CASE("kv_sync tma: one producer thread copies by TMA from tensor maps "
     const bool streamK = persistent && !v.causal && v.blockM == 128;
     REQUIRE(k.meta.params.size() ==
             (tmaO ? 26u : 25u) +
-                (streamK ? kAttentionStreamKParams.size() + 1 : 0u));
+                (streamK ? abi::kAttentionStreamKParams.size() + 1 : 0u));
     if (streamK) {
       size_t at = tmaO ? 26 : 25;
-      for (const char *name : kAttentionStreamKParams) {
+      for (const char *name : abi::kAttentionStreamKParams) {
         CHECK(k.meta.params[at].name == name);
         CHECK(k.meta.params[at++].kind == ParamKind::I32);
       }
-      CHECK(k.meta.params[at].name == kAttentionWorkspaceParam);
+      CHECK(k.meta.params[at].name == abi::kAttentionWorkspaceParam);
       CHECK(k.meta.params[at].kind == ParamKind::Ptr);
       CHECK(k.ptx.find("ld.acquire.gpu.global.u32") != std::string::npos);
       CHECK(k.ptx.find("st.release.gpu.global.u32") != std::string::npos);
@@ -431,7 +431,7 @@ TEST_CASE("kv_sync tma: one producer thread copies by TMA from tensor maps "
       registerStores.tuning.epilogue = "registers";
       CompiledKernel r0 = compiled(registerStores);
       CHECK(r0.meta.params.size() ==
-            25 + (streamK ? kAttentionStreamKParams.size() + 1 : 0));
+            25 + (streamK ? abi::kAttentionStreamKParams.size() + 1 : 0));
       CHECK(r0.ptx.find("cp.async.bulk.tensor.4d.global") == std::string::npos);
       CHECK(r0.ptx.find("stmatrix") == std::string::npos);
     }

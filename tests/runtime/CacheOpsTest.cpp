@@ -195,14 +195,17 @@ TEST_CASE("decode splits fill the resident slots of the loaded kernel",
   // Filling 12 slots per SM on 132 SMs (no cap): B = 1 over 8 KV heads
   // takes 196 splits (1568 programs, 12 per SM, 42 tiles each), twice the
   // 6-slot guess (99: 792 programs, 6 per SM, 83 tiles each).
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 12, /*maxPerSm=*/32) == 196);
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 6, 32) == 99);
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 12, /*maxPerSm=*/32, 16) == 196);
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 6, 32, 16) == 99);
   // By default the target is kDecodeProgramsPerSm per SM, fewer when fewer
   // fit.
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 12) == 66);
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132) == 66); // default: 6, capped
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 2) == 33);
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 12, kDecodeProgramsPerSm, 16) ==
+        66);
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 6, kDecodeProgramsPerSm, 16) ==
+        66); // 6 capped
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 2, kDecodeProgramsPerSm, 16) ==
+        33);
   // Unknown (0) falls back to 6.
-  CHECK(chooseDecodeSplits(16, 8, 32768, 132, 0) ==
-        chooseDecodeSplits(16, 8, 32768, 132, 6));
+  CHECK(chooseDecodeSplits(16, 8, 32768, 132, 0, kDecodeProgramsPerSm, 16) ==
+        chooseDecodeSplits(16, 8, 32768, 132, 6, kDecodeProgramsPerSm, 16));
 }

@@ -143,17 +143,13 @@ TEST_CASE("decode arguments are checked with clear messages", "[decode]") {
 }
 
 TEST_CASE("programs per SM keep ~128 key rows in flight", "[decode]") {
-  KernelSpec s = decodeSpec();
   auto perSm = [&](int64_t blockN, int64_t stages) {
-    s.tuning.blockN = blockN;
-    s.tuning.stages = stages;
-    return decodeProgramsPerSm(s);
+    return decodeProgramsPerSm(blockN, stages);
   };
-  CHECK(perSm(0, 0) == kDecodeProgramsPerSm); // 16 keys x 2 in flight: 4
-  CHECK(perSm(16, 3) == 4);
-  CHECK(perSm(32, 3) == 2); // 64 rows in flight each
-  CHECK(perSm(16, 4) == 3); // 48: 2.67, rounded
-  CHECK(perSm(32, 2) == 4); // 32
+  CHECK(perSm(16, 3) == kDecodeProgramsPerSm); // 16 keys x 2 in flight: 4
+  CHECK(perSm(32, 3) == 2);                    // 64 rows in flight each
+  CHECK(perSm(16, 4) == 3);                    // 48: 2.67, rounded
+  CHECK(perSm(32, 2) == 4);                    // 32
   CHECK(perSm(16, 1) == 4); // one tile, copied where it is used: at most 4
   CHECK(perSm(64, 2) == 2);
   CHECK(perSm(32, 4) == 2);  // 96: 1.33, at least 2
@@ -169,16 +165,21 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
   // and a program count that deals evenly over the SMs: 66 splits x 8 KV
   // heads = 4 per SM, each 125 tiles (57 splits gave some SMs 3 and some
   // 4 programs of 144 tiles).
-  CHECK(chooseDecodeSplits(1, 8, 131072, 132) == 66);
+  CHECK(chooseDecodeSplits(1, 8, 131072, 132, 6, kDecodeProgramsPerSm, 16) ==
+        66);
   CHECK(chooseDecodeSplits(1, 8, 131072, 132, 6, 4, 32) == 66);
-  CHECK(chooseDecodeSplits(32, 8, 8192, 132) == 2); // 512 programs
-  CHECK(chooseDecodeSplits(8, 8, 8192, 132) == 8);
-  CHECK(chooseDecodeSplits(64, 8, 4096, 132) == 1);
-  CHECK(chooseDecodeSplits(64, 8, 16384, 132) == 1);
-  CHECK(chooseDecodeSplits(16, 8, 32768, 132) == 4);
-  CHECK(chooseDecodeSplits(1, 8, 100, 132) == 1);
-  CHECK(chooseDecodeSplits(1, 1, 1 << 20, 132) == 256); // the cap
-  CHECK(chooseDecodeSplits(4, 8, 0, 0) == 1);
+  CHECK(chooseDecodeSplits(32, 8, 8192, 132, 6, kDecodeProgramsPerSm, 16) ==
+        2); // 512 programs
+  CHECK(chooseDecodeSplits(8, 8, 8192, 132, 6, kDecodeProgramsPerSm, 16) == 8);
+  CHECK(chooseDecodeSplits(64, 8, 4096, 132, 6, kDecodeProgramsPerSm, 16) == 1);
+  CHECK(chooseDecodeSplits(64, 8, 16384, 132, 6, kDecodeProgramsPerSm, 16) ==
+        1);
+  CHECK(chooseDecodeSplits(16, 8, 32768, 132, 6, kDecodeProgramsPerSm, 16) ==
+        4);
+  CHECK(chooseDecodeSplits(1, 8, 100, 132, 6, kDecodeProgramsPerSm, 16) == 1);
+  CHECK(chooseDecodeSplits(1, 1, 1 << 20, 132, 6, kDecodeProgramsPerSm, 16) ==
+        256); // the cap
+  CHECK(chooseDecodeSplits(4, 8, 0, 0, 6, kDecodeProgramsPerSm, 16) == 1);
   // Two programs per SM (the 32-key, 3-stage kernel): 264 slots. B1: 33
   // splits (264 programs of 124 tiles); B16: 2 (256 programs).
   CHECK(chooseDecodeSplits(1, 8, 131072, 132, 4, 2, 32) == 33);
@@ -192,6 +193,8 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
   CHECK(bytes == 5u * 4 * 32 * 128 * 4 + 5 * 4 * 32 * 4 + 256);
   KernelMetadata meta;
   meta.block = {32, 1, 1};
+  meta.blockN = 16;
+  meta.kvStages = 3;
   DecodeLaunchPlan plan;
   a.workspaceBytes = bytes - 1;
   CHECK(planDecodeLaunch(s, meta, a, 132, plan).message() ==
@@ -236,19 +239,19 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
             5 * 4 * 32 * 4);
   CHECK(intAt(plan.split, at("merge_ticket")) == 0xABCD1234);
   // Five splits: the last program of each group merges them (write_o = 2).
-  CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteLastSplit);
+  CHECK(intAt(plan.split, at("write_o")) == abi::kDecodeWriteLastSplit);
   CHECK_FALSE(plan.runCombine());
   // Unless the caller asks for the combine kernel, or there are more
   // splits than one program merges.
   a.combineKernel = true;
   REQUIRE(planDecodeLaunch(s, meta, a, 132, plan).isOk());
-  CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteCombine);
+  CHECK(intAt(plan.split, at("write_o")) == abi::kDecodeWriteCombine);
   CHECK(plan.runCombine());
   a.combineKernel = false;
   a.numSplits = kDecodeMergeMaxSplits + 1;
   a.workspaceBytes = decodeWorkspaceBytes(s, 4, 1, a.numSplits);
   REQUIRE(planDecodeLaunch(s, meta, a, 132, plan).isOk());
-  CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteCombine);
+  CHECK(intAt(plan.split, at("write_o")) == abi::kDecodeWriteCombine);
   CHECK(plan.runCombine());
   a.numSplits = 5;
   a.workspaceBytes = bytes;
@@ -285,11 +288,11 @@ TEST_CASE("decode splits fill the GPU and the plan packs the contract",
   rows.lse.stride = {32 * 3, 3, 1};
   rows.workspaceBytes = decodeWorkspaceBytes(s, 4, 3, 2);
   REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
-  CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteLastSplit);
+  CHECK(intAt(plan.split, at("write_o")) == abi::kDecodeWriteLastSplit);
   CHECK_FALSE(plan.runCombine());
   rows.o.stride = {3 * 32 * 128, 128, 32 * 128, 1}; // [B, Sq, H, D]
   REQUIRE(planDecodeLaunch(s, meta, rows, 132, plan).isOk());
-  CHECK(intAt(plan.split, at("write_o")) == kDecodeWriteCombine);
+  CHECK(intAt(plan.split, at("write_o")) == abi::kDecodeWriteCombine);
   CHECK(plan.runCombine());
   // Tickets: never 0, and not repeated within a long run.
   std::set<uint32_t> tickets;

@@ -268,11 +268,11 @@ TEST_CASE("a TMA epilogue's kernel gets O's tensor map by value, box rows 64",
           "[fake-driver][tma]") {
   Fixture f;
   // The wgmma mapping's epilogue "tma" appends o_tmap after v_tmap.
-  for (const char *name : kAttentionTensorMapParams)
+  for (const char *name : abi::kAttentionTensorMapParams)
     f.compiler->params.push_back({name, ParamKind::TensorMap, 128});
-  f.compiler->params.push_back({kAttentionOutputTensorMapParam,
+  f.compiler->params.push_back({abi::kAttentionOutputTensorMapParam,
                                 ParamKind::TensorMap,
-                                kAttentionOutputTensorMapBoxRows});
+                                abi::kAttentionOutputTensorMapBoxRows});
   f.compiler->blockM = 128;
   f.compiler->block = {384, 1, 1};
   KernelSpec spec = sampleSpec(); // 8 / 2 heads, D 64
@@ -340,7 +340,7 @@ TEST_CASE("a persistent kernel launches min(work items, SMs) blocks",
   Fixture f;
   // Grid rule attention_fwd_persistent_v1: the v1 parameters, one block per
   // SM at most, each looping over (query tile, head, batch) items.
-  f.compiler->gridRule = kGridRuleAttentionFwdPersistentV1;
+  f.compiler->gridRule = abi::kGridRuleAttentionFwdPersistent;
   f.compiler->blockM = 128;
   f.compiler->block = {384, 1, 1};
   f.compiler->dynamicSmem = 64 * 1024;

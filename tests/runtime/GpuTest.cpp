@@ -55,7 +55,7 @@ struct FixtureCompiler : KernelCompiler {
     kernel.meta.entry = "attnc_fixture_attention";
     kernel.meta.arch = spec.arch;
     kernel.meta.block = {64, 1, 1};
-    kernel.meta.gridRule = kGridRuleAttentionFwdV1;
+    kernel.meta.gridRule = abi::kGridRuleAttentionFwd;
     kernel.meta.blockM = 64;
     kernel.meta.dynamicSmem = 64 * 1024; // above 48 KiB: needs the opt-in
     kernel.meta.params = attentionFwdV1Params();

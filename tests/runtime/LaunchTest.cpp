@@ -305,7 +305,7 @@ TEST_CASE("grid rule attention_fwd_v1", "[launch]") {
 TEST_CASE("grid rule attention_fwd_persistent_v1", "[launch]") {
   KernelSpec spec = sampleSpec(); // 8 heads
   KernelMetadata meta;
-  meta.gridRule = kGridRuleAttentionFwdPersistentV1;
+  meta.gridRule = abi::kGridRuleAttentionFwdPersistent;
   meta.blockM = 128;
   meta.block = {384, 1, 1};
   meta.dynamicSmem = 197000;
@@ -358,9 +358,9 @@ TEST_CASE("grid rule attention_fwd_persistent_v1", "[launch]") {
             .status()
             .message() ==
         "grid rule attention_fwd_persistent_v1 needs block_m >= 1");
-  CHECK(isAttentionFwdGridRule(kGridRuleAttentionFwdPersistentV1));
-  CHECK(isAttentionFwdGridRule("attention_fwd_v1"));
-  CHECK_FALSE(isAttentionFwdGridRule("decode_split_v4"));
+  CHECK(abi::isAttentionFwdGridRule(abi::kGridRuleAttentionFwdPersistent));
+  CHECK(abi::isAttentionFwdGridRule("attention_fwd_v1"));
+  CHECK_FALSE(abi::isAttentionFwdGridRule("decode_split_v4"));
 }
 
 namespace {
@@ -473,10 +473,10 @@ TEST_CASE("a TMA epilogue's kernel gets O's tensor map after Q, K and V's",
           "[launch]") {
   KernelSpec spec = sampleSpec(); // bf16, 8 / 2 heads, D 64
   std::vector<KernelParam> params = attentionFwdV1Params();
-  for (const char *name : kAttentionTensorMapParams)
+  for (const char *name : abi::kAttentionTensorMapParams)
     params.push_back({name, ParamKind::TensorMap, 128});
-  params.push_back({kAttentionOutputTensorMapParam, ParamKind::TensorMap,
-                    kAttentionOutputTensorMapBoxRows});
+  params.push_back({abi::kAttentionOutputTensorMapParam, ParamKind::TensorMap,
+                    abi::kAttentionOutputTensorMapBoxRows});
   Result<std::vector<ParamSlot>> plan = planAttentionParams(params);
   REQUIRE(plan.isOk());
   REQUIRE(plan->size() == 26);
@@ -543,37 +543,30 @@ TEST_CASE("a TMA epilogue's kernel gets O's tensor map after Q, K and V's",
         std::string::npos);
 
   // The name takes a tensor map only.
-  Result<std::vector<ParamSlot>> mistyped =
-      planAttentionParams({{kAttentionOutputTensorMapParam, ParamKind::Ptr}});
+  Result<std::vector<ParamSlot>> mistyped = planAttentionParams(
+      {{abi::kAttentionOutputTensorMapParam, ParamKind::Ptr}});
   REQUIRE_FALSE(mistyped.isOk());
   CHECK(mistyped.status().message() ==
         "kernel parameter 'o_tmap' has kind ptr; expected tensormap");
 }
 
-TEST_CASE("the divisor's magic numbers divide exactly below 2^31",
+// The divisors themselves are tested with the contract
+// (tests/unit/AbiContractTest.cpp); the schedule passes them on.
+TEST_CASE("the schedule carries the KV tiles' magic divisor",
           "[launch][stream-k]") {
-  std::mt19937_64 rng(12345);
-  std::vector<uint32_t> divisors;
-  for (uint32_t d = 2; d < 2000; ++d)
-    divisors.push_back(d);
-  for (int i = 0; i < 2000; ++i)
-    divisors.push_back(uint32_t(rng() % (uint64_t(1) << 31)) | 2u);
-  for (uint32_t d : {uint32_t(1) << 30, (uint32_t(1) << 31) - 1})
-    divisors.push_back(d);
-  for (uint32_t d : divisors) {
-    auto [mul, shr] = unsignedDivisor(d);
-    auto divide = [&](uint32_t x) {
-      return uint32_t((uint64_t(x) * mul) >> 32) >> shr;
-    };
-    std::vector<uint32_t> xs = {0, 1, d - 1, d, d + 1, (uint32_t(1) << 31) - 1};
-    for (int i = 0; i < 200; ++i)
-      xs.push_back(uint32_t(rng() % (uint64_t(1) << 31)));
-    for (uint32_t x : xs) {
-      if (x >= (uint32_t(1) << 31))
-        continue;
-      INFO("d " << d << " x " << x);
-      REQUIRE(divide(x) == x / d);
-    }
+  for (int64_t tiles : {int64_t(1), int64_t(2), int64_t(3), int64_t(32),
+                        int64_t(33), int64_t(1000), int64_t(1) << 30}) {
+    INFO("tiles " << tiles);
+    StreamKSchedule sk = streamKSchedule(1000, 132, tiles, true);
+    abi::MagicDivisor m = abi::magicDivisor(uint32_t(tiles));
+    CHECK(sk.tiles == tiles);
+    CHECK(uint32_t(sk.tilesMul) == m.mul);
+    CHECK(sk.tilesShr == m.shr);
+    for (uint32_t x : {0u, 1u, uint32_t(tiles) - 1, uint32_t(tiles),
+                       uint32_t(tiles) + 1, 0x7FFFFFFFu})
+      CHECK(abi::magicDivide(x, uint32_t(sk.tiles),
+                             {uint32_t(sk.tilesMul), uint32_t(sk.tilesShr)}) ==
+            x / uint32_t(tiles));
   }
 }
 
@@ -592,10 +585,9 @@ struct Piece {
 std::vector<Piece> piecesOf(const StreamKSchedule &sk, int64_t blocks,
                             int64_t c) {
   auto divide = [&](int64_t x) {
-    if (sk.tiles == 1)
-      return x;
-    uint32_t mul = uint32_t(int32_t(sk.tilesMul));
-    return int64_t(uint32_t((uint64_t(x) * mul) >> 32) >> sk.tilesShr);
+    return int64_t(abi::magicDivide(
+        uint32_t(x), uint32_t(sk.tiles),
+        {uint32_t(int32_t(sk.tilesMul)), uint32_t(sk.tilesShr)}));
   };
   int64_t whole = sk.rounds + (c < sk.roundRem ? 1 : 0);
   int64_t s = c * sk.units + std::min(c, sk.unitsRem);
@@ -710,5 +702,6 @@ TEST_CASE("a launch without a workspace has no stream-K tail",
       streamKSchedule(int64_t(131) + 132, 132, int64_t(1) << 24, true);
   CHECK(huge.units == 0);
   CHECK(huge.roundRem == 131);
-  CHECK(streamKWorkspaceBytes(132, 2, 128) == 1280 + 132 * 2 * 17 * 128 * 16);
+  CHECK(abi::streamKWorkspaceLayout(132, 128, 128).total ==
+        1280 + 132 * 2 * 17 * 128 * 16);
 }

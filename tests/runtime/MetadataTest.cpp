@@ -1,6 +1,7 @@
 //===- MetadataTest.cpp - meta.json schema --------------------------------===//
 
 #include "attnc/runtime/Metadata.h"
+#include "attnc/runtime/Decode.h"
 #include "attnc/runtime/Launch.h"
 
 #include <catch2/catch.hpp>
@@ -38,7 +39,7 @@ std::string metaError(const std::string &text) {
 TEST_CASE("meta.json has the documented schema", "[metadata]") {
   // The exact file, as the compiler's metadata writer and tools can rely on.
   CHECK(writeMetadata(sampleMeta()) == R"({
-  "meta_version": 2,
+  "meta_version": 3,
   "entry": "attnc_attention_fwd",
   "arch": "sm_90a",
   "block": [
@@ -100,8 +101,9 @@ TEST_CASE("metadata round-trips", "[metadata]") {
   CHECK(back->params.back().boxRows == 176);
   CHECK(paramKindSize(ParamKind::TensorMap) == 128);
   // A TMA epilogue's O map after it, with its own box rows.
-  meta.params.push_back({kAttentionOutputTensorMapParam, ParamKind::TensorMap,
-                         kAttentionOutputTensorMapBoxRows});
+  meta.params.push_back({abi::kAttentionOutputTensorMapParam,
+                         ParamKind::TensorMap,
+                         abi::kAttentionOutputTensorMapBoxRows});
   back = parseMetadata(writeMetadata(meta));
   REQUIRE(back.isOk());
   CHECK(*back == meta);
@@ -120,12 +122,41 @@ TEST_CASE("metadata round-trips", "[metadata]") {
   // A persistent kernel: the same contract under its own grid rule.
   meta = sampleMeta();
   meta.params = attentionFwdV1Params();
-  meta.gridRule = kGridRuleAttentionFwdPersistentV1;
+  meta.gridRule = abi::kGridRuleAttentionFwdPersistent;
   CHECK(validateMetadata(meta).isOk());
   back = parseMetadata(writeMetadata(meta));
   REQUIRE(back.isOk());
   CHECK(back->gridRule == "attention_fwd_persistent_v1");
   CHECK(*back == meta);
+
+  // The K/V tile and ring depth: optional, written when recorded.
+  meta.blockN = 128;
+  meta.kvStages = 2;
+  back = parseMetadata(writeMetadata(meta));
+  REQUIRE(back.isOk());
+  CHECK(back->blockN == 128);
+  CHECK(back->kvStages == 2);
+  CHECK(*back == meta);
+  CHECK(writeMetadata(sampleMeta()).find("block_n") == std::string::npos);
+}
+
+TEST_CASE("a decode split kernel's metadata carries its K/V tile and ring",
+          "[metadata]") {
+  KernelMetadata meta = sampleMeta();
+  meta.gridRule = abi::kGridRuleDecodeSplit;
+  meta.params = decodeSplitV1Params();
+  CHECK(validateMetadata(meta).message() ==
+        "invalid kernel metadata: grid rule decode_split_v4 needs block_n and "
+        "kv_stages >= 1 (the split count is chosen from them)");
+  meta.blockN = 16;
+  CHECK_FALSE(validateMetadata(meta).isOk());
+  meta.kvStages = 3;
+  CHECK(validateMetadata(meta).isOk());
+  Result<KernelMetadata> back = parseMetadata(writeMetadata(meta));
+  REQUIRE(back.isOk());
+  CHECK(*back == meta);
+  meta.blockN = -1;
+  CHECK_FALSE(validateMetadata(meta).isOk());
 }
 
 TEST_CASE("the attention_fwd_v1 parameter list is the contract", "[metadata]") {
@@ -155,8 +186,9 @@ TEST_CASE("damaged metadata is rejected with a reason", "[metadata]") {
   CHECK(metaError("garbage").rfind("meta: JSON parse error at line 1", 0) == 0);
   CHECK(metaError(writeMetadata(sampleMeta()).substr(0, 100))
             .rfind("meta: JSON parse error", 0) == 0);
-  CHECK(metaError(edit("\"meta_version\": 2", "\"meta_version\": 1")) ==
-        "meta.meta_version: unsupported version 1 (expected 2)");
+  // An entry of the schema before block_n and kv_stages.
+  CHECK(metaError(edit("\"meta_version\": 3", "\"meta_version\": 2")) ==
+        "meta.meta_version: unsupported version 2 (expected 3)");
   CHECK(metaError(edit("\"block_m\"", "\"blockm\"")) ==
         "meta: missing required key \"block_m\"");
   CHECK(metaError(edit("\"spec\":", "\"extra\": 1, \"spec\":")) ==

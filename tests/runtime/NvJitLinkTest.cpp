@@ -116,7 +116,7 @@ TEST_CASE("a bundle-style resolve caches the cubin beside the PTX",
       kernel.meta.entry = "attnc_fixture_attention";
       kernel.meta.arch = spec.arch;
       kernel.meta.block = {64, 1, 1};
-      kernel.meta.gridRule = kGridRuleAttentionFwdV1;
+      kernel.meta.gridRule = abi::kGridRuleAttentionFwd;
       kernel.meta.blockM = 64;
       kernel.meta.params = attentionFwdV1Params();
       return kernel;

@@ -80,7 +80,7 @@ TEST_CASE("the cache key is stable", "[spec]") {
   // A golden value: if this changes, every deployed cache is invalidated;
   // bump kCacheLayoutVersion on purpose, then update it here.
   CHECK(cacheKey("test-build", sampleSpec().canonical()) ==
-        "de9ef11a7f08583f93a4e7cf7287a0e0");
+        "04df2d540d368d229ea84680fb51355e");
   CHECK(cacheKey("test-build", sampleSpec().canonical()) ==
         cacheKey("test-build", sampleSpec().canonical()));
   // The key hashes the key-format version first: entries written under the
@@ -94,6 +94,16 @@ TEST_CASE("the cache key is stable", "[spec]") {
         v1Fields.digest().hex());
   CHECK(cacheKey("test-build", sampleSpec().canonical()) !=
         "9e369da001012409410d131e314ce49f");
+  // Nor are entries of format v2, whose meta.json (meta_version 2) lacks
+  // the fields a v3 runtime reads (the same inputs gave
+  // de9ef11a7f08583f93a4e7cf7287a0e0).
+  FieldHasher v2Fields;
+  v2Fields.updateField("attnc-cache-v2");
+  v2Fields.updateField("test-build");
+  v2Fields.updateField(sampleSpec().canonical());
+  CHECK(v2Fields.digest().hex() == "de9ef11a7f08583f93a4e7cf7287a0e0");
+  CHECK(cacheKey("test-build", sampleSpec().canonical()) !=
+        v2Fields.digest().hex());
 }
 
 TEST_CASE("an absent scale and an explicit 1/sqrt(d) are one kernel",

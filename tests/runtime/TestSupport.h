@@ -53,7 +53,7 @@ public:
   int64_t blockM = 64;
   std::array<int64_t, 3> block{128, 1, 1};
   int64_t dynamicSmem = 0;
-  std::string gridRule = kGridRuleAttentionFwdV1;
+  std::string gridRule = abi::kGridRuleAttentionFwd;
   size_t paddingBytes = 0; // grow the PTX (for slow, racy writes)
   std::string cubin;       // non-empty: returned as the cubin
   bool fail = false;

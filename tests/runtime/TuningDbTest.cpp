@@ -268,9 +268,7 @@ TEST_CASE("decode size rule: where the launch must split", "[tuning][decode]") {
     CHECK(t->warps == 4);
     CHECK(t->stages == 2);
     // ... and that is one program per SM for the split count.
-    KernelSpec tuned = s;
-    tuned.tuning = *t;
-    CHECK(decodeProgramsPerSm(tuned) == 1);
+    CHECK(decodeProgramsPerSm(t->blockN, t->stages) == 1);
   }
   // Pages of 32 or 64 keys: 32-key tiles, 3 stages, two programs per SM.
   for (int64_t page : {32, 64, 96}) {
@@ -281,8 +279,7 @@ TEST_CASE("decode size rule: where the launch must split", "[tuning][decode]") {
     CHECK(t->blockN == 32);
     CHECK(t->warps == 0);
     CHECK(t->stages == 3);
-    small.tuning = *t;
-    CHECK(decodeProgramsPerSm(small) == 2);
+    CHECK(decodeProgramsPerSm(t->blockN, t->stages) == 2);
   }
   // One split fills the GPU (the bucket's batch 32 or 64): the default.
   CHECK_FALSE(rule(s, 17));

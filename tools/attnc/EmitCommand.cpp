@@ -89,7 +89,7 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                  "Print registers/shared memory/spills (from ptxas) and the "
                  "roofline of the kernel");
   emit->add_option("--seq-len", o.seqLen, "Sequence length used by --summary")
-      ->check(CLI::Range(int64_t(1), kMaxSeqLen));
+      ->check(CLI::Range(int64_t(1), abi::kMaxSeqLen));
   emit->add_option("--batch", o.batch, "Batch size used by --summary")
       ->check(CLI::Range(int64_t(1), int64_t(65535)));
   emit->add_option("--mapping", o.mapping,

@@ -54,7 +54,7 @@ using gpu_emit::indexConst;
 
 namespace {
 
-constexpr int64_t kWarps = kDecodeCombineBlock / 32;
+constexpr int64_t kWarps = abi::kDecodeCombineThreads / 32;
 /// Splits per warp whose loads are in flight together: 8 warps x 8 = 64
 /// splits per round trip (B=1 L=128k on an H200 takes 66).
 constexpr int64_t kUnroll = 8;
@@ -118,10 +118,10 @@ FailureOr<CombineShape> matchCombine(func::FuncOp kernel) {
   auto oType = c.oLoad.getResult().getType();
   c.rows = oType.getDimSize(0);
   c.headDim = oType.getDimSize(1);
-  if (c.headDim % kVec != 0 || c.headDim > kDecodeCombineBlock)
-    return accu.emitError()
-           << "combine head dim " << c.headDim
-           << " must be a multiple of 4 and at most " << kDecodeCombineBlock;
+  if (c.headDim % kVec != 0 || c.headDim > abi::kDecodeCombineThreads)
+    return accu.emitError() << "combine head dim " << c.headDim
+                            << " must be a multiple of 4 and at most "
+                            << abi::kDecodeCombineThreads;
   for (Operation *user : c.loop->getUsers()) {
     auto fin = dyn_cast<tile::FinalizeOp>(user);
     if (!fin || (c.finalize && fin != c.finalize))
@@ -403,7 +403,7 @@ public:
     ModuleOp module = getOperation();
     MLIRContext *ctx = module.getContext();
     SmallVector<func::FuncOp> kernels =
-        gpu_emit::kernelsWithRule(module, kDecodeCombineRule);
+        gpu_emit::kernelsWithRule(module, abi::kGridRuleDecodeCombine);
     if (kernels.empty())
       return;
     OpBuilder b(ctx);
@@ -419,10 +419,11 @@ public:
           MemRefType::get({kWarps}, f32, nullptr, wg),
           MemRefType::get({kWarps}, f32, nullptr, wg)};
       gpu::GPUFuncOp gpuFunc = gpu_emit::createKernelFunc(
-          b, gpuModule, kernel, kDecodeCombineBlock, buffers);
+          b, gpuModule, kernel, abi::kDecodeCombineThreads, buffers);
       if (failed(CombineEmitter(kernel, gpuFunc, *shape).emit()))
         return signalPassFailure();
-      gpu_emit::recordLaunchInfo(module, kernel.getName(), kDecodeCombineBlock,
+      gpu_emit::recordLaunchInfo(module, kernel.getName(),
+                                 abi::kDecodeCombineThreads,
                                  /*dynamicSmem=*/0);
       kernel.erase();
     }

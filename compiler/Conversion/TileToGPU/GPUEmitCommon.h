@@ -261,7 +261,7 @@ std::optional<KernelLaunchInfo> launchInfo(mlir::ModuleOp module,
                                            llvm::StringRef kernel);
 
 /// Records that the wgmma mapping gave kernel `kernel` the stream-K tail's
-/// parameters (kAttentionStreamKParams and the workspace, last), and asks
+/// parameters (abi::kAttentionStreamKParams and the workspace, last), and asks
 /// whether it did (module attribute "attnc.stream_k", kernel names).
 void recordStreamK(mlir::ModuleOp module, llvm::StringRef kernel);
 bool hasStreamK(mlir::ModuleOp module, llvm::StringRef kernel);

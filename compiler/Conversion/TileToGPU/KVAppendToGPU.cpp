@@ -222,7 +222,7 @@ public:
     ModuleOp module = getOperation();
     MLIRContext *ctx = module.getContext();
     SmallVector<func::FuncOp> kernels =
-        gpu_emit::kernelsWithRule(module, kKVAppendRule);
+        gpu_emit::kernelsWithRule(module, abi::kGridRuleKVAppend);
     if (kernels.empty())
       return;
     OpBuilder b(ctx);

@@ -82,7 +82,7 @@ public:
         keyWarps(keyWarps),
         blockThreads(2 * launch.getBlockM() / mTiles * keyWarps),
         rowWarps(blockThreads / 32 / keyWarps), qInSmem(qInSmem),
-        qStagedOnce(launch.getRule() == kDecodeSplitRule),
+        qStagedOnce(launch.getRule() == abi::kGridRuleDecodeSplit),
         deadUpperRows(mTiles == 1 && atMostEightLiveRows(kernel)),
         swizzle(swizzle) {}
 

@@ -548,7 +548,7 @@ public:
     ModuleOp module = getOperation();
     MLIRContext *ctx = module.getContext();
     SmallVector<func::FuncOp> kernels =
-        gpu_emit::kernelsWithRule(module, kRowwiseRule);
+        gpu_emit::kernelsWithRule(module, abi::kGridRuleRowwise);
     if (kernels.empty())
       return;
     OpBuilder b(ctx);

@@ -252,7 +252,8 @@ void MapTileToMMAPass::runOnOperation() {
     }
     staging = schedule.getStaging();
     // The decode split kernel stages its Q (MMAEmitter::qStagedOnce).
-    stageQ |= schedule.getQInSmem() || launch.getRule() == kDecodeSplitRule;
+    stageQ |=
+        schedule.getQInSmem() || launch.getRule() == abi::kGridRuleDecodeSplit;
   }
   const bool swizzle = staging == tgpu::Staging::swizzled;
   auto rowsOf = [&](func::FuncOp kernel) {

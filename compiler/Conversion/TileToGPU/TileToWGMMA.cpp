@@ -150,10 +150,10 @@ void MapTileToWGMMAPass::runOnOperation() {
             if (sync == KVSync::tma) {
               SmallVector<int64_t> indices;
               SmallVector<const char *, 4> names(
-                  kAttentionTensorMapParams.begin(),
-                  kAttentionTensorMapParams.end());
+                  abi::kAttentionTensorMapParams.begin(),
+                  abi::kAttentionTensorMapParams.end());
               if (tmaEpilogue) // O's, after them
-                names.push_back(kAttentionOutputTensorMapParam);
+                names.push_back(abi::kAttentionOutputTensorMapParam);
               for (const char *name : names) {
                 indices.push_back(gpuFunc.getNumArguments());
                 Value map = appendParam(name, ptrT);
@@ -182,10 +182,10 @@ void MapTileToWGMMAPass::runOnOperation() {
             // D128 192x64).
             if (sched.getStreamK() && launch.getBlockM() == 128 &&
                 itemInvariantKVLoop(kernel, launch)) {
-              for (const char *name : kAttentionStreamKParams)
+              for (const char *name : abi::kAttentionStreamKParams)
                 streamKArgs.push_back(appendParam(name, ab.getI32Type()));
               streamKArgs.push_back(
-                  appendParam(kAttentionWorkspaceParam, ptrT));
+                  appendParam(abi::kAttentionWorkspaceParam, ptrT));
               if (llvm::is_contained(streamKArgs, Value()))
                 return failure();
               gpu_emit::recordStreamK(getOperation(), kernel.getName());

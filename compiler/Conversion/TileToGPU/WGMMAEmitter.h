@@ -272,15 +272,15 @@ private:
   scf::ForOp streamKLoop; // the kernel's KV loop (tile level)
   Value workspace;        // the kernel's workspace parameter (!llvm.ptr)
   Value pieceLo, pieceHi, itemKVTiles, itemFirstUnit, blockId32;
-  // The schedule's parameters (i32, kAttentionStreamKParams order).
+  // The schedule's parameters (i32, abi::kAttentionStreamKParams order).
   SmallVector<Value> skParams;
   Value skRounds() { return skParams[0]; }
   Value skRoundRem() { return skParams[1]; }
   Value skUnits() { return skParams[2]; }
   Value skUnitsRem() { return skParams[3]; }
   Value skTiles() { return skParams[4]; }
-  /// floor(x / T) for 0 <= x < 2^31 (i32): a multiply-high and a shift by
-  /// the runtime's magic numbers (x itself when T = 1).
+  /// floor(x / T) for 0 <= x < 2^31 (i32): abi::magicDivide with the
+  /// runtime's abi::magicDivisor(T) (x itself when T = 1).
   Value divideByTiles(Value x) {
     auto wide = arith::MulUIExtendedOp::create(b, loc, x, skParams[5]);
     Value q = arith::ShRUIOp::create(b, loc, wide.getHigh(), skParams[6]);

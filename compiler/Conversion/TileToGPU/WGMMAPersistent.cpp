@@ -5,6 +5,7 @@
 // their partial softmax states through a workspace.
 //
 //===----------------------------------------------------------------------===//
+#include "attnc/abi/Workspace.h"
 #include "compiler/Conversion/TileToGPU/WGMMAEmitter.h"
 
 using namespace mlir;
@@ -43,7 +44,7 @@ scf::ForOp wgmma::itemInvariantKVLoop(func::FuncOp kernel,
 // (block, consumer warpgroup), padded to 256 bytes, then per (block,
 // warpgroup) a slot of D/8 + 1 chunks of 128 x 16 bytes: chunk q holds each
 // thread's n8 tile q of O (unnormalised, f32), the last one its rows' m and
-// l, thread t at 16 t (attnc/runtime/Launch.h, streamKWorkspaceBytes). A
+// l, thread t at 16 t (abi::streamKWorkspaceLayout, attnc/abi). A
 // block has at most one piece that does not start its item (the first of
 // its tail), so the block's slot is that piece's. The piece's warpgroup
 // writes it, meets at its barrier, and its first thread publishes the flag
@@ -82,19 +83,22 @@ Value WGMMAEmitter::emitStreamKFixup(tile::FinalizeOp fin) {
   Value grid64 = toI64(gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
   Value base = LLVM::PtrToIntOp::create(b, loc, i64T, workspace);
   Value flagBytes = arith::AndIOp::create(
-      b, loc, add64(mul64(grid64, 4 * warpgroups), i64(255)),
-      i64(~int64_t(255)));
+      b, loc,
+      add64(mul64(grid64, abi::kStreamKFlagBytes * warpgroups),
+            i64(abi::kWorkspaceAlign - 1)),
+      i64(-abi::kWorkspaceAlign));
   auto slotOf = [&](Value block64) {
     return add64(mul64(block64, warpgroups), wg);
   };
   auto flagAt = [&](Value block64) {
-    return add64(base, mul64(slotOf(block64), 4));
+    return add64(base, mul64(slotOf(block64), abi::kStreamKFlagBytes));
   };
-  Value threadOffset = mul64(toI64(inGroup), 16);
+  Value threadOffset = mul64(toI64(inGroup), abi::kStreamKThreadBytes);
   auto chunkAt = [&](Value block64, int64_t q) -> Value {
-    Value at = add64(add64(base, flagBytes),
-                     add64(mul64(slotOf(block64), chunks * 128 * 16),
-                           add64(i64(q * 128 * 16), threadOffset)));
+    Value at =
+        add64(add64(base, flagBytes),
+              add64(mul64(slotOf(block64), chunks * abi::kStreamKChunkBytes),
+                    add64(i64(q * abi::kStreamKChunkBytes), threadOffset)));
     return LLVM::IntToPtrOp::create(b, loc, globalPtrT, at);
   };
   Value epilogueBarrier = arith::IndexCastOp::create(

@@ -8,6 +8,7 @@
 #ifndef ATTNC_COMPILER_CONVERSION_TILETOGPU_WGMMASUPPORT_H
 #define ATTNC_COMPILER_CONVERSION_TILETOGPU_WGMMASUPPORT_H
 
+#include "attnc/abi/TensorMaps.h"
 #include "dialects/Tile/IR/TileOps.h"
 #include "dialects/TileGPU/IR/TileGPUDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,10 +19,13 @@
 
 namespace attnc::wgmma {
 
-/// 128-byte swizzle: rows of 64 16-bit elements, a period of 8 rows.
-inline constexpr int64_t kSwizzleBytes = 128;
-inline constexpr int64_t kSwizzleElems = 64;
-inline constexpr int64_t kSwizzleAtomBytes = 1024;
+/// The 128-byte swizzle of the tensor maps TMA fills shared memory through
+/// (the runtime builds them: abi/TensorMaps.h): rows of 64 16-bit elements,
+/// a period of 8 rows. Every swizzled shared tile uses it, TMA-filled or
+/// not.
+inline constexpr int64_t kSwizzleBytes = abi::kTensorMapSwizzleBytes;
+inline constexpr int64_t kSwizzleElems = abi::kTensorMapBoxCols;
+inline constexpr int64_t kSwizzleAtomBytes = abi::kTensorMapSwizzleAtomBytes;
 /// Dynamic shared memory an sm_90 block may opt in to (227 KiB).
 inline constexpr int64_t kSmemLimit = 227 * 1024;
 

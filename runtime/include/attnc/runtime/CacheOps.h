@@ -1,73 +1,33 @@
 //===- CacheOps.h - KV append and LSE merge: arguments, contract -*- C++
 //-*-===//
 //
-// The launch contracts of two small decode-side kernels:
+// The runtime's side of two small decode-side kernels (their parameter
+// lists and grid rules are attnc/abi's, shared with the compiler):
 //
 // op "kv_append" (grid rule kv_append_v1, attn.kv_append): writes new K/V
 //   rows [tokens, Hkv, D] into a paged cache [pages, Hkv, page_size, D] at
 //   slot_mapping[t] = page * page_size + offset (i64, device memory; a
 //   negative slot is padding and writes nothing, as does a slot past the
 //   last page). Grid (ceil(tokens * Hkv / meta.blockM), 1, 1), block
-//   meta.block; parameters, 8 bytes each: key, value, slot_mapping,
-//   key_cache, value_cache (pointers), rows (= tokens * Hkv), num_pages,
-//   k_stride_t/h, v_stride_t/h, kc_stride_p/h/s, vc_stride_p/h/s (i64,
-//   elements). The spec's heads and kv_heads are the cache's KV heads.
+//   meta.block; parameters abi::kKVAppendParams. The spec's heads and
+//   kv_heads are the cache's KV heads.
 //
 // op "lse_merge" (grid rule lse_merge_v1, attn.lse_merge; cascade
 //   attention): o = (e^lse_a o_a + e^lse_b o_b) / (e^lse_a + e^lse_b),
 //   lse = log(e^lse_a + e^lse_b); a side with lse = -inf weighs 0, both
 //   -inf give o = 0, lse = -inf. O tensors [B, H, S, D], LSE [B, H, S] f32,
-//   each with its own strides. Grid (ceil(S / 16), H, B); parameters:
-//   o_a, lse_a, o_b, lse_b, o, lse (pointers), batch, seq_q, then the b/h/s
-//   strides of o_a, b/h of lse_a, b/h/s of o_b, b/h of lse_b, b/h/s of o,
-//   b/h of lse.
+//   each with its own strides. Grid (ceil(S / meta.blockM), H, B);
+//   parameters abi::kLseMergeParams.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_RUNTIME_CACHEOPS_H
 #define ATTNC_RUNTIME_CACHEOPS_H
 
+#include "attnc/abi/GridRules.h"
+#include "attnc/abi/LaunchParams.h"
 #include "attnc/runtime/Launch.h"
 
-#include <array>
-
 namespace attnc {
-
-inline constexpr const char *kGridRuleKVAppendV1 = "kv_append_v1";
-inline constexpr const char *kGridRuleLseMergeV1 = "lse_merge_v1";
-// The kernels' parameters in order, pointers first: the one list the
-// compiler's kernels (compiler/LaunchABI.h) and the runtime's packing share.
-inline constexpr std::array<const char *, 17> kKVAppendParamNames = {
-    "key",         "value",       "slot_mapping", "key_cache",   "value_cache",
-    "rows",        "num_pages",   "k_stride_t",   "k_stride_h",  "v_stride_t",
-    "v_stride_h",  "kc_stride_p", "kc_stride_h",  "kc_stride_s", "vc_stride_p",
-    "vc_stride_h", "vc_stride_s"};
-inline constexpr size_t kKVAppendPointerParams = 5;
-inline constexpr std::array<const char *, 23> kLseMergeParamNames = {
-    "o_a",
-    "lse_a",
-    "o_b",
-    "lse_b",
-    "o",
-    "lse",
-    "batch",
-    "seq_q",
-    "oa_stride_b",
-    "oa_stride_h",
-    "oa_stride_s",
-    "lsea_stride_b",
-    "lsea_stride_h",
-    "ob_stride_b",
-    "ob_stride_h",
-    "ob_stride_s",
-    "lseb_stride_b",
-    "lseb_stride_h",
-    "o_stride_b",
-    "o_stride_h",
-    "o_stride_s",
-    "lse_stride_b",
-    "lse_stride_h"};
-inline constexpr size_t kLseMergePointerParams = 6;
-inline constexpr int64_t kLseMergeRows = 16; // query rows per program
 
 struct KVAppendArgs {
   TensorArg key, value;                 // [tokens, Hkv, D] (shape[3] unused)

@@ -150,8 +150,8 @@ public:
 
   // Bytes of workspace a launch with these arguments can take: the stream-K
   // tail's of a persistent kernel over items of equal KV length (Launch.h,
-  // streamKWorkspaceBytes; it depends on the grid, so on the sizes and this
-  // device's SMs), 0 for every other kernel. The workspace is optional:
+  // abi::streamKWorkspaceLayout; it depends on the grid, so on the sizes and
+  // this device's SMs), 0 for every other kernel. The workspace is optional:
   // without one the kernel runs its last round as whole items. It must be
   // zeroed once before its first use; launches leave it zeroed. Launches
   // that may run at the same time need workspaces of their own.

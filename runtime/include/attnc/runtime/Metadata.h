@@ -21,7 +21,9 @@
 namespace attnc {
 
 // Bumped on any incompatible change of the meta.json schema.
-constexpr int64_t kMetadataVersion = 2; // 2: XXH3-128 checksums
+// 2: XXH3-128 checksums; 3: block_n and kv_stages, which a decode launch
+// reads.
+constexpr int64_t kMetadataVersion = 3;
 
 // TensorMap: a CUtensorMap (128 bytes, 64-byte aligned) the runtime builds
 // for a TMA kernel and passes by value (a __grid_constant__ parameter).
@@ -36,7 +38,7 @@ struct KernelParam {
   std::string name;
   ParamKind kind = ParamKind::Ptr;
   // TensorMap: rows of the box one TMA copy moves (the kernel's tile);
-  // the box is 64 columns wide (the 128-byte swizzle).
+  // its columns and swizzle are fixed (attnc/abi/TensorMaps.h).
   int64_t boxRows = 0;
   bool operator==(const KernelParam &) const = default;
 };
@@ -54,7 +56,12 @@ struct KernelMetadata {
   std::array<int64_t, 3> block{1, 1, 1}; // threads per program
   std::string gridRule;                  // e.g. "attention_fwd_v1"
   int64_t blockM = 0;                    // query rows per program
-  int64_t dynamicSmem = 0;               // bytes of dynamic shared memory
+  // The kernel's K/V tile (keys per loop iteration) and the depth of its
+  // K/V ring, as the compiler chose them; 0 where not recorded. A decode
+  // split kernel has both: the runtime picks the split count from them.
+  int64_t blockN = 0;
+  int64_t kvStages = 0;
+  int64_t dynamicSmem = 0; // bytes of dynamic shared memory
   std::vector<KernelParam> params;
   std::string spec;    // canonical spec string
   std::string buildId; // compiler build id

@@ -2,10 +2,12 @@
 //-*-===//
 //
 // Kernels of the ops "silu_mul", "gelu_mul" and "add_rmsnorm" follow the
-// grid rule "rowwise_v1" (see compiler/RowwiseABI.h): one pointer per
-// tensor (inputs, then outputs), "rows", then "<name>_stride" (elements
-// between rows) of each [rows, d] tensor. Grid: ceil(rows / meta.block_m)
-// programs of meta.block threads. The tensors, in order:
+// grid rule abi::kGridRuleRowwise (attnc/abi): one pointer per tensor
+// (inputs, then outputs), abi::kRowsParam, then "<name>_stride"
+// (abi::kRowStrideSuffix; elements between rows) of each [rows, d] tensor.
+// The tensors' names and order are abi/RowTensors.h's:
+// Grid: ceil(rows / meta.block_m) programs of meta.block threads. The tensors,
+// in order:
 //   silu_mul, gelu_mul: x [rows, 2d], out [rows, d]
 //   add_rmsnorm:        x, residual [rows, d], weight [d],
 //                       out, residual_out [rows, d]
@@ -25,6 +27,8 @@
 #ifndef ATTNC_RUNTIME_ROWLAUNCH_H
 #define ATTNC_RUNTIME_ROWLAUNCH_H
 
+#include "attnc/abi/GridRules.h"
+#include "attnc/abi/LaunchParams.h"
 #include "attnc/runtime/Launch.h"
 
 #include <array>
@@ -33,7 +37,6 @@
 
 namespace attnc {
 
-inline constexpr const char *kGridRuleRowwiseV1 = "rowwise_v1";
 inline constexpr size_t kMaxRowTensors = 8;
 
 // A row-major tensor: [rows, cols] with `stride` elements between rows, or

@@ -9,6 +9,7 @@
 #ifndef ATTNC_RUNTIME_SPEC_H
 #define ATTNC_RUNTIME_SPEC_H
 
+#include "attnc/abi/GridRules.h"
 #include "attnc/runtime/Json.h"
 #include "attnc/runtime/Status.h"
 
@@ -75,7 +76,7 @@ struct TuningConfig {
 // Sizes past which a spec is refused: beyond any model's, and small enough
 // that the compiler finishes in seconds (a row of 10^9 elements or a tile
 // of 10^6 keys once ran for minutes).
-inline constexpr int64_t kMaxHidden = 65536; // row kernels' d
+inline constexpr int64_t kMaxHidden = abi::kMaxRowLength; // row kernels' d
 inline constexpr int64_t kMaxTileSize = 256; // attention/decode block_m, n
 // Tokens per KV-cache page: a contiguous cache is one page per sequence, so
 // the longest context a model serves (2^20 tokens).
