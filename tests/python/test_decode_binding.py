@@ -283,12 +283,14 @@ def decode_takes_the_database_kernel_and_splits_for_its_bucket():
 
 
 @test
-def a_missing_database_kernel_names_the_tuned_spec():
+def a_missing_database_kernel_falls_back_to_the_spec_kernel():
+    # The database's variant is not compiled and no compiler is linked: the
+    # runtime loads the spec's own kernel (it says so once on stderr)
+    # instead of failing the call.
     records = [record("decode b<=2 kv<=1024", 128)]  # not compiled
     with decode_process(records) as (spy, kernels):
-        tb.expect_error(lambda: run(spy, 2, 100),
-                        "attnc_get_kernel_for_json(", "batch 2", "seq_kv 100",
-                        "block_n=128", status=NOT_FOUND)
+        got = run(spy, 2, 100)
+        assert got[:2] == (kernels[0], 0), (got, kernels)
         assert run(spy, 2, 2000)[0] == kernels[0]
 
 
