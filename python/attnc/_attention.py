@@ -117,18 +117,32 @@ def arch_for_capability(capability):
 
 
 def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
-              scale=None, return_lse=False, block_m=0, block_n=0):
-    """The Spec for checked q/k ([B, S, H, D]) and attention() options."""
+              scale=None, return_lse=False, block_m=0, block_n=0,
+              score_mod=None, mask_mod=None):
+    """The Spec for checked q/k ([B, S, H, D]) and attention() options;
+    with mods, its custom_ir is their trace (attnc.mods.attention_ir)."""
     left, right = window_bounds(window)
     if scale is not None and math.isnan(scale):
         scale = None
+    custom_ir = ""
+    if score_mod is not None or mask_mod is not None:
+        from . import mods
+
+        custom_ir = mods.attention_ir(
+            heads=int(q.shape[2]), kv_heads=int(k.shape[2]),
+            head_dim=int(q.shape[3]), dtype=dtype, causal=bool(causal),
+            window=None if window is None else (left, right),
+            softcap=softcap or None, scale=scale,
+            return_lse=bool(return_lse), score_mod=score_mod,
+            mask_mod=mask_mod)
     return Spec(heads=int(q.shape[2]), kv_heads=int(k.shape[2]),
                 head_dim=int(q.shape[3]), dtype=dtype, causal=bool(causal),
                 has_lse=bool(return_lse), window_left=left,
                 window_right=right,
                 softcap=0.0 if softcap is None else float(softcap),
                 scale=None if scale is None else float(scale), arch=arch,
-                block_m=int(block_m), block_n=int(block_n))
+                block_m=int(block_m), block_n=int(block_n),
+                custom_ir=custom_ir)
 
 
 def describe(t):
@@ -157,7 +171,8 @@ def context(device_index):
 
 
 def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
-                scale, return_lse, block_m, block_n):
+                scale, return_lse, block_m, block_n, score_mod=None,
+                mask_mod=None):
     """The runtime's kernel for a call: for its spec at its size (the
     tuning database's config when it has one)."""
     import torch
@@ -166,7 +181,8 @@ def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
         arch = arch_for_capability(torch.cuda.get_device_capability(device))
     spec = make_spec(q, k, dtype=dtype, arch=arch, causal=causal,
                      window=window, softcap=softcap, scale=scale,
-                     return_lse=return_lse, block_m=block_m, block_n=block_n)
+                     return_lse=return_lse, block_m=block_m, block_n=block_n,
+                     score_mod=score_mod, mask_mod=mask_mod)
     # (Empty shapes look up as size 1: the runtime wants sizes >= 1.)
     return ctx.get_kernel_for(spec, max(int(q.shape[0]), 1),
                               max(int(q.shape[1]), 1),
@@ -186,7 +202,8 @@ def window_bounds(window):
 
 
 def attention(q, k, v, *, causal=False, window=None, softcap=None,
-              scale=None, return_lse=False, arch=None, block_m=0, block_n=0):
+              scale=None, return_lse=False, arch=None, block_m=0, block_n=0,
+              score_mod=None, mask_mod=None):
     """Attention forward of FlashAttention-layout tensors.
 
     q: [batch, seq_q, heads, head_dim]; k, v: [batch, seq_kv, kv_heads,
@@ -197,11 +214,20 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     device. Runs on torch.cuda.current_stream(). Returns o (like q), or
     (o, lse) with lse float32 [batch, heads, seq_q] when return_lse.
 
+    score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx, kv_idx):
+    FlexAttention-style mods, traced into the kernel's IR (attnc.mods); the
+    kernel must be bundled (`attnc bundle` of the spec whose custom_ir is
+    attnc.mods.attention_ir(...)) until the process has a compiler.
+
     Under torch.compile, torch.export, fake tensors or a dispatch mode the
     call goes through the custom op torch.ops.attnc.attention (see
     attnc.torch_ops); a plain eager call launches directly.
     """
     ops = _route.ops_for(q)
+    if ops is not None and (score_mod is not None or mask_mod is not None):
+        _fail("attnc.attention: score_mod and mask_mod run in eager calls "
+              "only; under torch.compile, torch.export or a dispatch mode "
+              "they are not supported yet")
     if ops is not None:
         left, right = window_bounds(window)
         o, lse = ops.attention(
@@ -211,7 +237,7 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
             int(block_m), int(block_n))
         return (o, lse) if return_lse else o
     return launch(q, k, v, causal, window, softcap, scale, return_lse, arch,
-                  block_m, block_n)
+                  block_m, block_n, score_mod, mask_mod)
 
 
 class _Plan:
@@ -228,7 +254,8 @@ _launch_args_copy = _AttentionArgs.from_buffer_copy
 
 
 def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
-           return_lse=False, arch=None, block_m=0, block_n=0):
+           return_lse=False, arch=None, block_m=0, block_n=0, score_mod=None,
+           mask_mod=None):
     """attention()'s eager launch: checks, the kernel lookup on the first
     call of a kind, and the launch on the current stream. Returns (o, lse)
     when return_lse, else o."""
@@ -241,7 +268,7 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
         plan_key = (q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
                     q.shape, k.shape, v.shape, q.stride(), k.stride(),
                     v.stride(), causal, window, softcap, scale, return_lse,
-                    arch, block_m, block_n)
+                    arch, block_m, block_n, score_mod, mask_mod)
         plan = _plans.get(plan_key)
     except TypeError:  # an unhashable option: no plan, the long way
         plan_key, plan = None, None
@@ -252,7 +279,8 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
         import torch
 
         plan = _make_plan(torch, dtype, q, k, v, causal, window, softcap,
-                          scale, return_lse, arch, block_m, block_n)
+                          scale, return_lse, arch, block_m, block_n,
+                          score_mod, mask_mod)
         if plan_key is not None:
             _route.remember(_plans, plan_key, plan)
     else:
@@ -287,7 +315,8 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
 
 
 def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
-               return_lse, arch, block_m, block_n):
+               return_lse, arch, block_m, block_n, score_mod=None,
+               mask_mod=None):
     """The first call of a kind, after the checks: the context, the kernel
     for the spec at this size (the tuning database's config when it has
     one), the workspace size and the launch arguments' shapes and
@@ -298,7 +327,7 @@ def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
         plan.ctx = ctx = context(device.index)
         plan.kernel = _kernel_for(ctx, q, k, dtype, device, arch, causal,
                                   window, softcap, scale, return_lse, block_m,
-                                  block_n)
+                                  block_n, score_mod, mask_mod)
         # o is torch.empty_like(q) on every call: its strides follow q's
         # (the plan's key), so the first call's stand for all.
         o = torch.empty_like(q)

@@ -295,6 +295,9 @@ class Spec:
     stages: int = 0
     warps: int = 0
     op: str = "attention_fwd"
+    # The kernel function's MLIR text when the kernel comes from IR (score
+    # or mask mods, attnc.mods.attention_ir); "" for the built-in op.
+    custom_ir: str = ""
 
     def _to_c(self):
         spec = _Spec()
@@ -316,6 +319,7 @@ class Spec:
         spec.block_n = self.block_n
         spec.stages = self.stages
         spec.warps = self.warps
+        spec.custom_ir = self.custom_ir.encode() if self.custom_ir else None
         return spec
 
 

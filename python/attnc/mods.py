@@ -28,15 +28,17 @@ Importing this module needs neither torch nor a GPU nor libattnc.so.
 
 import math
 
+from ._capi import AttncError
+
 __all__ = [
-    "TraceError", "abs", "attention_ir", "exp", "log", "maximum", "minimum",
+    "TraceError", "abs", "attention_ir", "bundle_spec", "exp", "log", "maximum", "minimum",
     "score_region", "mask_region", "sqrt", "tanh", "to_float", "where",
 ]
 
 _builtin_abs = abs
 
 
-class TraceError(ValueError):
+class TraceError(AttncError, ValueError):
     """A mod used something that cannot be traced into a region."""
 
 
@@ -344,3 +346,25 @@ def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
         text.append("  " + " ".join(regions))
     text += ["  return %s : %s" % (outs, results), "}"]
     return "\n".join(text) + "\n"
+
+
+def bundle_spec(*, heads, kv_heads, head_dim, dtype="bf16", arch="sm_90a",
+                causal=False, window=None, softcap=None, scale=None,
+                return_lse=False, score_mod=None, mask_mod=None):
+    """The spec (a dict for the "specs" list of `attnc bundle --specs`) of
+    the kernel attnc.attention(..., score_mod=, mask_mod=) asks for with
+    these options: its custom_ir is the mods' trace."""
+    left, right = (-1, -1) if window is None else (
+        -1 if w is None else int(w) for w in window)
+    return {
+        "op": "attention_fwd", "dtype": dtype, "heads": int(heads),
+        "kv_heads": int(kv_heads), "head_dim": int(head_dim),
+        "causal": bool(causal), "window_left": left, "window_right": right,
+        "softcap": float(softcap or 0.0),
+        "scale": None if scale is None else float(scale),
+        "has_lse": bool(return_lse), "arch": arch,
+        "custom_ir": attention_ir(
+            heads=heads, kv_heads=kv_heads, head_dim=head_dim, dtype=dtype,
+            causal=causal, window=window, softcap=softcap, scale=scale,
+            return_lse=return_lse, score_mod=score_mod, mask_mod=mask_mod),
+    }

@@ -547,6 +547,49 @@ def missing_kernel_names_spec_and_attnc_bundle():
 
 
 @test
+def mods_look_up_the_kernel_of_their_trace():
+    # score_mod / mask_mod: the spec's custom_ir is the traced kernel
+    # function, whose hash is in the key: one kernel per distinct trace.
+    import re
+    import attnc.mods as mods
+
+    def alibi(s, b, h, i, j):
+        return s - 0.25 * mods.abs(i - j)
+
+    def key_of(**kw):
+        msg = expect_error(lambda: attnc.attention(q, k, v, **kw),
+                           "no compiled kernel", "attnc bundle",
+                           status=NOT_FOUND)
+        found = re.search(r"custom_ir=(none|[0-9a-f]{32});", msg)
+        assert found, msg
+        return found.group(1)
+
+    with tempfile.TemporaryDirectory() as cache, fake_gpu_process(cache):
+        q, k, v = qkv()
+        first = key_of(causal=True, score_mod=alibi)
+        assert first != "none"
+        assert key_of(causal=True, score_mod=alibi) == first
+        assert key_of(causal=True,
+                      score_mod=lambda s, b, h, i, j:
+                      s - 0.25 * mods.abs(i - j)) == first  # same trace
+        assert key_of(causal=True, score_mod=lambda s, b, h, i, j:
+                      s - 0.5 * mods.abs(i - j)) != first
+        assert key_of(causal=True, score_mod=alibi,
+                      mask_mod=lambda b, h, i, j: j < 100) != first
+        assert key_of(causal=True) == "none"
+        spec = _attention.make_spec(q, k, dtype="bf16", arch="sm_90a",
+                                    causal=True, window=(32, -1),
+                                    score_mod=alibi)
+        assert spec.custom_ir == mods.attention_ir(
+            heads=8, kv_heads=2, head_dim=64, causal=True, window=(32, -1),
+            score_mod=alibi), spec.custom_ir
+        assert "window = #attn.window<32, 0>" in spec.custom_ir
+        expect_error(lambda: attnc.attention(
+            q, k, v, mask_mod=lambda b, h, i, j: i > j and j > 0),
+            "no truth value while tracing")
+
+
+@test
 def attention_takes_the_tuning_database_config_for_its_size():
     # A database record for this spec at seq_kv <= 1024 (GPU "": the fake
     # driver names none). attention() asks for the kernel at its size, so

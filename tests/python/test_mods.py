@@ -203,6 +203,26 @@ def compiles(attnc_bin, ptxas):
                       " ".join(detail))
 
 
+def bundles(attnc_bin):
+    """bundle_spec's dict is a spec `attnc bundle` compiles."""
+    import json
+    spec = m.bundle_spec(heads=8, kv_heads=2, head_dim=64, causal=True,
+                         window=(32, -1), return_lse=True,
+                         score_mod=SCORE_MODS["alibi"],
+                         mask_mod=MASK_MODS["documents of 100 tokens"])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "specs.json")
+        with open(path, "w") as f:
+            json.dump({"specs": [spec]}, f)
+        r = subprocess.run([attnc_bin, "bundle", "--no-cubin", "--specs",
+                            path, "-o", os.path.join(tmp, "cache")],
+                           capture_output=True, text=True)
+        check("attnc bundle compiles bundle_spec's spec",
+              r.returncode == 0 and "1 of 1 specs" in r.stdout,
+              (r.stdout + r.stderr).strip().splitlines()[-1:][0]
+              if (r.stdout + r.stderr).strip() else "")
+
+
 def errors():
     def raises(fn, *args):
         try:
@@ -232,6 +252,7 @@ def main():
     errors()
     if len(sys.argv) > 1:
         compiles(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
+        bundles(sys.argv[1])
     else:
         print("note: no attnc binary given; the compile cases did not run")
     print("%d passed, %d failed" % (passed, failed))
