@@ -587,6 +587,30 @@ def mods_look_up_the_kernel_of_their_trace():
         expect_error(lambda: attnc.attention(
             q, k, v, mask_mod=lambda b, h, i, j: i > j and j > 0),
             "no truth value while tracing")
+        # mods.bundle_spec names the kernel attention() looks up: bundled
+        # with the attnc tool (when built), the call finds and launches it.
+        tool = os.environ.get("ATTNC_TEST_ATTNC_TOOL")
+        if not tool:
+            tool = str(Path(attnc.library_path()).resolve().parents[1] /
+                       "bin" / "attnc")
+        if os.path.exists(tool):
+            import json
+            spec = mods.bundle_spec(heads=8, kv_heads=2, head_dim=64,
+                                    causal=True, score_mod=alibi)
+            path = os.path.join(cache, "specs.json")
+            with open(path, "w") as f:
+                json.dump({"specs": [spec]}, f)
+            r = subprocess.run([tool, "bundle", "--no-cubin", "--specs", path,
+                                "-o", cache], capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+            o = attnc.attention(q, k, v, causal=True, score_mod=alibi)
+            assert tuple(o.shape) == tuple(q.shape)
+            # Another trace is still another kernel.
+            assert key_of(causal=True, score_mod=lambda s, b, h, i, j:
+                          s - 0.5 * mods.abs(i - j)) != first
+        else:
+            print("note: no attnc tool at %s; the bundled-mod lookup did not "
+                  "run" % tool)
 
 
 @test
