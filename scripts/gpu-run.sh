@@ -270,6 +270,7 @@ step python-gpu-rows python3 tests/python/test_gpu_rows.py
 # torch.compile(fullgraph=True), and the host time of an eager call beside
 # PyTorch's own ops (its table also in $OUT).
 step python-gpu-graphs timeout 300 python3 tests/python/test_gpu_graphs.py
+step python-gpu-mods timeout 120 python3 tests/python/test_gpu_mods.py
 step python-gpu-torch-ops timeout 540 python3 tests/python/test_gpu_torch_ops.py
 step host-overhead timeout 300 python3 bench/host_overhead.py --out "$out/host-overhead.md"
 # Host cost of a Python decode call vs its CUDA-graph GPU time.
