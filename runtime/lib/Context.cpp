@@ -203,9 +203,20 @@ void Context::warn(const std::string &message) const {
     std::fprintf(stderr, "%s\n", message.c_str());
 }
 
+void Context::warnOnce(const std::string &line) {
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first = loggedChoices_.insert(line).second;
+  }
+  if (first)
+    warn(line);
+}
+
 void Context::setCompiler(std::shared_ptr<KernelCompiler> compiler) {
   std::lock_guard<std::mutex> lock(mutex_);
   compiler_ = std::move(compiler);
+  missingVariants_.clear(); // compilable now
 }
 
 Result<CUmodule> Context::loadImage(const void *image, const char *what) const {
@@ -444,38 +455,39 @@ Result<const Kernel *> Context::getKernelFor(const KernelSpec &spec,
                             ? " splits " + std::to_string(choice.decodeSplits)
                             : "") +
                        " (" + choice.why + ")";
-    bool first;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      first = loggedChoices_.insert(line).second;
-    }
-    if (first)
-      warn(line);
+    warnOnce(line);
   }
-  Result<const Kernel *> kernel = getKernel(tuned);
   // A chosen variant that is neither cached nor compilable (a bundle made
   // without it, no compiler in this process): the spec's own kernel, which
-  // is correct for every size, rather than no kernel.
-  if (!kernel.isOk() && kernel.status().code() == ErrorCode::NotFound &&
-      !(tuned == spec)) {
+  // is correct for every size, rather than no kernel. Found missing once,
+  // it is not looked up again.
+  bool knownMissing = false;
+  if (!(tuned == spec)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    knownMissing = missingVariants_.count(tuned) != 0;
+  }
+  Result<const Kernel *> kernel =
+      knownMissing ? getKernel(spec) : getKernel(tuned);
+  if (!knownMissing && !kernel.isOk() &&
+      kernel.status().code() == ErrorCode::NotFound && !(tuned == spec)) {
     Result<const Kernel *> own = getKernel(spec);
     if (own.isOk()) {
-      std::string line = "attnc: the tuned variant of " + untunedSpecKey(spec) +
-                         " is not compiled (" + kernel.status().message() +
-                         "); using the spec's own kernel";
-      bool first;
+      warnOnce("attnc: the tuned variant of " + untunedSpecKey(spec) +
+               " is not compiled (" + kernel.status().message() +
+               "); using the spec's own kernel");
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        first = loggedChoices_.insert(line).second;
+        missingVariants_.insert(tuned);
       }
-      if (first)
-        warn(line);
-      choice.tuning = spec.tuning;
-      choice.fromDatabase = choice.fromSizeRule = false;
-      choice.decodeSplits = 0;
-      choice.why += "; that variant is not compiled: the spec's own kernel";
+      knownMissing = true;
       kernel = own;
     }
+  }
+  if (knownMissing) {
+    choice.tuning = spec.tuning;
+    choice.fromDatabase = choice.fromSizeRule = false;
+    choice.decodeSplits = 0;
+    choice.why += "; that variant is not compiled: the spec's own kernel";
   }
   if (out)
     *out = choice;

@@ -898,6 +898,13 @@ TEST_CASE("a tuned variant nobody compiled falls back to the spec's kernel",
   for (const std::string &w : f.warnings)
     said += w.find("is not compiled") != std::string::npos;
   CHECK(said == 1);
+  // With a compiler the variant is compilable again: no fallback.
+  ctx.setCompiler(f.compiler);
+  TuningChoice compiled;
+  Result<const Kernel *> tuned = ctx.getKernelFor(spec, size, &compiled);
+  REQUIRE(tuned.isOk());
+  CHECK(compiled.fromDatabase);
+  CHECK((*tuned)->spec().tuning == r.tuning);
   // Neither compiled: the error names the spec's kernel's absence.
   Fixture empty;
   ContextOptions bare = empty.options();

@@ -29,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 // Opaque driver handles, declared as cuda.h does, so this header does not
@@ -199,6 +200,8 @@ private:
   Result<std::unique_ptr<Kernel>> loadKernel(const KernelSpec &spec,
                                              ResolvedKernel resolved);
   void warn(const std::string &message) const;
+  /// warn(line) the first time this context sees `line`.
+  void warnOnce(const std::string &line);
 
   ContextOptions options_;
   const DriverApi *driver_;
@@ -220,6 +223,10 @@ private:
   std::string gpuName_;
   bool logTuning_ = false;
   std::set<std::string> loggedChoices_; // guarded by mutex_
+  // Tuned variants getKernelFor found neither cached nor compilable (it
+  // loads the spec's own kernel instead, without another cache lookup);
+  // guarded by mutex_, forgotten when a compiler is set.
+  std::unordered_set<KernelSpec, KernelSpecHash> missingVariants_;
 };
 
 // Whether a kernel built for `arch` ("sm_80", "sm_90a") can run on a device
