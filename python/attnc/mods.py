@@ -325,7 +325,9 @@ def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
     if softcap:
         attrs.append("softcap = %r : f32" % float(softcap))
     if window is not None:
-        left, right = (-1 if w is None else int(w) for w in window)
+        from ._attention import window_bounds
+
+        left, right = window_bounds(window)
         if causal and left >= 0 and right < 0:
             right = 0
         attrs.append("window = #attn.window<%d, %d>" % (left, right))
@@ -354,8 +356,9 @@ def bundle_spec(*, heads, kv_heads, head_dim, dtype="bf16", arch="sm_90a",
     """The spec (a dict for the "specs" list of `attnc bundle --specs`) of
     the kernel attnc.attention(..., score_mod=, mask_mod=) asks for with
     these options: its custom_ir is the mods' trace."""
-    left, right = (-1, -1) if window is None else (
-        -1 if w is None else int(w) for w in window)
+    from ._attention import window_bounds
+
+    left, right = window_bounds(window)
     return {
         "op": "attention_fwd", "dtype": dtype, "heads": int(heads),
         "kv_heads": int(kv_heads), "head_dim": int(head_dim),
