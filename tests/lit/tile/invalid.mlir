@@ -165,3 +165,11 @@ func.func @rotate_pairs_type(%x: tensor<32xbf16>) {
   %p = tile.rotate_pairs %x : tensor<32xbf16>
   return
 }
+
+// -----
+
+func.func @sink_on_partial(%acc: tensor<16x64xf32>, %m: tensor<16xf32>, %l: tensor<16xf32>, %s: f32) {
+  // expected-error @+1 {{a sink belongs to the final result, not to an f32 split-KV partial}}
+  %o, %lse = tile.finalize %acc, %m, %l sink %s : tensor<16x64xf32>, tensor<16xf32> -> tensor<16x64xf32>
+  return
+}
