@@ -122,10 +122,10 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   } else {
     // The launch ABI's parameters, then the optional `sinks`.
     std::vector<uint64_t> words;
-    for (const void *p : {(const void *)q.data.data(),
-                          (const void *)k.data.data(),
-                          (const void *)v.data.data(),
-                          (const void *)o.data.data(), (const void *)lse.data()})
+    for (const void *p :
+         {(const void *)q.data.data(), (const void *)k.data.data(),
+          (const void *)v.data.data(), (const void *)o.data.data(),
+          (const void *)lse.data()})
       HostKernel::pointerWords(words, p);
     for (int64_t s : scalars)
       words.push_back(uint64_t(s));

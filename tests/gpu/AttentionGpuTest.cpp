@@ -602,25 +602,41 @@ std::vector<Case> correctnessCases() {
   // rows' LSE) on each mapping and schedule: sm_90a's default (causal:
   // TMA rings), its persistent grid with the stream-K tail (the sink joins
   // once, after the pieces merge), rows without keys, and sm_80's mma.sync.
-  c = {"sinks, GQA 8/2 D128 bf16 causal, S=1000", spec(8, 2, 128, "bf16"), 1,
-       1000, 1000, true};
+  c = {"sinks, GQA 8/2 D128 bf16 causal, S=1000",
+       spec(8, 2, 128, "bf16"),
+       1,
+       1000,
+       1000,
+       true};
   c.spec.causal = true;
   c.spec.sinks = true;
   cs.push_back(c);
-  c = {"sinks, D128 Sq=777 Skv=1001, B=2", spec(4, 4, 128, "bf16"), 2, 777,
-       1001, false};
+  c = {"sinks, D128 Sq=777 Skv=1001, B=2",
+       spec(4, 4, 128, "bf16"),
+       2,
+       777,
+       1001,
+       false};
   c.spec.sinks = true;
   c.blocks = 20;
   c.spec.tuning.grid = "persistent";
   cs.push_back(c);
   c = {"sinks, D64 fp16 causal, Sq=700 > Skv=333 (rows without keys)",
-       spec(4, 1, 64, "fp16"), 1, 700, 333, true};
+       spec(4, 1, 64, "fp16"),
+       1,
+       700,
+       333,
+       true};
   c.spec.causal = true;
   c.spec.sinks = true;
   cs.push_back(c);
   c = {"sinks, sm_80 mma.sync, D128 GQA 4/2 window (64,0) + softcap 20, "
        "S=513",
-       spec(4, 2, 128, "bf16"), 2, 513, 513, true};
+       spec(4, 2, 128, "bf16"),
+       2,
+       513,
+       513,
+       true};
   c.spec.arch = "sm_80";
   c.spec.windowLeft = 64;
   c.spec.windowRight = 0;

@@ -125,8 +125,7 @@ LogicalResult AttentionOp::verify() {
                          << Type(qT) << ", got " << getOutput().getType();
 
   if (Value sinks = getSinks()) {
-    auto expected =
-        RankedTensorType::get({hq}, Float32Type::get(getContext()));
+    auto expected = RankedTensorType::get({hq}, Float32Type::get(getContext()));
     if (sinks.getType() != expected)
       return emitOpError() << "expected the sinks type " << Type(expected)
                            << " (one f32 logit per query head), got "
