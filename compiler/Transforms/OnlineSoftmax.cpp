@@ -9,10 +9,11 @@
 using namespace mlir;
 using namespace attnc;
 
-tile::FinalizeOp
-attnc::buildOnlineSoftmaxLoop(OpBuilder &b, Location loc, Value qTile, Value lo,
-                              Value hi, int64_t blockN, Type outElt,
-                              const OnlineSoftmaxTiles &tiles, Value sink) {
+tile::FinalizeOp attnc::buildOnlineSoftmaxLoop(OpBuilder &b, Location loc,
+                                               Value qTile, Value lo, Value hi,
+                                               int64_t blockN, Type outElt,
+                                               const OnlineSoftmaxTiles &tiles,
+                                               Value sink) {
   auto qT = cast<RankedTensorType>(qTile.getType());
   int64_t rows = qT.getDimSize(0), headDim = qT.getDimSize(1);
   Type elt = qT.getElementType();

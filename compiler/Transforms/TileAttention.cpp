@@ -98,8 +98,8 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   const unsigned sinksArg = params.size();
   if (att.hasSinks())
     params.push_back(abiParamType(ctx, abi::ParamType::F32Ptr, elt));
-  auto fn = func::FuncOp::create(b, loc, name,
-                                 FunctionType::get(ctx, params, {}));
+  auto fn =
+      func::FuncOp::create(b, loc, name, FunctionType::get(ctx, params, {}));
   fn->setAttr("tile.launch",
               tile::LaunchAttr::get(ctx, abi::kGridRuleAttentionFwd, blockM,
                                     blockN, att.getNumHeads()));
