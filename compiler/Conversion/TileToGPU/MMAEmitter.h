@@ -194,6 +194,11 @@ private:
   }
   DenseMap<Value, Frags> frags;
   Value tid, g, t4, rowInTile; // rowInTile = 16·mTiles·warp + g
+  /// What setUp derives from the thread index (lane = 4·g + t4).
+  struct LaneIndices {
+    Value lane, g, t4, rowWarp, keyWarp, rowInTile;
+  };
+  LaneIndices laneIndices(Value tid);
   Value ldRow, ldLow, ldHigh;  // ldmatrix: row in matrix, matrix % 2, / 2
   unsigned nextStage = 0;
   // cp.async groups committed in the current block of code, and the group

@@ -18,10 +18,12 @@ using namespace attnc;
 using namespace attnc::mma;
 
 LogicalResult MMAEmitter::emitStore(tile::StoreOp op) {
-  Value q0 = map.lookup(op.getRow());
+  // The first row of the lane, then constants: one register across the
+  // stores.
+  Value rowBase = add(map.lookup(op.getRow()), rowInTile);
   auto store = [&] {
     return math().store(op, map, t4, [&](int64_t mt, int64_t r) {
-      return add(q0, rowOf(mt, r));
+      return add(rowBase, 16 * mt + 8 * r);
     });
   };
   if (keyWarps == 1)
