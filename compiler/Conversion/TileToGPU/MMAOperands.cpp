@@ -396,26 +396,31 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
 
 LogicalResult MMAEmitter::emitScore(tile::ScoreOp op) {
   Value q0 = map.lookup(op.getQ0()), k0 = map.lookup(op.getK0());
-  // The lane's rows and columns, where a tile's masks (or a score_mod)
-  // read them, come from a thread index LLVM cannot see through
-  // (gpu_emit::opaqueIndex), derived again in each branch that reads them.
-  // Derived from setUp's, they are loop-invariant 64-bit values that live
-  // across the whole KV loop for the few tiles that need them (a
-  // sequence's last, the causal diagonal), and at D128 with 128x64 tiles
-  // (255 registers) ptxas spilled 8-40 B around the loop (bench/NOTES.md,
-  // 2026-12-07). Here they cost a few integer instructions in the masked
-  // branch; the unmasked one reads no positions.
-  LaneIndices lanes;
+  // With positionsInBranch, the lane's rows and columns, where a tile's
+  // masks (or a score_mod) read them, come from a thread index LLVM cannot
+  // see through (gpu_emit::opaqueIndex), derived again in each branch that
+  // reads them. Derived from setUp's, they are loop-invariant 64-bit
+  // values that live across the whole KV loop for the few tiles that need
+  // them (a sequence's last, the causal diagonal): at D128 with 128x64
+  // tiles (255 registers) ptxas spilled 8-40 B around the loop. Here they
+  // cost a few integer instructions in the masked branch; the unmasked one
+  // reads no positions.
+  LaneIndices lanes{lane, g, t4, rowWarp, keyWarp, rowInTile};
   // The warp's slice starts at k0 + keyOffset, for the masks too.
   Value sliceK0 = keyWarps == 1 ? k0 : add(k0, keyOffset);
   IRMapping sliceMap = map;
   sliceMap.map(op.getK0(), sliceK0);
+  Value col0;
+  if (!positionsInBranch)
+    col0 = add(sliceK0, arith::MulIOp::create(b, loc, t4, idx(2)));
   return math().score(
       op, sliceMap, launch.getBlockM(),
       [&](int64_t mt, int64_t r) {
         return add(q0, add(lanes.rowInTile, 16 * mt + 8 * r));
       },
       [&] {
+        if (!positionsInBranch)
+          return col0;
         lanes = laneIndices(gpu_emit::opaqueIndex(b, loc, tid));
         return add(sliceK0, arith::MulIOp::create(b, loc, lanes.t4, idx(2)));
       });

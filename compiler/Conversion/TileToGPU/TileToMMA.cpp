@@ -18,12 +18,13 @@ using namespace attnc;
 using namespace attnc::mma;
 
 LogicalResult MMAEmitter::emitStore(tile::StoreOp op) {
-  // The first row of the lane, then constants: one register across the
-  // stores.
-  Value rowBase = add(map.lookup(op.getRow()), rowInTile);
+  Value q0 = map.lookup(op.getRow());
+  // Register-bound kernels (positionsInBranch): the lane's first row, then
+  // constants, which is what let ptxas allocate D128's without spills.
+  Value rowBase = positionsInBranch ? add(q0, rowInTile) : Value();
   auto store = [&] {
     return math().store(op, map, t4, [&](int64_t mt, int64_t r) {
-      return add(rowBase, 16 * mt + 8 * r);
+      return rowBase ? add(rowBase, 16 * mt + 8 * r) : add(q0, rowOf(mt, r));
     });
   };
   if (keyWarps == 1)
