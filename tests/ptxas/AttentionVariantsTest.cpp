@@ -71,9 +71,9 @@ void assembles(const KernelSpec &spec, bool mustNotSpill,
               "%6lld B dynamic smem, spills %lld/%lld B\n",
               ptxasArch.c_str(), spec.dtype.c_str(), (long long)spec.headDim,
               spec.windowLeft >= 0 ? "window+softcap"
-              : spec.causal        ? (spec.softcap ? "causal+softcap" : "causal")
-              : spec.softcap       ? "softcap"
-                                   : "no mask",
+              : spec.causal  ? (spec.softcap ? "causal+softcap" : "causal")
+              : spec.softcap ? "softcap"
+                             : "no mask",
               (long long)res.registers, (long long)res.sharedBytes,
               (long long)k->meta.dynamicSmem, (long long)res.spillStoreBytes,
               (long long)res.spillLoadBytes);

@@ -221,7 +221,7 @@ private:
     Value lane, g, t4, rowWarp, keyWarp, rowInTile;
   };
   LaneIndices laneIndices(Value tid);
-  Value ldRow, ldLow, ldHigh;  // ldmatrix: row in matrix, matrix % 2, / 2
+  Value ldRow, ldLow, ldHigh; // ldmatrix: row in matrix, matrix % 2, / 2
   unsigned nextStage = 0;
   // cp.async groups committed in the current block of code, and the group
   // of each staged buffer (wait_group N lets the N newest stay in flight).
