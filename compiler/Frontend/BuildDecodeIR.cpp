@@ -31,9 +31,11 @@ OwningOpRef<ModuleOp> attnc::buildDecodeModule(MLIRContext &ctx,
   SmallVector<Type> results{qT};
   if (att.withLse)
     results.push_back(lseT);
-  auto fn = func::FuncOp::create(
-      b, loc, "decode",
-      b.getFunctionType({qT, cacheT, cacheT, tableT, lensT}, results));
+  SmallVector<Type> args{qT, cacheT, cacheT, tableT, lensT};
+  if (att.sinks)
+    args.push_back(RankedTensorType::get({att.heads}, b.getF32Type()));
+  auto fn =
+      func::FuncOp::create(b, loc, "decode", b.getFunctionType(args, results));
   Block *body = fn.addEntryBlock();
   b.setInsertionPointToStart(body);
 
@@ -52,8 +54,8 @@ OwningOpRef<ModuleOp> attnc::buildDecodeModule(MLIRContext &ctx,
   auto op = attn::DecodeOp::create(
       b, loc, qT, att.withLse ? Type(lseT) : Type(), body->getArgument(0),
       body->getArgument(1), body->getArgument(2), body->getArgument(3),
-      body->getArgument(4), scale, att.causal ? b.getUnitAttr() : UnitAttr(),
-      window, softcap);
+      body->getArgument(4), att.sinks ? body->getArgument(5) : Value(), scale,
+      att.causal ? b.getUnitAttr() : UnitAttr(), window, softcap);
   func::ReturnOp::create(b, loc, op->getResults());
   if (failed(verify(*module)))
     return nullptr;

@@ -324,6 +324,7 @@ def MapCombineToGPU : Pass<"attnc-map-combine-to-gpu", "mlir::ModuleOp"> {
     which then map the remaining kernels.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect"];

@@ -219,14 +219,20 @@ void DecodeBuilder::buildSplit(StringRef name) {
     if (lseOut)
       tile::StoreOp::create(b, loc, done.getLse(), lseOut, bIdx, kvHead, c0);
   };
-  auto ifOp = scf::IfOp::create(b, loc, writeMode(abi::kDecodeWriteOneSplit),
-                                /*withElseRegion=*/true);
+  // With sinks the split kernel writes partials only (abi::
+  // kDecodeWriteCombine, which the runtime then always asks for): a sink is
+  // per query head, and the combine, one program per head, merges it once.
+  scf::IfOp ifOp;
+  if (!op.hasSinks())
+    ifOp = scf::IfOp::create(b, loc, writeMode(abi::kDecodeWriteOneSplit),
+                             /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    storeResult(acc, m, l);
-
-    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    if (ifOp) {
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      storeResult(acc, m, l);
+      b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    }
     Value splitBatch = add(mul(split, batch), bIdx);
     Value oPart =
         view(param("o_part"),
@@ -241,6 +247,10 @@ void DecodeBuilder::buildSplit(StringRef name) {
                           c0);
     tile::StoreOp::create(b, loc, part.getLse(), lsePart, splitBatch, kvHead,
                           c0);
+    if (!ifOp) {
+      func::ReturnOp::create(b, loc);
+      return;
+    }
 
     // write_o = 2: the last program to arrive merges the other splits'
     // partials into its own state with the LSE weights (its (acc, m, l)
@@ -283,20 +293,33 @@ void DecodeBuilder::buildCombine(StringRef name) {
   MLIRContext *ctx = b.getContext();
   int64_t hq = op.getNumHeads();
   constexpr int64_t rows = abi::kDecodeCombineRows; // of one head
-  auto fn = func::FuncOp::create(
-      b, loc, name,
-      FunctionType::get(ctx, decodeCombineParamTypes(ctx, elt), {}));
+  // The contract's parameters, then "sinks" when the op has them.
+  SmallVector<Type> params = decodeCombineParamTypes(ctx, elt);
+  const unsigned sinksArg = params.size();
+  if (op.hasSinks())
+    params.push_back(abiParamType(ctx, abi::ParamType::F32Ptr, elt));
+  auto fn =
+      func::FuncOp::create(b, loc, name, FunctionType::get(ctx, params, {}));
   fn->setAttr(
       "tile.launch",
       tile::LaunchAttr::get(ctx, abi::kGridRuleDecodeCombine, rows, 0, hq));
   for (auto [i, param] : llvm::enumerate(abi::kDecodeCombineParams))
     fn.setArgAttr(i, "tile.param", b.getStringAttr(param.name));
+  if (op.hasSinks())
+    fn.setArgAttr(sinksArg, "tile.param",
+                  b.getStringAttr(abi::kAttentionSinksParam));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto arg = [&](int i) { return index(entry->getArgument(i)); };
   Value batch = arg(4), seqQ = arg(5), splits = arg(6);
   Value mTile = pid(0), head = pid(1), bIdx = pid(2);
   Value q0 = mul(mTile, cst(rows));
+  // The head's sink logit: one program is one query head.
+  Value sink;
+  if (op.hasSinks())
+    sink = memref::LoadOp::create(
+        b, loc, view(entry->getArgument(sinksArg), {attr(hq)}, {attr(1)}),
+        ValueRange{head});
 
   // The workspace seen per query head: [splits · B, Hq, seq_q(, D)].
   Value oPart = view(entry->getArgument(0),
@@ -330,8 +353,9 @@ void DecodeBuilder::buildCombine(StringRef name) {
                                               acc, m, loop.getRegionIterArg(2));
     scf::YieldOp::create(b, loc, accu->getResults());
   }
-  auto fin = tile::FinalizeOp::create(
-      b, loc, loop.getResult(0), loop.getResult(1), loop.getResult(2), elt);
+  auto fin =
+      tile::FinalizeOp::create(b, loc, loop.getResult(0), loop.getResult(1),
+                               loop.getResult(2), elt, sink);
   tile::StoreOp::create(b, loc, fin.getOutput(), out, bIdx, head, q0);
   if (op.getLse())
     tile::StoreOp::create(b, loc, fin.getLse(), lseOut, bIdx, head, q0);

@@ -89,6 +89,7 @@ class _DecodeArgs(ctypes.Structure):
         ("workspace", ctypes.c_void_p),
         ("workspace_bytes", ctypes.c_size_t),
         ("num_splits", ctypes.c_int64),
+        ("sinks", ctypes.c_void_p),
     ]
 
 
@@ -545,10 +546,13 @@ class DecodeSpec:
     scale: Optional[float] = None
     arch: str = "sm_90a"
     block_n: int = 0
+    # Attention sinks: the launch passes one float32 logit per query head.
+    sinks: bool = False
 
     def to_json(self):
         import json
-        return json.dumps({
+        extra = {"sinks": True} if self.sinks else {}
+        return json.dumps({**extra,
             "op": "decode", "dtype": self.dtype, "heads": self.heads,
             "kv_heads": self.kv_heads, "head_dim": self.head_dim,
             "causal": bool(self.causal), "has_lse": bool(self.has_lse),

@@ -14,7 +14,8 @@ names them.
 """
 
 from . import _route
-from ._attention import _DTYPES, _contexts, arch_for_capability, context
+from ._attention import (_DTYPES, _contexts, arch_for_capability,
+                         check_sinks, context)
 from ._capi import (AttncError, DecodeArgs, DecodeSpec, TensorDesc,
                     _DecodeArgs, _decode_args_to_c)
 
@@ -53,7 +54,7 @@ def _size_bucket(batch, q_len, max_kv_len):
 def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
            layout="NHD", causal=False, window=None, softcap=None, scale=None,
            return_lse=False, max_q_len=None, num_splits=0, workspace=None,
-           arch=None, block_n=0):
+           arch=None, block_n=0, sinks=None):
     """Decode attention of ``q`` [batch, q_len, heads, head_dim] (q_len 1 to
     16: speculative decoding; the rows are the last q_len positions of each
     sequence) against the paged cache. ``max_kv_len``: a host-side bound of
@@ -66,8 +67,11 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
     GPU, spec and size (batch, q_len, max_kv_len; looked up once per size
     bucket), a split count of 0 in the entry meaning the runtime's; without
     one, or without an entry, the compiler's default block_n and the
-    runtime's split count. Runs on torch.cuda.current_stream(). Returns o
-    like q, or (o, lse) with lse float32 [batch, heads, q_len].
+    runtime's split count. ``sinks``: attention sinks as in attention(), a
+    float32 [heads] tensor (the split partials are then always merged by
+    the combine kernel, which adds each head's sink once). Runs on
+    torch.cuda.current_stream(). Returns o like q, or (o, lse) with lse
+    float32 [batch, heads, q_len].
 
     Under torch.compile, torch.export, fake tensors or a dispatch mode the
     call goes through torch.ops.attnc.decode (attnc.torch_ops)."""
@@ -82,11 +86,11 @@ def decode(q, k_cache, v_cache, block_table, kv_lens, *, max_kv_len=None,
             None if softcap is None else float(softcap),
             None if scale is None else float(scale), bool(return_lse),
             None if max_q_len is None else int(max_q_len), int(num_splits),
-            workspace, arch, int(block_n))
+            workspace, arch, int(block_n), sinks)
         return (o, lse) if return_lse else o
     return launch(q, k_cache, v_cache, block_table, kv_lens, max_kv_len,
                   layout, causal, window, softcap, scale, return_lse,
-                  max_q_len, num_splits, workspace, arch, block_n)
+                  max_q_len, num_splits, workspace, arch, block_n, sinks)
 
 
 class _Plan:
@@ -115,7 +119,7 @@ def _relayout_q(q):
 def launch(q, k_cache, v_cache, block_table, kv_lens, max_kv_len=None,
            layout="NHD", causal=False, window=None, softcap=None, scale=None,
            return_lse=False, max_q_len=None, num_splits=0, workspace=None,
-           arch=None, block_n=0):
+           arch=None, block_n=0, sinks=None):
     """decode()'s eager launch (the arguments as decode()'s); returns
     (o, lse) when return_lse, else o."""
     import torch
@@ -128,16 +132,20 @@ def launch(q, k_cache, v_cache, block_table, kv_lens, max_kv_len=None,
                v_cache.stride(), block_table.dtype, block_table.device,
                block_table.shape, block_table.stride(), kv_lens.dtype,
                kv_lens.device, layout, causal, window, softcap, scale,
-               return_lse, max_q_len, arch, block_n)
+               return_lse, max_q_len, arch, block_n,
+               None if sinks is None else
+               (sinks.dtype, sinks.device, sinks.shape, sinks.stride()))
         plan = _plans.get(key)
     except TypeError:  # an unhashable option: no plan, the long way
         key, plan = None, None
     if plan is not None and _contexts.get(plan.index) is not plan.hit[0]:
         plan = None  # the context was closed and replaced (tests)
     if plan is None:
+        if sinks is not None:
+            check_sinks(torch, sinks, q)
         plan = _make_plan(torch, q, k_cache, v_cache, block_table, kv_lens,
                           layout, causal, window, softcap, scale, return_lse,
-                          max_q_len, arch, block_n)
+                          max_q_len, arch, block_n, sinks is not None)
         if key is not None:
             _route.remember(_plans, key, plan)
     batch = plan.batch
@@ -170,6 +178,8 @@ def launch(q, k_cache, v_cache, block_table, kv_lens, max_kv_len=None,
     args.max_kv_len = max_kv_len
     args.o.data = o.data_ptr()
     args.num_splits = int(num_splits)
+    if sinks is not None:
+        args.sinks = sinks.data_ptr()
     lse = None
     if return_lse:
         lse = torch.empty(plan.lse_shape, dtype=torch.float32,
@@ -190,7 +200,7 @@ def launch(q, k_cache, v_cache, block_table, kv_lens, max_kv_len=None,
 
 def _make_plan(torch, q, k_cache, v_cache, block_table, kv_lens, layout,
                causal, window, softcap, scale, return_lse, max_q_len, arch,
-               block_n):
+               block_n, sinks=False):
     """The first call of a kind: the checks, the spec's _kernels entry (its
     context and, with block_n named, its kernel) and the launch arguments'
     shapes and strides."""
@@ -226,7 +236,8 @@ def _make_plan(torch, q, k_cache, v_cache, block_table, kv_lens, layout,
     rows = int(max_q_len if max_q_len is not None else q_len)
     kernel_key = (int(heads), kv_heads, int(head_dim), page_size, rows,
                   dtype, bool(causal), bool(return_lse), tuple(window),
-                  softcap, scale, arch, int(block_n), device.index)
+                  softcap, scale, arch, int(block_n), bool(sinks),
+                  device.index)
     hit = _kernels.get(kernel_key)
     if hit is None or _contexts.get(device.index) is not hit[0]:
         # First call for this spec: the device guard, the capability query
@@ -242,7 +253,7 @@ def _make_plan(torch, q, k_cache, v_cache, block_table, kv_lens, layout,
                 window_left=int(window[0]), window_right=int(window[1]),
                 softcap=0.0 if softcap is None else float(softcap),
                 scale=None if scale is None else float(scale),
-                arch=spec_arch, block_n=int(block_n))
+                arch=spec_arch, block_n=int(block_n), sinks=bool(sinks))
             ctx = context(device.index)
             kernel = ctx.get_decode_kernel(spec) if block_n else None
         hit = _kernels[kernel_key] = (ctx, spec, kernel, {})

@@ -17,7 +17,8 @@ prints them):
   return_lse, arch, block_m, block_n, sinks=None) -> (o, lse)
 - decode(q, k_cache, v_cache, block_table, kv_lens, max_kv_len, layout,
   causal, window_left, window_right, softcap, scale, return_lse, max_q_len,
-  num_splits, workspace, arch, block_n) -> (o, lse); writes ``workspace``
+  num_splits, workspace, arch, block_n, sinks=None) -> (o, lse); writes
+  ``workspace``
 - kv_append(key, value, k_cache, v_cache, slot_mapping, layout, arch);
   writes ``k_cache`` and ``v_cache`` (attnc.paged_kv_append is the same op)
 - merge_state(o_a, lse_a, o_b, lse_b, return_lse, arch) -> (o, lse)
@@ -94,12 +95,13 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_table: Tensor,
            softcap: Optional[float], scale: Optional[float],
            return_lse: bool, max_q_len: Optional[int], num_splits: int,
            workspace: Optional[Tensor], arch: Optional[str],
-           block_n: int) -> Tuple[Tensor, Tensor]:
+           block_n: int,
+           sinks: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     out = _decode.launch(q, k_cache, v_cache, block_table, kv_lens,
                          max_kv_len, layout, causal,
                          (window_left, window_right), softcap, scale,
                          return_lse, max_q_len, num_splits, workspace, arch,
-                         block_n)
+                         block_n, sinks)
     if return_lse:
         return out
     return out, _lse(q, None, False)
@@ -108,7 +110,9 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_table: Tensor,
 @decode.register_fake
 def _(q, k_cache, v_cache, block_table, kv_lens, max_kv_len, layout, causal,
       window_left, window_right, softcap, scale, return_lse, max_q_len,
-      num_splits, workspace, arch, block_n):
+      num_splits, workspace, arch, block_n, sinks=None):
+    if sinks is not None:
+        _attention.check_sinks(torch, sinks, q)
     if q.dim() != 4 or k_cache.dim() != 4:
         raise AttncError("attnc.decode: expected q [B, S, H, D] and two "
                          "caches of one 4-d shape")

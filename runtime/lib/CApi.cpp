@@ -372,6 +372,7 @@ attnc::Result<attnc::DecodeArgs> decodeArgsFromC(const attnc_decode_args *in) {
   out.workspace = in->workspace;
   out.workspaceBytes = in->workspace_bytes;
   out.numSplits = in->num_splits;
+  out.sinks = in->sinks;
   return out;
 }
 

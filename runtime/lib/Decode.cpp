@@ -240,6 +240,14 @@ Status validateDecodeArgs(const KernelSpec &spec, const DecodeArgs &args) {
     return bad("lse: data pointer must be null because the kernel was "
                "built with has_lse=false");
   }
+  if (spec.sinks && !args.sinks)
+    return bad("sinks: data pointer is null but the kernel reads one f32 "
+               "logit per query head (spec sinks=true)");
+  if (!spec.sinks && args.sinks)
+    return bad("sinks: data pointer must be null because the kernel was "
+               "built without sinks (spec sinks=false)");
+  if (args.sinks && !aligned(args.sinks, alignof(float)))
+    return bad("sinks: data pointer is not 4-byte aligned");
   if (args.numSplits < 0 || args.numSplits > 65535)
     return bad("num_splits must be in 0..65535, 0 meaning automatic (got " +
                str(args.numSplits) + ")");
@@ -277,8 +285,9 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
   const bool groupRowsO =
       seqQ == 1 || (args.o.stride[1] == seqQ * args.o.stride[2] &&
                     (!lse || args.lse.stride[1] == seqQ));
-  out.writeO = !groupRowsO   ? abi::kDecodeWriteCombine
-               : splits == 1 ? abi::kDecodeWriteOneSplit
+  // Sinks are merged by the combine only (one program per query head).
+  out.writeO = !groupRowsO || spec.sinks ? abi::kDecodeWriteCombine
+               : splits == 1             ? abi::kDecodeWriteOneSplit
                : args.combineKernel || splits > kDecodeMergeMaxSplits
                    ? abi::kDecodeWriteCombine
                    : abi::kDecodeWriteLastSplit;
@@ -339,6 +348,8 @@ Status planDecodeLaunch(const KernelSpec &spec, const KernelMetadata &meta,
   for (size_t i = 0; i < std::size(combineInts); ++i)
     packInt(out.combine, kCombinePointers + i, combineInts[i]);
   out.combine.count = abi::kDecodeCombineParams.size();
+  if (spec.sinks) // the combine's optional parameter (TileDecode)
+    packPointer(out.combine, out.combine.count++, args.sinks);
 
   out.splitGeometry.grid = {uint32_t(splits), uint32_t(spec.kvHeads),
                             uint32_t(batch)};

@@ -178,9 +178,6 @@ Status validateElementwiseSpec(const KernelSpec &spec) {
   if (spec.op == "add_rmsnorm" && (!std::isfinite(spec.eps) || spec.eps <= 0))
     return invalid("eps must be finite and > 0 (got " + formatDouble(spec.eps) +
                    ")");
-  if (spec.sinks && spec.op != "attention_fwd")
-    return invalid("sinks are an attention_fwd field; op \"" + spec.op +
-                   "\" takes none");
   if (!oneOf(spec.arch, {"sm_80", "sm_90a"}))
     return invalid("arch \"" + spec.arch +
                    "\" is not supported (expected \"sm_80\" or \"sm_90a\")");
@@ -199,6 +196,9 @@ Status validateElementwiseSpec(const KernelSpec &spec) {
 } // namespace
 
 Status validateSpec(const KernelSpec &spec) {
+  if (spec.sinks && spec.op != "attention_fwd" && spec.op != "decode")
+    return invalid("sinks are an attention_fwd and decode field; op \"" +
+                   spec.op + "\" takes none");
   if (!spec.tuning.kvSync.empty()) {
     if (!oneOf(spec.tuning.kvSync,
                {"barrier", "mbarrier", "producer", "pingpong", "tma"}))

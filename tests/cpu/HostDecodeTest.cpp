@@ -55,6 +55,9 @@ struct Case {
   // write_o: 0 the combine kernel merges the partials; 1 one split writes
   // O and LSE itself; 2 the last split program of each group merges them.
   int write = 0;
+  // Attention sinks (one logit per query head): the combine merges them
+  // (write_o 0 only).
+  bool sinks = false;
 };
 
 uint64_t seedFromEnvOrClock() {
@@ -73,6 +76,11 @@ using SplitFn = void (*)(ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF,
 using CombineFn = void (*)(ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF,
                            ATTNC_MEMREF, int64_t, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t, int64_t);
+// With sinks: the contract's parameters, then "sinks".
+using CombineSinksFn = void (*)(ATTNC_MEMREF, ATTNC_MEMREF, ATTNC_MEMREF,
+                                ATTNC_MEMREF, int64_t, int64_t, int64_t,
+                                int64_t, int64_t, int64_t, int64_t, int64_t,
+                                ATTNC_MEMREF);
 #undef ATTNC_MEMREF
 
 void runCase(const Case &c, std::mt19937_64 &rng) {
@@ -94,6 +102,7 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   cfg.attention.causal = c.causal;
   if (c.softcap > 0)
     cfg.attention.softcap = c.softcap;
+  cfg.attention.sinks = c.sinks;
   cfg.pageSize = page;
   cfg.maxQLen = c.maxQLen;
   auto module = buildDecodeModule(ctx, cfg);
@@ -178,10 +187,21 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   if (c.write == 2) // every group merged: its counter left 0
     CHECK(std::all_of(counts.begin(), counts.end(),
                       [](uint64_t w) { return w == 0; }));
-  if (c.write == 0)
+  // Sinks near the rows' LSE, and far above it every third head.
+  std::vector<float> sinks;
+  if (c.sinks)
+    for (int h = 0; h < hq; ++h)
+      sinks.push_back(2.f * normal(rng) + (h % 3 == 2 ? 12.f : 2.f));
+  REQUIRE((!c.sinks || c.write == 0));
+  if (c.write == 0 && !c.sinks)
     combine(ATTNC_PTR(oPart.data()), ATTNC_PTR(lsePart.data()),
             ATTNC_PTR(o.data()), ATTNC_PTR(lse.data()), batch, sq, c.splits,
             os[0], os[1], os[2], int64_t(hq) * sq, sq);
+  if (c.sinks)
+    reinterpret_cast<CombineSinksFn>(*combineAddr)(
+        ATTNC_PTR(oPart.data()), ATTNC_PTR(lsePart.data()), ATTNC_PTR(o.data()),
+        ATTNC_PTR(lse.data()), batch, sq, c.splits, os[0], os[1], os[2],
+        int64_t(hq) * sq, sq, ATTNC_PTR(sinks.data()));
 #undef ATTNC_PTR
 
   // float64 reference, sequence by sequence on the gathered cache.
@@ -211,6 +231,7 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
     p.scale = 1.0 / std::sqrt(double(d));
     p.softcap = c.softcap;
     p.causal = c.causal;
+    p.sinks.assign(sinks.begin(), sinks.end());
     auto dense = templates::ReferenceStrides::dense(hkv, len, d);
     templates::referenceAttention(
         p, q.data() + b * qs[0], {qs[0], qs[1], qs[2]}, kg.data(), dense,
@@ -303,6 +324,40 @@ TEST_CASE("split-KV paged decode on the host matches the float64 reference",
                    1,
                    {0, 20},
                    2});
+  // Attention sinks, merged by the combine: ragged with an empty sequence
+  // (O = 0, LSE = the sink), one split, and q_len 3 causal.
+  {
+    Case c{"sinks, GQA 6/2, D64, page 16, {0, 37, 100}, 3 splits",
+           6,
+           2,
+           64,
+           "bf16",
+           16,
+           1,
+           1,
+           {0, 37, 100},
+           3};
+    c.sinks = true;
+    cases.push_back(c);
+    c.name = "sinks, one split, softcap 20";
+    c.splits = 1;
+    c.softcap = 20.f;
+    cases.push_back(c);
+    c = {"sinks, q_len 3 causal, page 64, NHD, D128, GQA 4/2",
+         4,
+         2,
+         128,
+         "fp16",
+         64,
+         4,
+         3,
+         {3, 70, 129},
+         2};
+    c.causal = true;
+    c.nhd = true;
+    c.sinks = true;
+    cases.push_back(c);
+  }
   {
     Case c{"GQA 8/1 (16 rows), D128, 5 splits, block-n 32",
            8,

@@ -216,6 +216,23 @@ std::vector<Case> correctnessCases() {
   c.splits = 9;
   c.nhd = false;
   cs.push_back(c);
+  // Attention sinks (gpt-oss: 64/8 heads, D64): the combine merges each
+  // head's sink once, after the splits, with one split too; an empty
+  // sequence gives O = 0, LSE = the sink.
+  c = {"sinks, GQA 64/8 D64, page 16, {0, 300, 5000}, runtime splits",
+       decodeSpec(64, 8, 64, "bf16", 16),
+       {0, 300, 5000}};
+  c.spec.sinks = true;
+  cs.push_back(c);
+  c = {"sinks, one split, GQA 32/8 D128 q_len 2 causal, softcap 30",
+       decodeSpec(32, 8, 128, "bf16", 16, 2),
+       {2, 700}};
+  c.spec.sinks = true;
+  c.spec.causal = true;
+  c.spec.softcap = 30.0;
+  c.seqQ = 2;
+  c.splits = 1;
+  cs.push_back(c);
   return cs;
 }
 
@@ -307,6 +324,17 @@ Outputs runDecodeOnCache(Context &ctx, const KernelSpec &spec, const Case &c,
                          const std::vector<uint16_t> &kc,
                          const std::vector<uint16_t> &vc);
 
+/// The sink logits of a spec with sinks (one per query head): around the
+/// rows' LSE, and far above it every third head.
+std::vector<float> sinksFor(const KernelSpec &spec) {
+  std::vector<float> s;
+  if (spec.sinks)
+    for (int h = 0; h < spec.heads; ++h)
+      s.push_back(2.f + 2.f * std::sin(1.7f * float(h)) +
+                  (h % 3 == 2 ? 10.f : 0.f));
+  return s;
+}
+
 /// Runs decode with the cache given as logical per-sequence K/V
 /// ([B][Hkv][len][D] values) scattered into `paging`.
 Outputs runDecode(Context &ctx, const KernelSpec &spec, const Case &c,
@@ -354,6 +382,12 @@ Outputs runDecodeOnCache(Context &ctx, const KernelSpec &spec, const Case &c,
   args.o = {dout.get(), {batch, hq, sq, d}, os};
   args.lse = {dlse.get(), {batch, hq, sq, 1}, {int64_t(hq) * sq, sq, 1, 1}};
   args.numSplits = c.splits;
+  const std::vector<float> sinks = sinksFor(spec);
+  DeviceBuffer dsinks(api, std::max<size_t>(sinks.size(), 1) * 4);
+  if (!sinks.empty()) {
+    CHECK_CU(api->cuMemcpyHtoD(dsinks.ptr, sinks.data(), sinks.size() * 4));
+    args.sinks = static_cast<const float *>(dsinks.get());
+  }
   auto bytes = ctx.decodeWorkspaceSize(*kernel, args);
   if (!bytes.isOk()) {
     std::fprintf(stderr, "workspace: %s\n", bytes.status().message().c_str());
@@ -438,6 +472,8 @@ bool runCase(Context &ctx, const Case &c, std::mt19937_64 &rng,
     p.scale = s.effectiveScale();
     p.softcap = s.softcap;
     p.causal = s.causal;
+    const std::vector<float> sinks = sinksFor(s);
+    p.sinks.assign(sinks.begin(), sinks.end());
     auto dense = templates::ReferenceStrides::dense(hkv, c.lens[b], d);
     templates::referenceAttention(
         p, q.data() + b * qs[0], {qs[0], qs[1], qs[2]}, kSeq[b].data(), dense,

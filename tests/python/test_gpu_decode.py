@@ -35,7 +35,8 @@ def check(name, ok, detail=""):
     failed += not ok
 
 
-def case(name, lens, hq, hk, d, page, dtype, layout="NHD", q_len=1, causal=False):
+def case(name, lens, hq, hk, d, page, dtype, layout="NHD", q_len=1, causal=False,
+         sinks=False):
     g = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
     b = len(lens)
     blocks = [(n + page - 1) // page for n in lens]
@@ -51,9 +52,15 @@ def case(name, lens, hq, hk, d, page, dtype, layout="NHD", q_len=1, causal=False
     vc = torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
     q = torch.randn(b, q_len, hq, d, device="cuda", dtype=dtype, generator=g)
     lens_t = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    # Sinks near the rows' LSE, and far above it every third head.
+    sk = None
+    if sinks:
+        sk = 2 * torch.randn(hq, device="cuda", generator=g) + 2
+        sk[2::3] += 10
     try:
         o, lse = attnc.decode(q, kc, vc, table, lens_t, max_kv_len=max(lens),
-                              layout=layout, causal=causal, return_lse=True)
+                              layout=layout, causal=causal, return_lse=True,
+                              sinks=sk)
         torch.cuda.synchronize()
     except attnc.AttncError as e:
         check(name, False, str(e))
@@ -77,6 +84,9 @@ def case(name, lens, hq, hk, d, page, dtype, layout="NHD", q_len=1, causal=False
             r = torch.arange(q_len, device="cuda")[:, None]
             j = torch.arange(n, device="cuda")[None, :]
             s = s.masked_fill(j > r + n - q_len, float("-inf"))
+        if sk is not None:  # one more column per head, of value 0
+            s = torch.cat([s, sk.double()[:, None, None].expand(hq, q_len, 1)], -1)
+            v = torch.cat([v, v.new_zeros(hq, 1, d)], 1)
         rl = torch.logsumexp(s, dim=-1)
         ro = (torch.exp(s - rl[..., None]).nan_to_num(0.0) @ v).transpose(0, 1)
         rel = float((o[i].double() - ro).norm() / ro.norm().clamp_min(1e-300))
@@ -150,6 +160,8 @@ if "--tuned" in sys.argv:
 case("NHD page 16, GQA 32/8 D128 bf16, ragged", [1, 1000, 4097], 32, 8, 128, 16, torch.bfloat16)
 case("HND page 64, MQA 8/1 D64 fp16", [63, 65, 2000], 8, 1, 64, 64, torch.float16, layout="HND")
 case("q_len 2, causal, GQA 8/2 D128", [2, 300], 8, 2, 128, 16, torch.bfloat16, q_len=2, causal=True)
+case("sinks, GQA 64/8 D64 (gpt-oss), ragged with an empty sequence", [0, 300, 5000], 64, 8, 64, 16,
+     torch.bfloat16, sinks=True)
 
 try:
     x = torch.randn(1, 1, 32, 128, device="cuda", dtype=torch.bfloat16)

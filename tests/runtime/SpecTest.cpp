@@ -165,6 +165,12 @@ TEST_CASE("every spec field and the build id change the key", "[spec]") {
     CHECK(KernelSpecHash()(spec) != KernelSpecHash()(base));
   }
   CHECK(keys.insert(cacheKey("b2", baseCanonical)).second);
+  // Sinks: a field printed only when set (the other specs keep their keys).
+  KernelSpec sinks = base;
+  sinks.sinks = true;
+  CHECK(sinks.canonical().find(";sinks=1;") != std::string::npos);
+  CHECK(keys.insert(cacheKey("b1", sinks.canonical())).second);
+  CHECK(KernelSpecHash()(sinks) != KernelSpecHash()(base));
   // Custom IR content, not just presence, matters.
   KernelSpec ir1 = base, ir2 = base;
   ir1.customIr = "module { a }";
@@ -205,6 +211,12 @@ TEST_CASE("spec validation explains what is wrong", "[spec]") {
   CHECK(error([](KernelSpec &s) { s.arch = "sm_75"; }) ==
         "invalid kernel spec: arch \"sm_75\" is not supported (expected "
         "\"sm_80\" or \"sm_90a\")");
+  CHECK(error([](KernelSpec &s) {
+          s.op = "kv_append";
+          s.pageSize = 16;
+          s.sinks = true;
+        }) == "invalid kernel spec: sinks are an attention_fwd and decode "
+              "field; op \"kv_append\" takes none");
   CHECK(error([](KernelSpec &s) { s.tuning.stages = -1; }) ==
         "invalid kernel spec: tuning.stages must be >= 0, 0 meaning default "
         "(got -1)");
@@ -220,6 +232,7 @@ TEST_CASE("specs round-trip through JSON", "[spec]") {
   full.hasLse = true;
   full.customIr = "module {\n  \"quoted\" \\ \n}";
   full.tuning = {64, 128, 2, 4};
+  full.sinks = true;
   for (const KernelSpec &spec : {plain, full}) {
     Result<KernelSpec> back = specFromJson(specToJson(spec));
     REQUIRE(back.isOk());

@@ -311,11 +311,21 @@ void CombineEmitter::emitRow(Value row) {
     Value lw = memref::LoadOp::create(b, loc, smemSum, ValueRange{idx(w)});
     l = LLVM::FMAOp::create(b, loc, lw, scale[w], l);
   }
+  // An attention sink joins the merged state once, as one more key of value
+  // zero (tile.finalize's sink; one program is one query head).
+  Value numerator = f32Const(b, loc, 1.f);
+  if (Value sink = c.finalize.getSink()) {
+    gpu_emit::SinkMerge merged = gpu_emit::mergeSink(
+        b, loc, merge.max(), l,
+        mulF(scalars.lookup(sink), f32Const(b, loc, gpu_emit::kLog2e)));
+    ref = merged.max;
+    l = merged.sum;
+    numerator = merged.accWeight;
+  }
   Value positive =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, zero);
   Value inv = arith::SelectOp::create(
-      b, loc, positive, arith::DivFOp::create(b, loc, f32Const(b, loc, 1.f), l),
-      zero);
+      b, loc, positive, arith::DivFOp::create(b, loc, numerator, l), zero);
   Type outElt = c.finalize.getOutput().getType().getElementType();
   ifThen(ult(tid, idx(c.headDim)), [&] {
     Value o = zero;

@@ -53,6 +53,19 @@ float AttentionOp::getEffectiveScale() {
   return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
 }
 
+/// Attention sinks, when given: one f32 logit per query head.
+static LogicalResult verifySinks(Operation *op, Value sinks, int64_t hq) {
+  if (!sinks)
+    return success();
+  auto expected =
+      RankedTensorType::get({hq}, Float32Type::get(op->getContext()));
+  if (sinks.getType() != expected)
+    return op->emitOpError()
+           << "expected the sinks type " << Type(expected)
+           << " (one f32 logit per query head), got " << sinks.getType();
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   auto qT = getQuery().getType();
   auto kT = getKey().getType();
@@ -124,13 +137,8 @@ LogicalResult AttentionOp::verify() {
                             "type "
                          << Type(qT) << ", got " << getOutput().getType();
 
-  if (Value sinks = getSinks()) {
-    auto expected = RankedTensorType::get({hq}, Float32Type::get(getContext()));
-    if (sinks.getType() != expected)
-      return emitOpError() << "expected the sinks type " << Type(expected)
-                           << " (one f32 logit per query head), got "
-                           << sinks.getType();
-  }
+  if (failed(verifySinks(getOperation(), getSinks(), hq)))
+    return failure();
 
   if (Value lse = getLse()) {
     auto expected =
@@ -293,6 +301,8 @@ LogicalResult DecodeOp::verify() {
                            << " ([batch, heads, seq] in f32), got "
                            << lse.getType();
   }
+  if (failed(verifySinks(getOperation(), getSinks(), hq)))
+    return failure();
   for (auto [name, attr] :
        {std::pair<const char *, FloatAttr>{"scale", getScaleAttr()},
         {"softcap", getSoftcapAttr()}})

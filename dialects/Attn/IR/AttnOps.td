@@ -121,7 +121,8 @@ def Attn_DecodeOp : Attn_Op<"decode", [Pure]> {
     `j mod page_size` of page `block_table[b, j / page_size]`. A contiguous
     cache is one page per sequence. The query rows are the last `Sq`
     positions of the sequence (`causal` is bottom-right aligned on
-    `kv_lens[b]`). Scale, softcap, window and GQA as in `attn.attention`.
+    `kv_lens[b]`). Scale, softcap, window, GQA and `sinks` (one f32 logit
+    per query head in its softmax's denominator) as in `attn.attention`.
 
     ```mlir
     %o, %lse = attn.decode %q, %kc, %vc, %table, %lens {causal}
@@ -136,6 +137,7 @@ def Attn_DecodeOp : Attn_Op<"decode", [Pure]> {
     AnyRankedTensor:$value_cache,
     AnyRankedTensor:$block_table,
     AnyRankedTensor:$kv_lens,
+    Optional<AnyRankedTensor>:$sinks,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<Attn_WindowAttr>:$window,
@@ -144,7 +146,8 @@ def Attn_DecodeOp : Attn_Op<"decode", [Pure]> {
   let results = (outs AnyRankedTensor:$output, Optional<AnyRankedTensor>:$lse);
 
   let assemblyFormat = [{
-    $query `,` $key_cache `,` $value_cache `,` $block_table `,` $kv_lens attr-dict
+    $query `,` $key_cache `,` $value_cache `,` $block_table `,` $kv_lens
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)? attr-dict
     `:` type($query) `,` type($key_cache) `,` type($value_cache) `,`
         type($block_table) `,` type($kv_lens)
     `->` type($output) (`,` type($lse)^)?
@@ -159,6 +162,7 @@ def Attn_DecodeOp : Attn_Op<"decode", [Pure]> {
     int64_t getPageSize() { return getKeyCache().getType().getDimSize(2); }
     int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
     ::mlir::Type getElementType() { return getQuery().getType().getElementType(); }
+    bool hasSinks() { return static_cast<bool>(getSinks()); }
   }];
 }
 

@@ -184,6 +184,9 @@ typedef struct attnc_decode_args {
   void *workspace;        /* 256-byte aligned, attnc_decode_workspace_size */
   size_t workspace_bytes;
   int64_t num_splits; /* 0: chosen from SM count, batch, heads, max_kv_len */
+  /* Attention sinks: one f32 logit per query head, 4-byte aligned, when the
+   * spec has sinks; NULL otherwise. */
+  const float *sinks;
 } attnc_decode_args;
 
 ATTNC_API void attnc_decode_args_init(attnc_decode_args *args);

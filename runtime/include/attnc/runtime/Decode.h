@@ -52,6 +52,10 @@ struct DecodeArgs {
   // Merge the splits with the combine kernel even where the split kernel's
   // last program could (write_o = 2): for A/B measurements.
   bool combineKernel = false;
+  // Attention sinks: one f32 logit per query head (spec.sinks: required,
+  // 4-byte aligned; otherwise null). The combine kernel merges them, so a
+  // kernel with sinks always runs it, even for one split.
+  const float *sinks = nullptr;
 };
 
 // Split programs per SM the split count aims for. With the swizzled,
