@@ -86,16 +86,13 @@ public:
     // another, so the backward's tile.store_add needs no atomics here.
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-    Value tiles =
-        rule == abi::kGridRuleDecodeSplit
-            ? Value(idx("num_splits"))
-        : bwdMain
-            ? Value(arith::CeilDivSIOp::create(
-                  b, loc, idx("seq_kv"),
-                  arith::ConstantIndexOp::create(b, loc, launch.getBlockN())))
-            : Value(arith::CeilDivSIOp::create(
-                  b, loc, idx("seq_q"),
-                  arith::ConstantIndexOp::create(b, loc, launch.getBlockM())));
+    auto tilesOf = [&](StringRef seq, int64_t block) -> Value {
+      return arith::CeilDivSIOp::create(
+          b, loc, idx(seq), arith::ConstantIndexOp::create(b, loc, block));
+    };
+    Value tiles = rule == abi::kGridRuleDecodeSplit ? Value(idx("num_splits"))
+                  : bwdMain ? tilesOf("seq_kv", launch.getBlockN())
+                            : tilesOf("seq_q", launch.getBlockM());
     Value heads = arith::ConstantIndexOp::create(b, loc, launch.getHeads());
     Value batch = idx("batch");
 

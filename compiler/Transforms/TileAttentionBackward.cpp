@@ -41,8 +41,8 @@ public:
   BackwardBuilder(OpBuilder &b, attn::AttentionBwdOp op, int64_t blockM,
                   int64_t blockN)
       : b(b), op(op), loc(op.getLoc()), blockM(blockM), blockN(blockN),
-        headDim(op.getHeadDim()), hq(op.getNumHeads()),
-        hkv(op.getNumKVHeads()), elt(op.getElementType()) {}
+        headDim(op.getHeadDim()), hq(op.getNumHeads()), hkv(op.getNumKVHeads()),
+        elt(op.getElementType()) {}
 
   void buildPreprocess(StringRef name);
   void buildMain(StringRef name);
@@ -86,9 +86,8 @@ private:
   Value batch, seqQ, seqKV;
 };
 
-std::array<Value, 3> BackwardBuilder::beginKernel(StringRef name,
-                                                  StringRef rule,
-                                                  int64_t heads) {
+std::array<Value, 3>
+BackwardBuilder::beginKernel(StringRef name, StringRef rule, int64_t heads) {
   MLIRContext *ctx = b.getContext();
   fn = func::FuncOp::create(
       b, loc, name,
@@ -143,8 +142,7 @@ Value BackwardBuilder::tensorView(StringRef ptr, StringRef prefix,
 
 Value BackwardBuilder::dqAccumView() {
   Value sh = mul(seqQ, cst(headDim));
-  return view("dq_accum", hq, seqQ, {mul(sh, cst(hq)), sh, cst(headDim)},
-              true);
+  return view("dq_accum", hq, seqQ, {mul(sh, cst(hq)), sh, cst(headDim)}, true);
 }
 
 Value BackwardBuilder::deltaView() {
@@ -173,8 +171,8 @@ void BackwardBuilder::buildPreprocess(StringRef name) {
   b.setInsertionPoint(fn.getBody().front().getTerminator());
   Value q0 = mul(mTile, cst(blockM));
   auto rowsT = RankedTensorType::get({blockM, headDim}, elt);
-  Value o = tile::LoadOp::create(b, loc, rowsT,
-                                 tensorView("o", "o", hq, seqQ), bIdx, head, q0);
+  Value o = tile::LoadOp::create(b, loc, rowsT, tensorView("o", "o", hq, seqQ),
+                                 bIdx, head, q0);
   Value dO = tile::LoadOp::create(
       b, loc, rowsT, tensorView("dout", "dout", hq, seqQ), bIdx, head, q0);
   Value delta = tile::RowDotOp::create(
@@ -208,10 +206,9 @@ void BackwardBuilder::buildMain(StringRef name) {
   Value kView = tensorView("k", "k", hkv, seqKV);
   Value vView = tensorView("v", "v", hkv, seqKV);
   Value dOView = tensorView("dout", "dout", hq, seqQ);
-  Value lseView = view("lse", hq, seqQ,
-                       {index(param("lse_stride_b")),
-                        index(param("lse_stride_h"))},
-                       false);
+  Value lseView =
+      view("lse", hq, seqQ,
+           {index(param("lse_stride_b")), index(param("lse_stride_h"))}, false);
   Value deltaV = deltaView(), dqAcc = dqAccumView();
 
   Value k0 = mul(nTile, cst(blockN));
@@ -242,9 +239,9 @@ void BackwardBuilder::buildMain(StringRef name) {
   }
   if (left >= 0) {
     // The last row that sees key k0 + BN - 1: k0 + BN - 1 - shift + left.
-    Value last = arith::AddIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, k0, shift),
-        cst(blockN - 1 + left + 1));
+    Value last =
+        arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, k0, shift),
+                              cst(blockN - 1 + left + 1));
     hi = arith::MinSIOp::create(b, loc, seqQ, last);
   }
 
@@ -252,9 +249,9 @@ void BackwardBuilder::buildMain(StringRef name) {
   int64_t group = hq / hkv;
   Value hFirst = mul(kvHead, cst(group));
   Value hEnd = arith::AddIOp::create(b, loc, hFirst, cst(group));
-  auto heads = scf::ForOp::create(
-      b, loc, hFirst, hEnd, cst(1),
-      ValueRange{splat({blockN, headDim}, 0.0f), splat({blockN, headDim}, 0.0f)});
+  auto heads = scf::ForOp::create(b, loc, hFirst, hEnd, cst(1),
+                                  ValueRange{splat({blockN, headDim}, 0.0f),
+                                             splat({blockN, headDim}, 0.0f)});
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(heads.getBody());
@@ -338,9 +335,8 @@ void TileAttentionBackwardPass::runOnOperation() {
     }
     if (blockM <= 0 || blockN <= 0 || blockM % 16 || blockN % 16 ||
         blockM > 256 || blockN > 256) {
-      bwd.emitOpError() << "cannot be tiled with block-m "
-                        << blockM.getValue() << " and block-n "
-                        << blockN.getValue()
+      bwd.emitOpError() << "cannot be tiled with block-m " << blockM.getValue()
+                        << " and block-n " << blockN.getValue()
                         << ": both must be positive multiples of 16, at "
                            "most 256";
       return signalPassFailure();

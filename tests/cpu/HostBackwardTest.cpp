@@ -91,9 +91,9 @@ std::string backwardIR(const Case &c) {
      << ", %lse: " << lseT << ") -> (" << qT << ", " << kT << ", " << kT
      << ") {\n"
      << "  %dq, %dk, %dv = attn.attention_bwd %q, %k, %v, %o, %do, %lse"
-     << attrDict << "\n      : " << qT << ", " << kT << ", " << kT << ", "
-     << qT << ", " << qT << ", " << lseT << "\n      -> " << qT << ", " << kT
-     << ", " << kT << "\n"
+     << attrDict << "\n      : " << qT << ", " << kT << ", " << kT << ", " << qT
+     << ", " << qT << ", " << lseT << "\n      -> " << qT << ", " << kT << ", "
+     << kT << "\n"
      << "  return %dq, %dk, %dv : " << qT << ", " << kT << ", " << kT << "\n"
      << "}\n";
   return ir.str();
@@ -247,16 +247,15 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
         (const void *)dv.data.data(), (const void *)dqAccum.data(),
         (const void *)delta.data()})
     HostKernel::pointerWords(words, ptr);
-  words.insert(words.end(), {uint64_t(c.batch), uint64_t(c.seqQ),
-                             uint64_t(c.seqKV)});
+  words.insert(words.end(),
+               {uint64_t(c.batch), uint64_t(c.seqQ), uint64_t(c.seqKV)});
   for (const Tensor *t : {&q, &k, &v, &o, &dout, &dq, &dk, &dv})
     for (int s = 0; s < 3; ++s)
       words.push_back(uint64_t(t->strides[s]));
   words.insert(words.end(), {uint64_t(hq) * c.seqQ, uint64_t(c.seqQ)});
-  REQUIRE(words.size() ==
-          3 * abi::leadingPointers(abi::kAttentionBwdParams) +
-              (abi::kAttentionBwdParams.size() -
-               abi::leadingPointers(abi::kAttentionBwdParams)));
+  REQUIRE(words.size() == 3 * abi::leadingPointers(abi::kAttentionBwdParams) +
+                              (abi::kAttentionBwdParams.size() -
+                               abi::leadingPointers(abi::kAttentionBwdParams)));
   (*kernel)->runWords(words, *preprocess);
   (*kernel)->runWords(words);
   (*kernel)->runWords(words, *convert);
@@ -337,8 +336,8 @@ TEST_CASE("tiled attention backward on the host matches the float64 "
     cases.push_back(c);
   }
   {
-    Case c = base("window (16, 0) + softcap 5, D64, large logits", 2, 2, 64,
-                  1, 61, 61);
+    Case c = base("window (16, 0) + softcap 5, D64, large logits", 2, 2, 64, 1,
+                  61, 61);
     c.windowLeft = 16;
     c.windowRight = 0;
     c.softcap = 5.f;
@@ -358,8 +357,8 @@ TEST_CASE("tiled attention backward on the host matches the float64 "
   {
     // Sq < Skv with a narrow window: the first keys are seen by no row,
     // so their dK and dV must be exactly 0.
-    Case c = base("window (5, 2), Sq<Skv (24/50): keys no row sees, GQA 2/1",
-                  2, 1, 64, 1, 24, 50);
+    Case c = base("window (5, 2), Sq<Skv (24/50): keys no row sees, GQA 2/1", 2,
+                  1, 64, 1, 24, 50);
     c.windowLeft = 5;
     c.windowRight = 2;
     cases.push_back(c);

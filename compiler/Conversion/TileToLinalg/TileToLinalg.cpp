@@ -144,8 +144,8 @@ struct LowerStoreRows : OpRewritePattern<StoreOpT> {
           if (t.getRank() == 1) {
             Value v = tensor::ExtractOp::create(b, l, op.getValue(), i);
             SmallVector<Value, 3> at{op.getBatch(), op.getHead(), row};
-            memref::StoreOp::create(b, l, stored(b, l, op, v, at),
-                                    op.getDest(), at);
+            memref::StoreOp::create(b, l, stored(b, l, op, v, at), op.getDest(),
+                                    at);
           } else {
             Value d = arith::ConstantIndexOp::create(b, l, t.getDimSize(1));
             scf::ForOp::create(
@@ -153,8 +153,7 @@ struct LowerStoreRows : OpRewritePattern<StoreOpT> {
                 [&](OpBuilder &ib, Location il, Value j, ValueRange) {
                   Value v = tensor::ExtractOp::create(ib, il, op.getValue(),
                                                       ValueRange{i, j});
-                  SmallVector<Value, 4> at{op.getBatch(), op.getHead(), row,
-                                           j};
+                  SmallVector<Value, 4> at{op.getBatch(), op.getHead(), row, j};
                   memref::StoreOp::create(ib, il, stored(ib, il, op, v, at),
                                           op.getDest(), at);
                   scf::YieldOp::create(ib, il);
@@ -183,11 +182,10 @@ struct LowerDot : OpRewritePattern<tile::DotOp> {
     }
     // (m, n, k): a[m, k] (or a[k, m] transposed) · b[k, n] (or b[n, k]
     // transposed) -> c[m, n].
-    SmallVector<AffineMap> maps{op.getTransposeA() ? map(ctx, 3, {2, 0})
-                                                   : map(ctx, 3, {0, 2}),
-                                op.getTransposeB() ? map(ctx, 3, {1, 2})
-                                                   : map(ctx, 3, {2, 1}),
-                                map(ctx, 3, {0, 1})};
+    SmallVector<AffineMap> maps{
+        op.getTransposeA() ? map(ctx, 3, {2, 0}) : map(ctx, 3, {0, 2}),
+        op.getTransposeB() ? map(ctx, 3, {1, 2}) : map(ctx, 3, {2, 1}),
+        map(ctx, 3, {0, 1})};
     auto gen = linalg::GenericOp::create(
         rw, loc, TypeRange{rt}, ValueRange{op.getLhs(), op.getRhs()},
         ValueRange{init}, maps, iters(2, 1),
@@ -386,10 +384,9 @@ struct LowerProbsFromLse : OpRewritePattern<tile::ProbsFromLseOp> {
           Value noKey = arith::CmpFOp::create(
               b, l, arith::CmpFPredicate::OEQ, args[1],
               f32Const(b, l, -std::numeric_limits<float>::infinity()));
-          linalg::YieldOp::create(
-              b, l,
-              ValueRange{arith::SelectOp::create(b, l, noKey,
-                                                 f32Const(b, l, 0.0f), p)});
+          linalg::YieldOp::create(b, l,
+                                  ValueRange{arith::SelectOp::create(
+                                      b, l, noKey, f32Const(b, l, 0.0f), p)});
         });
     rw.replaceOp(op, gen.getResult(0));
     return success();
@@ -428,8 +425,9 @@ struct LowerScoreGrad : OpRewritePattern<tile::ScoreGradOp> {
             Value masked = arith::CmpFOp::create(
                 b, l, arith::CmpFPredicate::OEQ, args[3],
                 f32Const(b, l, -std::numeric_limits<float>::infinity()));
-            ds = arith::SelectOp::create(b, l, masked, f32Const(b, l, 0.0f),
-                                         arith::MulFOp::create(b, l, ds, slope));
+            ds =
+                arith::SelectOp::create(b, l, masked, f32Const(b, l, 0.0f),
+                                        arith::MulFOp::create(b, l, ds, slope));
           }
           linalg::YieldOp::create(b, l, ValueRange{ds});
         });
@@ -460,8 +458,7 @@ struct LowerRowDot : OpRewritePattern<tile::RowDotOp> {
                        ? v
                        : arith::ExtFOp::create(b, l, b.getF32Type(), v);
           };
-          Value prod =
-              arith::MulFOp::create(b, l, f32(args[0]), f32(args[1]));
+          Value prod = arith::MulFOp::create(b, l, f32(args[0]), f32(args[1]));
           linalg::YieldOp::create(
               b, l, ValueRange{arith::AddFOp::create(b, l, args[2], prod)});
         });
@@ -634,23 +631,21 @@ public:
   using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns
-        .add<LowerLoad, LowerStoreRows<tile::StoreOp>,
-             LowerStoreRows<tile::StoreAddOp>, LowerDot, LowerScore,
-             LowerSoftmaxUpdate, LowerRescale, LowerFinalize,
-             LowerLseAccumulate, LowerSplitArrive, LowerProbsFromLse,
-             LowerScoreGrad, LowerRowDot>(&getContext());
+    patterns.add<LowerLoad, LowerStoreRows<tile::StoreOp>,
+                 LowerStoreRows<tile::StoreAddOp>, LowerDot, LowerScore,
+                 LowerSoftmaxUpdate, LowerRescale, LowerFinalize,
+                 LowerLseAccumulate, LowerSplitArrive, LowerProbsFromLse,
+                 LowerScoreGrad, LowerRowDot>(&getContext());
     populateRowsToLinalgPatterns(patterns);
     ConversionTarget target(getContext());
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, tensor::TensorDialect>();
-    target
-        .addIllegalOp<tile::LoadOp, tile::StoreOp, tile::DotOp, tile::ScoreOp,
-                      tile::SoftmaxUpdateOp, tile::RescaleOp, tile::FinalizeOp,
-                      tile::LseAccumulateOp, tile::SplitArriveOp,
-                      tile::StoreAddOp, tile::ProbsFromLseOp,
-                      tile::ScoreGradOp, tile::RowDotOp>();
+    target.addIllegalOp<
+        tile::LoadOp, tile::StoreOp, tile::DotOp, tile::ScoreOp,
+        tile::SoftmaxUpdateOp, tile::RescaleOp, tile::FinalizeOp,
+        tile::LseAccumulateOp, tile::SplitArriveOp, tile::StoreAddOp,
+        tile::ProbsFromLseOp, tile::ScoreGradOp, tile::RowDotOp>();
     addRowsToLinalgIllegalOps(target);
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(getOperation(), target,

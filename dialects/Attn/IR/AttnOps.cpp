@@ -187,12 +187,12 @@ LogicalResult AttentionBwdOp::verify() {
                                    getCausal())))
     return failure();
   // Each gradient has the shape and type of what it is the gradient of.
-  const std::tuple<const char *, Value, RankedTensorType, const char *>
-      same[] = {{"output", getOutput(), qT, "query"},
-                {"output gradient", getGradOutput(), qT, "query"},
-                {"query gradient", getGradQuery(), qT, "query"},
-                {"key gradient", getGradKey(), kT, "key"},
-                {"value gradient", getGradValue(), vT, "value"}};
+  const std::tuple<const char *, Value, RankedTensorType, const char *> same[] =
+      {{"output", getOutput(), qT, "query"},
+       {"output gradient", getGradOutput(), qT, "query"},
+       {"query gradient", getGradQuery(), qT, "query"},
+       {"key gradient", getGradKey(), kT, "key"},
+       {"value gradient", getGradValue(), vT, "value"}};
   for (auto [name, value, expected, of] : same)
     if (value.getType() != expected)
       return emitOpError() << "expected the " << name << " type to equal the "
