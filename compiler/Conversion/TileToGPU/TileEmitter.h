@@ -139,6 +139,10 @@ protected:
       return m.emitFinalize(fin);
     if (auto store = dyn_cast<tile::StoreOp>(op))
       return m.emitStore(store);
+    // It has no results, so the catch-all below would copy it unmapped.
+    if (isa<tile::StoreAddOp>(op))
+      return op.emitOpError("has no GPU mapping yet (the attention backward "
+                            "runs on the host path only)");
     if (auto loop = dyn_cast<scf::ForOp>(op))
       return m.emitFor(loop);
     if (isa<func::ReturnOp>(op))
