@@ -39,6 +39,9 @@ struct Case {
   bool bf16 = true;
   int batch, seqQ, seqKV;
   bool bshd = true; // memory layout [B, S, H, D] (else [B, H, S, D])
+  // O, dO, dQ, dK and dV in the other layout than Q, K and V: each
+  // tensor's strides are its own.
+  bool mixedLayouts = false;
   bool causal = false;
   int windowLeft = -1, windowRight = -1; // -1: unbounded; no window if both
   float softcap = 0.f;
@@ -178,8 +181,9 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   Tensor q = makeTensor(c.batch, hq, c.seqQ, d, c.bshd);
   Tensor k = makeTensor(c.batch, hkv, c.seqKV, d, c.bshd);
   Tensor v = makeTensor(c.batch, hkv, c.seqKV, d, c.bshd);
-  Tensor o = makeTensor(c.batch, hq, c.seqQ, d, c.bshd);
-  Tensor dout = makeTensor(c.batch, hq, c.seqQ, d, c.bshd);
+  const bool gradBshd = c.mixedLayouts ? !c.bshd : c.bshd;
+  Tensor o = makeTensor(c.batch, hq, c.seqQ, d, gradBshd);
+  Tensor dout = makeTensor(c.batch, hq, c.seqQ, d, gradBshd);
   std::normal_distribution<float> normal(0.f, 1.f);
   for (auto &x : q.data)
     x = toBits(normal(rng) * c.qScale);
@@ -230,9 +234,9 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   // Outputs and workspaces poisoned with NaN: every element must be
   // written.
   uint16_t nanBits = bf16 ? 0x7FC0 : 0x7E00;
-  Tensor dq = makeTensor(c.batch, hq, c.seqQ, d, c.bshd);
-  Tensor dk = makeTensor(c.batch, hkv, c.seqKV, d, c.bshd);
-  Tensor dv = makeTensor(c.batch, hkv, c.seqKV, d, c.bshd);
+  Tensor dq = makeTensor(c.batch, hq, c.seqQ, d, gradBshd);
+  Tensor dk = makeTensor(c.batch, hkv, c.seqKV, d, gradBshd);
+  Tensor dv = makeTensor(c.batch, hkv, c.seqKV, d, gradBshd);
   for (auto *t : {&dq, &dk, &dv})
     std::fill(t->data.begin(), t->data.end(), nanBits);
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -379,6 +383,21 @@ TEST_CASE("tiled attention backward on the host matches the float64 "
     c.scale = 0.125f;
     c.qScale = 3.f;
     c.bf16 = false;
+    cases.push_back(c);
+  }
+  {
+    Case c = base("D192 fp16, GQA 3/1, O/dO/dQ/dK/dV BHSD beside BSHD inputs",
+                  3, 1, 192, 2, 29, 53);
+    c.bf16 = false;
+    c.mixedLayouts = true;
+    cases.push_back(c);
+  }
+  {
+    Case c = base("D96, causal, Sq>Skv (40/17), BHSD inputs, BSHD gradients", 2,
+                  2, 96, 1, 40, 17);
+    c.causal = true;
+    c.bshd = false;
+    c.mixedLayouts = true;
     cases.push_back(c);
   }
   {
