@@ -368,6 +368,22 @@ TEST_CASE("tiled attention backward on the host matches the float64 "
     cases.push_back(c);
   }
   {
+    // Only a right bound: rows whose diagonal + 3 is left of key 0 see
+    // nothing.
+    Case c = base("window (-1, 3), Sq>Skv (60/30): rows without keys", 2, 2, 64,
+                  1, 60, 30);
+    c.windowRight = 3;
+    cases.push_back(c);
+  }
+  {
+    // Only a left bound: keys left of row 0's diagonal - 10 are seen by no
+    // row.
+    Case c = base("window (10, -1), Sq<Skv (30/60): keys no row sees", 4, 2, 64,
+                  1, 30, 60);
+    c.windowLeft = 10;
+    cases.push_back(c);
+  }
+  {
     Case c = base("causal + window (20, 0), softcap 30, fp16, Sq<Skv", 2, 2,
                   128, 2, 50, 70);
     c.causal = true;
