@@ -302,6 +302,13 @@ ab_runs() {
   done
   python3 bench/ab_summary.py "$logs"/ab/*.md | tee "$out/ab-summary.md"
 }
+# Two compilers' kernels alone, GPU time per call over issue #32's grid in
+# interleaved rounds (bench/ab_compilers.py), e.g. ATTNC_AB_COMPILERS=base,new
+# with both staged by scripts/gpu-ab-stage.sh.
+if [ -n "${ATTNC_AB_COMPILERS:-}" ]; then
+  step ab-compilers timeout 540 python3 bench/ab_compilers.py \
+    --variants "$ATTNC_AB_COMPILERS" --rounds "${ATTNC_AB_ROUNDS:-4}" --out "$out/ab-compilers.md"
+fi
 if [ -n "${ATTNC_AB_ORDER:-}" ]; then
   mkdir -p "$logs/ab"
   export -f ab_runs

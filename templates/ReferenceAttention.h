@@ -10,7 +10,9 @@
 //   s_ij = scale * <Q[b,h,i,:], K[b,hkv,j,:]>, then softcap * tanh(s/softcap)
 //   hkv = h / (headsQ / headsKV)
 //   visible: bottom-right aligned causal / sliding window (see keyVisible).
-// A row with no visible key gets O = 0 and LSE = -inf.
+// A row with no visible key gets O = 0 and LSE = -inf. With attention sinks
+// (gpt-oss), query head h's logit sinks[h] joins each row's denominator
+// (and its LSE) with no value: such a row gets O = 0 and LSE = sinks[h].
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +35,7 @@ struct ReferenceProblem {
   double softcap = 0.0; ///< <= 0: off
   bool causal = false;
   int windowLeft = -1, windowRight = -1; ///< -1: unbounded
+  std::vector<double> sinks;             ///< empty, or one logit per headsQ
 };
 
 /// Element strides of a logical [B, H, S, D] tensor (head-dim stride 1).
@@ -68,6 +71,9 @@ void referenceAttention(const ReferenceProblem &p, const T *q,
   if (p.batch <= 0 || p.headsQ <= 0 || p.headsKV <= 0 || p.seqQ < 0 ||
       p.seqKV < 0 || p.headDim <= 0 || p.headsQ % p.headsKV != 0)
     throw std::invalid_argument("referenceAttention: bad problem shape");
+  if (!p.sinks.empty() && p.sinks.size() != size_t(p.headsQ))
+    throw std::invalid_argument("referenceAttention: sinks must have one "
+                                "logit per query head");
   const int group = p.headsQ / p.headsKV;
   const int d = p.headDim;
   const double negInf = -std::numeric_limits<double>::infinity();
@@ -95,9 +101,12 @@ void referenceAttention(const ReferenceProblem &p, const T *q,
           scores[j] = s;
           maxScore = std::max(maxScore, s);
         }
+        // A sink is one more logit, of a key whose value is zero.
+        const double sink = p.sinks.empty() ? negInf : p.sinks[h];
+        maxScore = std::max(maxScore, sink);
         // Pass 2: exp(s - max), their sum and the weighted sum of V.
         std::fill(acc.begin(), acc.end(), 0.0);
-        double sum = 0.0;
+        double sum = sink == negInf ? 0.0 : std::exp(sink - maxScore);
         if (maxScore != negInf) {
           for (int j = 0; j < p.seqKV; ++j) {
             if (scores[j] == negInf)

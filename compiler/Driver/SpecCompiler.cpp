@@ -90,6 +90,7 @@ attnc::AttentionConfig attnc::attentionConfigOf(const KernelSpec &spec) {
   if (spec.scale)
     c.scale = static_cast<float>(*spec.scale);
   c.withLse = spec.hasLse;
+  c.sinks = spec.sinks;
   return c;
 }
 
@@ -279,10 +280,18 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
 
   int64_t headDim = spec.headDim;
   int64_t elementBits = 16;
+  bool sinks = false;
   module->walk([&](attn::AttentionOp op) {
     headDim = op.getHeadDim();
     elementBits = op.getElementType().getIntOrFloatBitWidth();
+    sinks = op.hasSinks();
   });
+  // The runtime passes (and checks) the sinks by the spec's word.
+  if (sinks != spec.sinks)
+    return fail(sinks ? "the IR's attn.attention takes sinks: the spec must "
+                        "say sinks=true"
+                      : "the spec says sinks=true but the IR's "
+                        "attn.attention takes none");
   TileOptions tile = defaultTileOptions(
       GPUMapping::MMA, headDim, attentionVariantOf(*module), spec.tuning.blockM,
       spec.tuning.blockN, spec.tuning.warps, spec.tuning.stages,

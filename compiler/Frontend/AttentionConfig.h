@@ -21,6 +21,9 @@ struct AttentionConfig {
   std::optional<float> softcap;
   std::optional<float> scale;
   bool withLse = true;
+  /// Attention sinks: one learnt logit per query head in the softmax's
+  /// denominator (attn.attention's `sinks` operand).
+  bool sinks = false;
 
   /// The window's right bound as the IR takes it. Causal attention with a
   /// window (left, -1) follows FlashAttention's convention: the right

@@ -32,8 +32,12 @@ attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
   SmallVector<Type> results{qT};
   if (config.withLse)
     results.push_back(lseT);
+  SmallVector<Type> args{qT, kvT, kvT};
+  auto sinksT = RankedTensorType::get({config.heads}, b.getF32Type());
+  if (config.sinks)
+    args.push_back(sinksT);
   auto fn = func::FuncOp::create(b, loc, "attention_fwd",
-                                 b.getFunctionType({qT, kvT, kvT}, results));
+                                 b.getFunctionType(args, results));
   Block *body = fn.addEntryBlock();
   b.setInsertionPointToStart(body);
 
@@ -52,7 +56,8 @@ attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
 
   auto op = attn::AttentionOp::create(
       b, loc, qT, config.withLse ? Type(lseT) : Type(), body->getArgument(0),
-      body->getArgument(1), body->getArgument(2), scale,
+      body->getArgument(1), body->getArgument(2),
+      config.sinks ? body->getArgument(3) : Value(), scale,
       config.causal ? b.getUnitAttr() : UnitAttr(), window, softcap);
   func::ReturnOp::create(b, loc, op->getResults());
 

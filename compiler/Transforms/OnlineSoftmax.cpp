@@ -9,10 +9,11 @@
 using namespace mlir;
 using namespace attnc;
 
-tile::FinalizeOp
-attnc::buildOnlineSoftmaxLoop(OpBuilder &b, Location loc, Value qTile, Value lo,
-                              Value hi, int64_t blockN, Type outElt,
-                              const OnlineSoftmaxTiles &tiles) {
+tile::FinalizeOp attnc::buildOnlineSoftmaxLoop(OpBuilder &b, Location loc,
+                                               Value qTile, Value lo, Value hi,
+                                               int64_t blockN, Type outElt,
+                                               const OnlineSoftmaxTiles &tiles,
+                                               Value sink) {
   auto qT = cast<RankedTensorType>(qTile.getType());
   int64_t rows = qT.getDimSize(0), headDim = qT.getDimSize(1);
   Type elt = qT.getElementType();
@@ -50,5 +51,5 @@ attnc::buildOnlineSoftmaxLoop(OpBuilder &b, Location loc, Value qTile, Value lo,
                          ValueRange{upd.getNewMax(), upd.getNewSum(), acc1});
   }
   return tile::FinalizeOp::create(b, loc, loop.getResult(2), loop.getResult(0),
-                                  loop.getResult(1), outElt);
+                                  loop.getResult(1), outElt, sink);
 }

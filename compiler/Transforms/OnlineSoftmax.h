@@ -26,13 +26,15 @@ struct OnlineSoftmaxTiles {
 };
 
 /// The loop for the [rows, head_dim] query tile `qTile`; returns the
-/// tile.finalize of its state (O in `outElt`, LSE). An empty range leaves
-/// O = 0, m = -inf, l = 0, which finalize turns into O = 0, LSE = -inf.
+/// tile.finalize of its state (O in `outElt`, LSE), with the attention sink
+/// `sink` (an f32 logit) when given. An empty range leaves O = 0, m = -inf,
+/// l = 0, which finalize turns into O = 0, LSE = -inf (or the sink).
 tile::FinalizeOp buildOnlineSoftmaxLoop(mlir::OpBuilder &b, mlir::Location loc,
                                         mlir::Value qTile, mlir::Value lo,
                                         mlir::Value hi, int64_t blockN,
                                         mlir::Type outElt,
-                                        const OnlineSoftmaxTiles &tiles);
+                                        const OnlineSoftmaxTiles &tiles,
+                                        mlir::Value sink = {});
 
 } // namespace attnc
 

@@ -93,14 +93,21 @@ void KernelBuilder::cloneRegion(Region &from, Region &to) {
 
 func::FuncOp KernelBuilder::build(StringRef name) {
   MLIRContext *ctx = b.getContext();
-  auto fn = func::FuncOp::create(
-      b, loc, name,
-      FunctionType::get(ctx, attentionFwdParamTypes(ctx, elt), {}));
+  // The launch ABI's parameters, then the optional ones the op needs.
+  SmallVector<Type> params = attentionFwdParamTypes(ctx, elt);
+  const unsigned sinksArg = params.size();
+  if (att.hasSinks())
+    params.push_back(abiParamType(ctx, abi::ParamType::F32Ptr, elt));
+  auto fn =
+      func::FuncOp::create(b, loc, name, FunctionType::get(ctx, params, {}));
   fn->setAttr("tile.launch",
               tile::LaunchAttr::get(ctx, abi::kGridRuleAttentionFwd, blockM,
                                     blockN, att.getNumHeads()));
   for (auto [i, param] : llvm::enumerate(abi::kAttentionFwdParams))
     fn.setArgAttr(i, "tile.param", b.getStringAttr(param.name));
+  if (att.hasSinks())
+    fn.setArgAttr(sinksArg, "tile.param",
+                  b.getStringAttr(abi::kAttentionSinksParam));
 
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -142,6 +149,17 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   // Grouped-query attention: query head h reads KV head h / (Hq / Hkv).
   Value kvHead = arith::DivUIOp::create(b, loc, head, cst(hq / hkv));
   Value q0 = arith::MulIOp::create(b, loc, mTile, cst(blockM));
+  // The head's sink logit, read once before the loop.
+  Value sink;
+  if (att.hasSinks()) {
+    int64_t hq = att.getNumHeads();
+    auto sinksT = MemRefType::get({hq}, b.getF32Type());
+    Value sinks = memref::ReinterpretCastOp::create(
+        b, loc, sinksT, arg(sinksArg), b.getIndexAttr(0),
+        ArrayRef<OpFoldResult>{b.getIndexAttr(hq)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    sink = memref::LoadOp::create(b, loc, sinks, ValueRange{head});
+  }
 
   auto qTileT = RankedTensorType::get({blockM, headDim}, elt);
   auto kvTileT = RankedTensorType::get({blockN, headDim}, elt);
@@ -189,7 +207,8 @@ func::FuncOp KernelBuilder::build(StringRef name) {
          cloneRegion(att.getScore(), score.getScoreMod());
          cloneRegion(att.getMask(), score.getMaskMod());
          return score;
-       }});
+       }},
+      sink);
   tile::StoreOp::create(b, loc, fin.getOutput(), oView, bIdx, head, q0);
   if (att.getLse())
     tile::StoreOp::create(b, loc, fin.getLse(), lseView, bIdx, head, q0);

@@ -45,6 +45,22 @@ def _device_text(device):
     return kind if index is None else "%s:%d" % (kind, index)
 
 
+def check_sinks(torch, sinks, q):
+    """Checks attention sinks: float32 [heads] on q's device, contiguous."""
+    if not isinstance(sinks, torch.Tensor):
+        _fail("sinks must be a float32 tensor of shape [heads], got %s"
+              % type(sinks).__name__)
+    if sinks.dtype != torch.float32 or tuple(sinks.shape) != (q.shape[2],):
+        _fail("sinks must be float32 of shape [%d] (one logit per query "
+              "head), got %s of shape %s"
+              % (q.shape[2], sinks.dtype, tuple(sinks.shape)))
+    if sinks.device != q.device:
+        _fail("sinks are on %s but q is on %s" % (sinks.device, q.device))
+    if sinks.stride() != (1,):
+        _fail("sinks must be contiguous (stride 1), got stride %s"
+              % (sinks.stride(),))
+
+
 def check_inputs(q, k, v):
     """Checks q, k, v ([batch, seq, heads, head_dim], bf16/fp16, one CUDA
     device, unit head-dim stride). Returns the runtime dtype name."""
@@ -118,7 +134,7 @@ def arch_for_capability(capability):
 
 def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
               scale=None, return_lse=False, block_m=0, block_n=0,
-              score_mod=None, mask_mod=None):
+              score_mod=None, mask_mod=None, sinks=False):
     """The Spec for checked q/k ([B, S, H, D]) and attention() options;
     with mods, its custom_ir is their trace (attnc.mods.attention_ir)."""
     left, right = window_bounds(window)
@@ -126,6 +142,9 @@ def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
         scale = None
     custom_ir = ""
     if score_mod is not None or mask_mod is not None:
+        if sinks:
+            _fail("attention sinks with score_mod or mask_mod are not "
+                  "supported yet")
         from . import mods
 
         custom_ir = mods.attention_ir(
@@ -142,7 +161,7 @@ def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
                 softcap=0.0 if softcap is None else float(softcap),
                 scale=None if scale is None else float(scale), arch=arch,
                 block_m=int(block_m), block_n=int(block_n),
-                custom_ir=custom_ir)
+                custom_ir=custom_ir, sinks=bool(sinks))
 
 
 def describe(t):
@@ -172,7 +191,7 @@ def context(device_index):
 
 def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
                 scale, return_lse, block_m, block_n, score_mod=None,
-                mask_mod=None):
+                mask_mod=None, sinks=False):
     """The runtime's kernel for a call: for its spec at its size (the
     tuning database's config when it has one)."""
     import torch
@@ -182,7 +201,7 @@ def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
     spec = make_spec(q, k, dtype=dtype, arch=arch, causal=causal,
                      window=window, softcap=softcap, scale=scale,
                      return_lse=return_lse, block_m=block_m, block_n=block_n,
-                     score_mod=score_mod, mask_mod=mask_mod)
+                     score_mod=score_mod, mask_mod=mask_mod, sinks=sinks)
     # (Empty shapes look up as size 1: the runtime wants sizes >= 1.)
     return ctx.get_kernel_for(spec, max(int(q.shape[0]), 1),
                               max(int(q.shape[1]), 1),
@@ -203,7 +222,7 @@ def window_bounds(window):
 
 def attention(q, k, v, *, causal=False, window=None, softcap=None,
               scale=None, return_lse=False, arch=None, block_m=0, block_n=0,
-              score_mod=None, mask_mod=None):
+              score_mod=None, mask_mod=None, sinks=None):
     """Attention forward of FlashAttention-layout tensors.
 
     q: [batch, seq_q, heads, head_dim]; k, v: [batch, seq_kv, kv_heads,
@@ -213,6 +232,11 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     None = none. scale: None = 1/sqrt(head_dim). arch: None = from the
     device. Runs on torch.cuda.current_stream(). Returns o (like q), or
     (o, lse) with lse float32 [batch, heads, seq_q] when return_lse.
+
+    sinks: None, or attention sinks (gpt-oss): a float32 [heads] tensor on
+    q's device, one logit per query head that joins the softmax's
+    denominator (taken as it is: no scale, softcap or mods), so that
+    o = sum_j e^s_j v_j / (e^sinks[h] + sum_j e^s_j) and lse includes it.
 
     score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx, kv_idx):
     FlexAttention-style mods, traced into the kernel's IR (attnc.mods); the
@@ -234,10 +258,10 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
             q, k, v, bool(causal), left, right,
             None if softcap is None else float(softcap),
             None if scale is None else float(scale), bool(return_lse), arch,
-            int(block_m), int(block_n))
+            int(block_m), int(block_n), sinks)
         return (o, lse) if return_lse else o
     return launch(q, k, v, causal, window, softcap, scale, return_lse, arch,
-                  block_m, block_n, score_mod, mask_mod)
+                  block_m, block_n, score_mod, mask_mod, sinks)
 
 
 class _Plan:
@@ -255,7 +279,7 @@ _launch_args_copy = _AttentionArgs.from_buffer_copy
 
 def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
            return_lse=False, arch=None, block_m=0, block_n=0, score_mod=None,
-           mask_mod=None):
+           mask_mod=None, sinks=None):
     """attention()'s eager launch: checks, the kernel lookup on the first
     call of a kind, and the launch on the current stream. Returns (o, lse)
     when return_lse, else o."""
@@ -268,7 +292,9 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
         plan_key = (q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
                     q.shape, k.shape, v.shape, q.stride(), k.stride(),
                     v.stride(), causal, window, softcap, scale, return_lse,
-                    arch, block_m, block_n, score_mod, mask_mod)
+                    arch, block_m, block_n, score_mod, mask_mod,
+                    None if sinks is None else
+                    (sinks.dtype, sinks.device, sinks.shape, sinks.stride()))
         plan = _plans.get(plan_key)
     except TypeError:  # an unhashable option: no plan, the long way
         plan_key, plan = None, None
@@ -278,9 +304,11 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
         dtype = check_inputs(q, k, v)  # before torch: testable with fakes
         import torch
 
+        if sinks is not None:
+            check_sinks(torch, sinks, q)
         plan = _make_plan(torch, dtype, q, k, v, causal, window, softcap,
                           scale, return_lse, arch, block_m, block_n,
-                          score_mod, mask_mod)
+                          score_mod, mask_mod, sinks)
         if plan_key is not None:
             _route.remember(_plans, plan_key, plan)
     else:
@@ -291,6 +319,8 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
     args.k.data = k.data_ptr()
     args.v.data = v.data_ptr()
     args.o.data = o.data_ptr()
+    if sinks is not None:
+        args.sinks = sinks.data_ptr()
     lse = None
     if return_lse:
         lse = torch.empty(plan.lse_shape, dtype=torch.float32,
@@ -316,7 +346,7 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
 
 def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
                return_lse, arch, block_m, block_n, score_mod=None,
-               mask_mod=None):
+               mask_mod=None, sinks=None):
     """The first call of a kind, after the checks: the context, the kernel
     for the spec at this size (the tuning database's config when it has
     one), the workspace size and the launch arguments' shapes and
@@ -327,7 +357,8 @@ def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
         plan.ctx = ctx = context(device.index)
         plan.kernel = _kernel_for(ctx, q, k, dtype, device, arch, causal,
                                   window, softcap, scale, return_lse, block_m,
-                                  block_n, score_mod, mask_mod)
+                                  block_n, score_mod, mask_mod,
+                                  sinks is not None)
         # o is torch.empty_like(q) on every call: its strides follow q's
         # (the plan's key), so the first call's stand for all.
         o = torch.empty_like(q)
@@ -337,7 +368,10 @@ def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
                               dtype=torch.float32, device=device)
         descs = (describe(q), describe(k), describe(v), describe(o),
                  None if lse is None else describe_lse(lse))
-        plan.need = ctx.workspace_size(plan.kernel, *descs)
+        plan.need = ctx.workspace_size(
+            plan.kernel, *descs,
+            sinks=0 if sinks is None else sinks.data_ptr())
+    # The sinks' address is set per call; the shapes and strides stay.
     plan.args = _args_to_c(*descs)
     plan.lse_shape = None if lse is None else tuple(lse.shape)
     plan.handle = lib()

@@ -54,6 +54,7 @@ class _Spec(ctypes.Structure):
         ("block_n", ctypes.c_int64),
         ("stages", ctypes.c_int64),
         ("warps", ctypes.c_int64),
+        ("sinks", ctypes.c_int32),
     ]
 
 
@@ -69,6 +70,7 @@ class _AttentionArgs(ctypes.Structure):
     _fields_ = [(name, _Tensor) for name in ("q", "k", "v", "o", "lse")] + [
         ("workspace", ctypes.c_void_p),
         ("workspace_bytes", ctypes.c_size_t),
+        ("sinks", ctypes.c_void_p),
     ]
 
 
@@ -298,6 +300,8 @@ class Spec:
     # The kernel function's MLIR text when the kernel comes from IR (score
     # or mask mods, attnc.mods.attention_ir); "" for the built-in op.
     custom_ir: str = ""
+    # Attention sinks: the launch passes one float32 logit per query head.
+    sinks: bool = False
 
     def _to_c(self):
         spec = _Spec()
@@ -320,6 +324,7 @@ class Spec:
         spec.stages = self.stages
         spec.warps = self.warps
         spec.custom_ir = self.custom_ir.encode() if self.custom_ir else None
+        spec.sinks = int(bool(self.sinks))
         return spec
 
 
@@ -349,20 +354,23 @@ def _tensor_to_c(desc, name):
     return out
 
 
-def _args_to_c(q, k, v, o, lse):
-    return _AttentionArgs(*(_tensor_to_c(t, n) for t, n in (
+def _args_to_c(q, k, v, o, lse, sinks=0):
+    args = _AttentionArgs(*(_tensor_to_c(t, n) for t, n in (
         (q, "q"), (k, "k"), (v, "v"), (o, "o"), (lse, "lse"))))
+    args.sinks = sinks or None
+    return args
 
 
-def validate_attention(spec, q, k, v, o, lse=None):
+def validate_attention(spec, q, k, v, o, lse=None, sinks=0):
     """Checks launch arguments against ``spec`` with the runtime's own
     validation (attnc_attention_validate); needs no GPU and no torch.
 
     q, k, v, o, lse are TensorDesc (or anything with .data/.shape/.stride)
-    in the logical [B, H, S, D] layout; lse is [B, H, S] or None. Raises
-    AttncError with the runtime's message; returns None when valid."""
+    in the logical [B, H, S, D] layout; lse is [B, H, S] or None; sinks an
+    integer address (0: none). Raises AttncError with the runtime's message;
+    returns None when valid."""
     c_spec = spec._to_c()
-    args = _args_to_c(q, k, v, o, lse)
+    args = _args_to_c(q, k, v, o, lse, sinks)
     _check(lib().attnc_attention_validate(ctypes.byref(c_spec),
                                           ctypes.byref(args)),
            "attnc_attention_validate")
@@ -488,10 +496,10 @@ class Context:
                                       ctypes.byref(args), stream or None),
                "attnc_row_launch")
 
-    def workspace_size(self, kernel, q, k, v, o, lse=None):
+    def workspace_size(self, kernel, q, k, v, o, lse=None, sinks=0):
         """Bytes of workspace a launch of ``kernel`` with these arguments
         can take (0: none): the stream-K tail of a persistent kernel."""
-        args = _args_to_c(q, k, v, o, lse)
+        args = _args_to_c(q, k, v, o, lse, sinks)
         out = ctypes.c_size_t()
         _check(lib().attnc_attention_workspace_size(self._handle, kernel,
                                                     ctypes.byref(args),
@@ -500,12 +508,14 @@ class Context:
         return out.value
 
     def launch(self, kernel, q, k, v, o, lse=None, stream=0, workspace=0,
-               workspace_bytes=0):
+               workspace_bytes=0, sinks=0):
         """Launches ``kernel`` on ``stream`` (an integer CUstream, 0: the
         legacy default stream); validates the arguments first. workspace:
         an optional device pointer of workspace_size() bytes, 256-byte
-        aligned, zeroed before its first use (launches leave it zeroed)."""
-        args = _args_to_c(q, k, v, o, lse)
+        aligned, zeroed before its first use (launches leave it zeroed).
+        sinks: the device address of the float32 sink logits (one per
+        query head) of a kernel whose spec has sinks, else 0."""
+        args = _args_to_c(q, k, v, o, lse, sinks)
         args.workspace = workspace or None
         args.workspace_bytes = int(workspace_bytes)
         _check(lib().attnc_attention_launch(self._handle, kernel,

@@ -14,7 +14,7 @@ Ops and what they mutate (schemas as torch.ops.attnc.NAME.default._schema
 prints them):
 
 - attention(q, k, v, causal, window_left, window_right, softcap, scale,
-  return_lse, arch, block_m, block_n) -> (o, lse)
+  return_lse, arch, block_m, block_n, sinks=None) -> (o, lse)
 - decode(q, k_cache, v_cache, block_table, kv_lens, max_kv_len, layout,
   causal, window_left, window_right, softcap, scale, return_lse, max_q_len,
   num_splits, workspace, arch, block_n) -> (o, lse); writes ``workspace``
@@ -64,10 +64,11 @@ def _lse(like, shape, wanted):
 def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool,
               window_left: int, window_right: int, softcap: Optional[float],
               scale: Optional[float], return_lse: bool, arch: Optional[str],
-              block_m: int, block_n: int) -> Tuple[Tensor, Tensor]:
+              block_m: int, block_n: int,
+              sinks: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     out = _attention.launch(q, k, v, causal, (window_left, window_right),
                             softcap, scale, return_lse, arch, block_m,
-                            block_n)
+                            block_n, sinks=sinks)
     if return_lse:
         return out
     return out, _lse(q, None, False)
@@ -75,8 +76,10 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool,
 
 @attention.register_fake
 def _(q, k, v, causal, window_left, window_right, softcap, scale, return_lse,
-      arch, block_m, block_n):
+      arch, block_m, block_n, sinks=None):
     _attention.check_shapes(q, k, v)
+    if sinks is not None:
+        _attention.check_sinks(torch, sinks, q)
     return (torch.empty_like(q),
             _lse(q, (q.shape[0], q.shape[2], q.shape[1]), return_lse))
 

@@ -100,6 +100,7 @@ attnc::Result<attnc::KernelSpec> specFromC(const attnc_spec *in) {
   spec.tuning.blockN = in->block_n;
   spec.tuning.stages = in->stages;
   spec.tuning.warps = in->warps;
+  spec.sinks = in->sinks != 0;
   return spec;
 }
 
@@ -119,6 +120,7 @@ attnc::AttentionArgs argsFromC(const attnc_attention_args &a) {
                             tensorFromC(a.lse)};
   args.workspace = a.workspace;
   args.workspaceBytes = a.workspace_bytes;
+  args.sinks = a.sinks;
   return args;
 }
 

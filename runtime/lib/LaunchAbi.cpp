@@ -109,6 +109,8 @@ const void *pointerValue(ParamSource source, const AttentionArgs &args) {
     return args.o.data;
   case ParamSource::Workspace:
     return args.workspace;
+  case ParamSource::Sinks:
+    return args.sinks;
   default:
     return args.lse.data;
   }

@@ -98,6 +98,9 @@ std::string KernelSpec::canonical() const {
   // (1/sqrt(128) computed as D**-0.5 or as 1/sqrt(D)) are one kernel.
   field("scale", formatFloat(float(effectiveScale())));
   intField("has_lse", hasLse ? 1 : 0);
+  // Only when set: the specs without sinks keep their strings (and keys).
+  if (sinks)
+    intField("sinks", 1);
   field("arch", arch);
   field("custom_ir", customIr.empty() ? "none" : xxh3_128(customIr).hex());
   intField("block_m", tuning.blockM);
@@ -175,6 +178,9 @@ Status validateElementwiseSpec(const KernelSpec &spec) {
   if (spec.op == "add_rmsnorm" && (!std::isfinite(spec.eps) || spec.eps <= 0))
     return invalid("eps must be finite and > 0 (got " + formatDouble(spec.eps) +
                    ")");
+  if (spec.sinks && spec.op != "attention_fwd")
+    return invalid("sinks are an attention_fwd field; op \"" + spec.op +
+                   "\" takes none");
   if (!oneOf(spec.arch, {"sm_80", "sm_90a"}))
     return invalid("arch \"" + spec.arch +
                    "\" is not supported (expected \"sm_80\" or \"sm_90a\")");
@@ -433,6 +439,8 @@ Json specToJson(const KernelSpec &spec) {
   else
     out.set("scale", nullptr);
   out.set("has_lse", spec.hasLse);
+  if (spec.sinks)
+    out.set("sinks", true);
   out.set("arch", spec.arch);
   out.set("custom_ir", spec.customIr);
   out.set("tuning", std::move(tuning));
@@ -482,6 +490,7 @@ Result<KernelSpec> specFromJson(const Json &value, const std::string &where) {
                                jsonKindName(scale->kind()));
   }
   reader.getBool("has_lse", spec.hasLse, false);
+  reader.getBool("sinks", spec.sinks, false);
   reader.getString("arch", spec.arch, false);
   reader.getString("custom_ir", spec.customIr, false);
   if (const Json *tuning =
@@ -559,6 +568,7 @@ size_t KernelSpecHash::operator()(const KernelSpec &spec) const {
   mix(hashDouble(spec.softcap));
   mix(spec.scale ? hashDouble(*spec.scale) : 0x5ca1e);
   mix(spec.hasLse);
+  mix(spec.sinks);
   mix(hashString(spec.arch));
   mix(hashString(spec.customIr));
   mix(hashInt(spec.tuning.blockM));

@@ -208,6 +208,21 @@ Status validateAttentionArgs(const KernelSpec &spec,
   ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, "k", kx));
   ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, "v", vx));
 
+  const auto sinksAt = reinterpret_cast<uintptr_t>(args.sinks);
+  const Extent sinksExtent{sinksAt,
+                           sinksAt + uintptr_t(spec.heads) * sizeof(float)};
+  if (!spec.sinks && args.sinks)
+    return bad("sinks: data pointer must be null because the kernel was "
+               "built without sinks (spec sinks=false)");
+  if (spec.sinks) {
+    if (!args.sinks)
+      return bad("sinks: data pointer is null but the kernel reads one f32 "
+                 "logit per query head (spec sinks=true)");
+    if (reinterpret_cast<uintptr_t>(args.sinks) % alignof(float))
+      return bad("sinks: data pointer is not 4-byte aligned");
+    ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, "sinks", sinksExtent));
+  }
+
   if (!spec.hasLse) {
     if (lse.data)
       return bad("lse: data pointer must be null because the kernel was "
@@ -233,6 +248,8 @@ Status validateAttentionArgs(const KernelSpec &spec,
                          {"v", &vx},
                          {"o", &ox}})
     ATTNC_RETURN_IF_ERROR(checkDisjoint("lse", lx, name, *x));
+  if (spec.sinks)
+    ATTNC_RETURN_IF_ERROR(checkDisjoint("lse", lx, "sinks", sinksExtent));
   return Status::ok();
 }
 

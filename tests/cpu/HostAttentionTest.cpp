@@ -110,8 +110,28 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
                                k.ss(),  v.sb(), v.sh(),  v.ss(),
                                o.sb(),  o.sh(), o.ss(),  int64_t(hq) * c.seqQ,
                                c.seqQ};
-  (*kernel)->runAttentionFwd(q.data.data(), k.data.data(), v.data.data(),
-                             o.data.data(), lse.data(), scalars);
+  // Attention sinks: logits near the rows' LSE, and far above it (the sink
+  // takes nearly all the weight) every third head.
+  std::vector<float> sinks;
+  if (cfg.sinks)
+    for (int h = 0; h < hq; ++h)
+      sinks.push_back(2.f * normal(rng) + (h % 3 == 2 ? 12.f : 2.f));
+  if (sinks.empty()) {
+    (*kernel)->runAttentionFwd(q.data.data(), k.data.data(), v.data.data(),
+                               o.data.data(), lse.data(), scalars);
+  } else {
+    // The launch ABI's parameters, then the optional `sinks`.
+    std::vector<uint64_t> words;
+    for (const void *p :
+         {(const void *)q.data.data(), (const void *)k.data.data(),
+          (const void *)v.data.data(), (const void *)o.data.data(),
+          (const void *)lse.data()})
+      HostKernel::pointerWords(words, p);
+    for (int64_t s : scalars)
+      words.push_back(uint64_t(s));
+    HostKernel::pointerWords(words, sinks.data());
+    (*kernel)->runWords(words);
+  }
 
   // float64 reference on the same (rounded) inputs.
   templates::ReferenceProblem p;
@@ -126,6 +146,7 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   p.causal = cfg.causal;
   p.windowLeft = int(cfg.windowLeft.value_or(-1));
   p.windowRight = int(cfg.windowRight.value_or(-1));
+  p.sinks.assign(sinks.begin(), sinks.end());
   std::vector<double> refO(o.data.size()), refLse(lse.size());
   auto toDouble = [&](uint16_t x) {
     return double(test::fromHalfBits(bf16, x));
@@ -294,6 +315,33 @@ func.func @math_regions(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
   return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
 }
 )mlir";
+    cases.push_back(c);
+  }
+  // Attention sinks: GQA with causal rows that see no key (O = 0, LSE =
+  // the sink), and with a window, softcap and large logits.
+  {
+    Case c{"sinks, GQA 6/2 causal Sq>Skv (rows without keys), D64",
+           config(6, 2, 64, "bf16"),
+           2,
+           45,
+           29,
+           true};
+    c.config.causal = true;
+    c.config.sinks = true;
+    cases.push_back(c);
+  }
+  {
+    Case c{"sinks, window (20, 3) + softcap 15, Q x 8, fp16 D128, BHSD",
+           config(3, 3, 128, "fp16"),
+           1,
+           71,
+           90,
+           false};
+    c.config.windowLeft = 20;
+    c.config.windowRight = 3;
+    c.config.softcap = 15.f;
+    c.config.sinks = true;
+    c.qScale = 8.f;
     cases.push_back(c);
   }
   for (const Case &c : cases)

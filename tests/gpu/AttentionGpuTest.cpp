@@ -598,6 +598,51 @@ std::vector<Case> correctnessCases() {
     c.regionCausal = true;
     cs.push_back(c);
   }
+  // Attention sinks (runCase draws one logit per head, some far above the
+  // rows' LSE) on each mapping and schedule: sm_90a's default (causal:
+  // TMA rings), its persistent grid with the stream-K tail (the sink joins
+  // once, after the pieces merge), rows without keys, and sm_80's mma.sync.
+  c = {"sinks, GQA 8/2 D128 bf16 causal, S=1000",
+       spec(8, 2, 128, "bf16"),
+       1,
+       1000,
+       1000,
+       true};
+  c.spec.causal = true;
+  c.spec.sinks = true;
+  cs.push_back(c);
+  c = {"sinks, D128 Sq=777 Skv=1001, B=2",
+       spec(4, 4, 128, "bf16"),
+       2,
+       777,
+       1001,
+       false};
+  c.spec.sinks = true;
+  c.blocks = 20;
+  c.spec.tuning.grid = "persistent";
+  cs.push_back(c);
+  c = {"sinks, D64 fp16 causal, Sq=700 > Skv=333 (rows without keys)",
+       spec(4, 1, 64, "fp16"),
+       1,
+       700,
+       333,
+       true};
+  c.spec.causal = true;
+  c.spec.sinks = true;
+  cs.push_back(c);
+  c = {"sinks, sm_80 mma.sync, D128 GQA 4/2 window (64,0) + softcap 20, "
+       "S=513",
+       spec(4, 2, 128, "bf16"),
+       2,
+       513,
+       513,
+       true};
+  c.spec.arch = "sm_80";
+  c.spec.windowLeft = 64;
+  c.spec.windowRight = 0;
+  c.spec.softcap = 20.0;
+  c.spec.sinks = true;
+  cs.push_back(c);
   return cs;
 }
 
@@ -781,6 +826,17 @@ test::AttentionComparison runCase(Context &ctx, const Case &c,
   args.lse = {reinterpret_cast<void *>(dlse.ptr),
               {c.batch, hq, c.seqQ, 1},
               {int64_t(hq) * c.seqQ, c.seqQ, 1, 1}};
+  // Attention sinks: logits around the rows' LSE, and far above it (the
+  // sink takes nearly all the weight) every third head.
+  std::vector<float> sinks;
+  if (s.sinks)
+    for (int h = 0; h < hq; ++h)
+      sinks.push_back(2.f * normal(rng) + (h % 3 == 2 ? 12.f : 2.f));
+  DeviceBuffer dsinks(api, std::max<size_t>(sinks.size(), 1) * 4);
+  if (s.sinks) {
+    CHECK_CU(api->cuMemcpyHtoD(dsinks.ptr, sinks.data(), sinks.size() * 4));
+    args.sinks = reinterpret_cast<const float *>(dsinks.ptr);
+  }
   // Persistent kernels over items of equal KV length take the stream-K
   // tail's workspace: zeroed once, garbage after the flags (so that a
   // piece merging a slot nobody wrote shows), and its flags must be zero
@@ -841,6 +897,7 @@ test::AttentionComparison runCase(Context &ctx, const Case &c,
   p.causal = s.causal || c.regionCausal;
   p.windowLeft = int(s.windowLeft);
   p.windowRight = int(s.windowRight);
+  p.sinks.assign(sinks.begin(), sinks.end());
   std::vector<double> refO(nq), refLse(lse.size());
   auto toDouble = [&](uint16_t x) {
     return double(test::fromHalfBits(bf16, x));

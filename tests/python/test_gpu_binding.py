@@ -3,7 +3,8 @@
 
 attnc.attention on real CUDA tensors against a float64 reference: BSHD and
 transposed-BHSD inputs, GQA, causal with Sq != Skv, window + softcap, LSE,
-fully masked rows; outputs checked for NaN/Inf; the error paths that need a
+fully masked rows, attention sinks (eager and under torch.compile); outputs
+checked for NaN/Inf; the error paths that need a
 GPU (a CPU tensor, a kernel that is not bundled). Fresh random inputs each
 run. Exits 77 with "skipped: no CUDA device" without torch or a GPU. Needs
 the kernels of gpu_specs.json in $ATTNC_CACHE_DIR (scripts/gpu-prepare.sh).
@@ -37,8 +38,9 @@ def check(name, ok, detail=""):
         failed += 1
 
 
-def reference(q, k, v, causal, window, softcap):
-    """float64 attention on BSHD tensors; returns (o, lse) with masked rows 0/-inf."""
+def reference(q, k, v, causal, window, softcap, sinks=None):
+    """float64 attention on BSHD tensors; returns (o, lse) with masked rows
+    0/-inf (with sinks: 0/sink, the sink a column of value zero)."""
     qd, kd, vd = (t.double().transpose(1, 2) for t in (q, k, v))  # B H S D
     hq, hk = qd.shape[1], kd.shape[1]
     kd = kd.repeat_interleave(hq // hk, dim=1)
@@ -59,6 +61,10 @@ def reference(q, k, v, causal, window, softcap):
     if left >= 0:
         keep &= j >= diag - left
     s = s.masked_fill(~keep, float("-inf"))
+    if sinks is not None:  # one more column per head, value 0
+        col = sinks.double()[None, :, None, None].expand(*s.shape[:3], 1)
+        s = torch.cat([s, col], dim=-1)
+        vd = torch.cat([vd, vd.new_zeros(*vd.shape[:2], 1, vd.shape[3])], dim=2)
     lse = torch.logsumexp(s, dim=-1)
     p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
     o = (p @ vd).transpose(1, 2)
@@ -66,26 +72,41 @@ def reference(q, k, v, causal, window, softcap):
 
 
 def case(name, b, sq, skv, hq, hk, d, dtype, causal=False, window=None,
-         softcap=None, bhsd=False):
+         softcap=None, bhsd=False, sinks=False, compiled=False):
     g = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
     def make(s, h):
         if bhsd:  # BHSD storage, passed as a BSHD view
             return torch.randn(b, h, s, d, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
         return torch.randn(b, s, h, d, device="cuda", dtype=dtype, generator=g)
     q, k, v = make(sq, hq), make(skv, hk), make(skv, hk)
+    # Sinks near the rows' LSE, and far above it every third head.
+    s = None
+    if sinks:
+        s = 2 * torch.randn(hq, device="cuda", generator=g) + 2
+        s[2::3] += 10
+    def run(q, k, v, s):
+        return attnc.attention(q, k, v, causal=causal, window=window,
+                               softcap=softcap, return_lse=True, sinks=s)
+    if compiled:
+        run = torch.compile(run, fullgraph=True)
     try:
-        o, lse = attnc.attention(q, k, v, causal=causal, window=window,
-                                 softcap=softcap, return_lse=True)
+        o, lse = run(q, k, v, s)
         torch.cuda.synchronize()
     except attnc.AttncError as e:
         check(name, False, str(e))
         return
-    ro, rlse = reference(q, k, v, causal, window, softcap)
+    ro, rlse = reference(q, k, v, causal, window, softcap, s)
     finite = bool(torch.isfinite(o).all())
     rel = float((o.double() - ro).norm() / ro.norm().clamp_min(1e-300))
-    masked = torch.isinf(rlse)
-    lse_ok = bool((lse[masked] == float("-inf")).all()) and bool(
+    # Rows without keys: O = 0 and LSE = -inf, or the head's sink.
+    diag = torch.arange(sq, device=q.device)[:, None] + skv - sq
+    visible = torch.arange(skv, device=q.device)[None, :] <= diag
+    nokeys = ~visible.any(-1) if causal else torch.zeros(sq, dtype=torch.bool, device=q.device)
+    masked = nokeys[None, None, :].expand_as(rlse)
+    empty_lse = float("-inf") if s is None else s.double()[None, :, None].expand_as(rlse)[masked]
+    lse_ok = bool((lse[masked].double() == empty_lse).all()) and bool(
         (o.transpose(1, 2)[masked] == 0).all())
+    masked = masked | torch.isinf(rlse)
     lse_err = float((lse[~masked].double() - rlse[~masked]).abs().max()) if (~masked).any() else 0.0
     check(name, finite and rel <= 1e-2 and lse_ok and lse_err <= 1e-3,
           f"rel L2 {rel:.2e}, LSE max err {lse_err:.2e}, masked rows {int(masked.sum())}")
@@ -95,8 +116,25 @@ case("GQA 8/2 D128 bf16 BSHD causal Sq=Skv=777", 2, 777, 777, 8, 2, 128, torch.b
 case("MQA 4/1 D64 fp16 BHSD view, Sq=100 Skv=1000", 1, 100, 1000, 4, 1, 64, torch.float16, bhsd=True)
 case("causal Sq=300 > Skv=120: masked rows, D64", 1, 300, 120, 2, 2, 64, torch.bfloat16, causal=True)
 case("window (64, 0) + softcap 20, D128", 1, 513, 513, 4, 4, 128, torch.bfloat16, window=(64, 0), softcap=20.0)
+case("sinks, GQA 8/2 D128 bf16 causal Sq=300 > Skv=200 (rows without keys)", 2, 300, 200, 8, 2, 128,
+     torch.bfloat16, causal=True, sinks=True)
+case("sinks, D64 fp16 BHSD view, Sq=100 Skv=1000", 1, 100, 1000, 6, 6, 64, torch.float16, bhsd=True,
+     sinks=True)
+case("sinks under torch.compile(fullgraph=True), GQA 8/2 D128 causal", 1, 300, 200, 8, 2, 128,
+     torch.bfloat16, causal=True, sinks=True, compiled=True)
 
 # Error paths that need a GPU.
+x = torch.randn(1, 16, 8, 128, device="cuda", dtype=torch.bfloat16)
+kv = torch.randn(1, 16, 2, 128, device="cuda", dtype=torch.bfloat16)
+for what, bad in (("bf16 sinks", torch.zeros(8, device="cuda", dtype=torch.bfloat16)),
+                  ("sinks of the KV heads", torch.zeros(2, device="cuda")),
+                  ("CPU sinks", torch.zeros(8)),
+                  ("strided sinks", torch.zeros(16, device="cuda")[::2])):
+    try:
+        attnc.attention(x, kv, kv, causal=True, sinks=bad)
+        check(what + " are rejected", False, "no error")
+    except attnc.AttncError as e:
+        check(what + " are rejected", "sinks" in str(e), str(e))
 try:
     attnc.attention(torch.randn(1, 8, 2, 64, dtype=torch.bfloat16),
                     torch.randn(1, 8, 2, 64, dtype=torch.bfloat16),

@@ -188,6 +188,65 @@ TEST_CASE("fully masked rows: O = 0, LSE = -inf", "[reference][cpu]") {
     CHECK(r.o[x] == v3[6 + x]);
 }
 
+TEST_CASE("sinks: O scaled by 1 / (1 + e^(sink - LSE)), LSE includes the sink",
+          "[reference][cpu]") {
+  std::mt19937_64 rng(test::testSeed());
+  ReferenceProblem p;
+  p.batch = 2;
+  p.headsQ = 4;
+  p.headsKV = 2;
+  p.seqQ = 5;
+  p.seqKV = 7;
+  p.headDim = 8;
+  p.scale = 0.5;
+  p.causal = true; // Sq < Skv: every row sees keys
+  auto q = randomVector(rng, size_t(2) * 4 * 5 * 8, -2, 2);
+  auto k = randomVector(rng, size_t(2) * 2 * 7 * 8, -2, 2);
+  auto v = randomVector(rng, k.size());
+  ReferenceResult plain = run(p, q, k, v);
+  // Sinks far below, near and far above the rows' LSE.
+  p.sinks = {-30.0, 0.3, 2.0, 40.0};
+  ReferenceResult sunk = run(p, q, k, v);
+  for (int b = 0; b < 2; ++b)
+    for (int h = 0; h < 4; ++h)
+      for (int i = 0; i < 5; ++i) {
+        const size_t row = (size_t(b) * 4 + h) * 5 + i;
+        const double lse = plain.lse[row], sink = p.sinks[h];
+        const double keep = 1.0 / (1.0 + std::exp(sink - lse));
+        const double expected =
+            std::max(lse, sink) + std::log1p(std::exp(-std::abs(lse - sink)));
+        CHECK_THAT(sunk.lse[row], WithinRel(expected, 1e-12));
+        for (int x = 0; x < 8; ++x)
+          CHECK(std::abs(sunk.o[row * 8 + x] - plain.o[row * 8 + x] * keep) <=
+                1e-12 * (1.0 + std::abs(plain.o[row * 8 + x])));
+      }
+}
+
+TEST_CASE("sinks: a row without keys gets O = 0 and LSE = its sink",
+          "[reference][cpu]") {
+  std::mt19937_64 rng(test::testSeed());
+  ReferenceProblem p;
+  p.headsQ = 2;
+  p.headsKV = 1;
+  p.seqQ = 6;
+  p.seqKV = 3;
+  p.headDim = 4;
+  p.causal = true; // rows 0..2 see no key (bottom-right alignment)
+  p.sinks = {1.5, -0.25};
+  auto q = randomVector(rng, size_t(2) * 6 * 4), k = randomVector(rng, 12),
+       v = randomVector(rng, 12);
+  ReferenceResult r = run(p, q, k, v);
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 3; ++i) {
+      const size_t row = size_t(h) * 6 + i;
+      CHECK(r.lse[row] == p.sinks[h]);
+      for (int x = 0; x < 4; ++x)
+        CHECK(r.o[row * 4 + x] == 0.0);
+    }
+  p.sinks = {1.0};
+  CHECK_THROWS_AS(run(p, q, k, v), std::invalid_argument);
+}
+
 TEST_CASE("causal is bottom-right aligned", "[reference][cpu]") {
   // Sq = 2, Skv = 3, equal scores, V_j = e_j: row 0 sees keys 0, 1 and row 1
   // sees all three, so O = mean of the visible one-hot rows.

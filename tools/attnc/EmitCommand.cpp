@@ -77,6 +77,9 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "Softmax scale (default 1/sqrt(head dim))");
   emit->add_flag("!--no-lse", o.attention.withLse,
                  "Do not return the log-sum-exp");
+  emit->add_flag("--sinks", o.attention.sinks,
+                 "Attention sinks: one learnt logit per query head in the "
+                 "softmax's denominator (the kernel takes a 'sinks' array)");
   emit->add_option("--arch", o.arch, "Target")
       ->check(CLI::IsMember({"sm_80", "sm_90a"}));
   emit->add_option("--emit", o.stage, "Stage to emit")

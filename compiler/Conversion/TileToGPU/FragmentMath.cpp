@@ -301,8 +301,14 @@ LogicalResult FragmentMath::constant(arith::ConstantOp op) {
   return success();
 }
 
-LogicalResult FragmentMath::finalize(tile::FinalizeOp op) {
+LogicalResult FragmentMath::finalize(tile::FinalizeOp op,
+                                     const IRMapping &map) {
   const Frags &acc = frags[op.getAcc()];
+  // The sink's logit in the log2 domain of m (the same for every row).
+  Value sinkLog2;
+  if (Value sink = op.getSink())
+    sinkLog2 = arith::MulFOp::create(b, loc, map.lookup(sink),
+                                     f32Const(b, loc, gpu_emit::kLog2e));
   const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
   Type elt = op.getOutput().getType().getElementType();
   auto pairT = VectorType::get({2}, b.getF32Type());
@@ -317,17 +323,25 @@ LogicalResult FragmentMath::finalize(tile::FinalizeOp op) {
     for (int64_t r = 0; r < 2; ++r) {
       // The lanes' partial sums.
       Value rowSum = quadReduce(l.regs[2 * mt + r], false);
+      Value rowMax = m.regs[2 * mt + r];
+      Value numerator = f32Const(b, loc, 1.f);
+      if (sinkLog2) {
+        gpu_emit::SinkMerge merged =
+            gpu_emit::mergeSink(b, loc, rowMax, rowSum, sinkLog2);
+        rowMax = merged.max;
+        rowSum = merged.sum;
+        numerator = merged.accWeight;
+      }
       Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
                                              rowSum, zero);
       inv[r] = vector::BroadcastOp::create(
           b, loc, pairT,
           arith::SelectOp::create(
               b, loc, positive,
-              arith::DivFOp::create(b, loc, f32Const(b, loc, 1.f), rowSum),
-              zero));
+              arith::DivFOp::create(b, loc, numerator, rowSum), zero));
       Value v = arith::MulFOp::create(
           b, loc,
-          arith::AddFOp::create(b, loc, m.regs[2 * mt + r],
+          arith::AddFOp::create(b, loc, rowMax,
                                 gpu_emit::log2(b, loc, rowSum)),
           f32Const(b, loc, gpu_emit::kLn2));
       lse.regs.push_back(arith::SelectOp::create(

@@ -90,7 +90,8 @@ public:
   mlir::LogicalResult trunc(mlir::arith::TruncFOp op);
   /// f32 splat tile constants (the loop state's initial values).
   mlir::LogicalResult constant(mlir::arith::ConstantOp op);
-  mlir::LogicalResult finalize(tile::FinalizeOp op);
+  /// `map` gives the per-thread value of the op's sink.
+  mlir::LogicalResult finalize(tile::FinalizeOp op, const mlir::IRMapping &map);
 
 private:
   mlir::Value row2(mlir::Value v, int64_t i) { // register i of [N x 2]

@@ -120,6 +120,16 @@ Value gpu_emit::StateMerge::weight(Value m) const {
   return exp2(b, loc, arith::SubFOp::create(b, loc, m, r));
 }
 
+gpu_emit::SinkMerge gpu_emit::mergeSink(OpBuilder &b, Location loc, Value m,
+                                        Value l, Value sinkLog2) {
+  StateMerge merge(b, loc, {m, sinkLog2});
+  Value weight = merge.weight(m);
+  Value sum = arith::AddFOp::create(b, loc,
+                                    arith::MulFOp::create(b, loc, l, weight),
+                                    merge.weight(sinkLog2));
+  return {merge.reference(), sum, weight};
+}
+
 Value gpu_emit::exp2(OpBuilder &b, Location loc, Value x) {
   return nvvmUnary(b, loc, "llvm.nvvm.ex2.approx.ftz.f", x);
 }

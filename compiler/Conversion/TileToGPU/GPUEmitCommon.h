@@ -84,6 +84,17 @@ private:
   mlir::Value maxValue, ref;
 };
 
+/// A row's final state (max `m`, sum `l`, both in the log2 domain) merged
+/// with an attention sink: one more key of logit `sinkLog2` (log2 domain)
+/// and value 0 (tile.finalize's `sink`). The accumulator is scaled by
+/// `accWeight`; `max` is the new reference (the LSE's log2 offset) and
+/// `sum` the new sum, 0 only when the state and the sink are both empty.
+struct SinkMerge {
+  mlir::Value max, sum, accWeight;
+};
+SinkMerge mergeSink(mlir::OpBuilder &b, mlir::Location loc, mlir::Value m,
+                    mlir::Value l, mlir::Value sinkLog2);
+
 /// Inline PTX `text` with LLVM's `constraints`, with side effects (never
 /// moved or removed by the optimiser), in AT&T dialect as upstream's PTX
 /// builders emit it.

@@ -107,7 +107,7 @@ public:
   LogicalResult emitSplitArrive(tile::SplitArriveOp op);
   LogicalResult emitTrunc(arith::TruncFOp op) { return math().trunc(op); }
   LogicalResult emitFinalize(tile::FinalizeOp op) {
-    return math().finalize(op);
+    return math().finalize(op, map);
   }
   LogicalResult emitStore(tile::StoreOp op);
   LogicalResult emitFor(scf::ForOp op);

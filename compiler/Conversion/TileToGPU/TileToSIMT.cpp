@@ -251,10 +251,20 @@ LogicalResult SIMTEmitter::emitFinalize(tile::FinalizeOp op) {
   Value acc = map.lookup(op.getAcc());
   Value m = map.lookup(op.getMax()), l = map.lookup(op.getSum());
   auto vt = cast<VectorType>(acc.getType());
+  Value numerator = f32(1.0f);
+  if (Value sink = op.getSink()) {
+    gpu_emit::SinkMerge merged = gpu_emit::mergeSink(
+        b, loc, m, l,
+        arith::MulFOp::create(b, loc, map.lookup(sink), f32(gpu_emit::kLog2e)));
+    m = merged.max;
+    l = merged.sum;
+    numerator = merged.accWeight;
+  }
   Value positive =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, f32(0.0f));
   Value inv = arith::SelectOp::create(
-      b, loc, positive, arith::DivFOp::create(b, loc, f32(1.0f), l), f32(0.0f));
+      b, loc, positive, arith::DivFOp::create(b, loc, numerator, l),
+      f32(0.0f));
   Value o = arith::MulFOp::create(b, loc, acc, splat(vt, inv));
   map.map(op.getOutput(), arith::TruncFOp::create(
                               b, loc, rowType(op.getOutput().getType()), o));

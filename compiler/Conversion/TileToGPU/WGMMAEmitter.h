@@ -144,7 +144,7 @@ public:
     return success();
   }
   LogicalResult emitFinalize(tile::FinalizeOp op) {
-    return math().finalize(op);
+    return math().finalize(op, map);
   }
   LogicalResult emitStore(tile::StoreOp op);
   /// epilogue=tma: O through shared memory and a TMA store (see its

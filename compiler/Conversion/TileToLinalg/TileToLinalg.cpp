@@ -579,7 +579,9 @@ struct LowerRescale : OpRewritePattern<tile::RescaleOp> {
 };
 
 /// tile.finalize: o = l > 0 ? acc / l : 0, lse = l > 0 ? (m + log2 l) ln 2
-/// : -inf.
+/// : -inf; with a sink σ, (m, l, acc) first merged with a key of logit
+/// σ·log2 e and value 0 (the reference r = max(m, σ·log2 e), 0 when -inf;
+/// l' = l·2^(m - r) + 2^(σ·log2 e - r), acc scaled by 2^(m - r)).
 struct LowerFinalize : OpRewritePattern<tile::FinalizeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tile::FinalizeOp op,
@@ -588,23 +590,60 @@ struct LowerFinalize : OpRewritePattern<tile::FinalizeOp> {
     MLIRContext *ctx = rw.getContext();
     auto oT = op.getOutput().getType();
     auto rowT = op.getLse().getType();
+    Value max = op.getMax(), sum = op.getSum(), weight;
+    if (Value sink = op.getSink()) {
+      Value sinkLog2 =
+          arith::MulFOp::create(rw, loc, sink, f32Const(rw, loc, kLog2e));
+      auto merged = linalg::GenericOp::create(
+          rw, loc, TypeRange{rowT, rowT, rowT}, ValueRange{max, sum},
+          ValueRange{emptyLike(rw, loc, rowT), emptyLike(rw, loc, rowT),
+                     emptyLike(rw, loc, rowT)},
+          SmallVector<AffineMap>(5, AffineMap::getMultiDimIdentityMap(1, ctx)),
+          iters(1), [&](OpBuilder &b, Location l, ValueRange args) {
+            Value top = arith::MaximumFOp::create(b, l, args[0], sinkLog2);
+            Value empty = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::OEQ, top,
+                f32Const(b, l, -std::numeric_limits<float>::infinity()));
+            Value ref = arith::SelectOp::create(b, l, empty,
+                                                f32Const(b, l, 0.0f), top);
+            auto weightOf = [&](Value m) -> Value {
+              return math::Exp2Op::create(b, l,
+                                          arith::SubFOp::create(b, l, m, ref));
+            };
+            Value w = weightOf(args[0]);
+            Value total = arith::AddFOp::create(
+                b, l, arith::MulFOp::create(b, l, args[1], w),
+                weightOf(sinkLog2));
+            linalg::YieldOp::create(b, l, ValueRange{ref, total, w});
+          });
+      max = merged.getResult(0);
+      sum = merged.getResult(1);
+      weight = merged.getResult(2);
+    }
+    SmallVector<Value> outIns{op.getAcc(), sum};
+    SmallVector<AffineMap> outMaps{map(ctx, 2, {0, 1}), map(ctx, 2, {0})};
+    if (weight) {
+      outIns.push_back(weight);
+      outMaps.push_back(map(ctx, 2, {0}));
+    }
+    outMaps.push_back(map(ctx, 2, {0, 1}));
     auto out = linalg::GenericOp::create(
-        rw, loc, TypeRange{oT}, ValueRange{op.getAcc(), op.getSum()},
-        ValueRange{emptyLike(rw, loc, oT)},
-        SmallVector<AffineMap>{map(ctx, 2, {0, 1}), map(ctx, 2, {0}),
-                               map(ctx, 2, {0, 1})},
-        iters(2), [&](OpBuilder &b, Location l, ValueRange args) {
+        rw, loc, TypeRange{oT}, outIns, ValueRange{emptyLike(rw, loc, oT)},
+        outMaps, iters(2), [&](OpBuilder &b, Location l, ValueRange args) {
           Value zero = f32Const(b, l, 0.0f);
           Value pos = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
                                             args[1], zero);
-          Value q = arith::DivFOp::create(b, l, args[0], args[1]);
+          Value acc = weight ? Value(arith::MulFOp::create(b, l, args[0],
+                                                           args[2]))
+                             : args[0];
+          Value q = arith::DivFOp::create(b, l, acc, args[1]);
           Value v = arith::SelectOp::create(b, l, pos, q, zero);
           if (!oT.getElementType().isF32()) // f32: a split-KV partial
             v = arith::TruncFOp::create(b, l, oT.getElementType(), v);
           linalg::YieldOp::create(b, l, ValueRange{v});
         });
     auto lse = linalg::GenericOp::create(
-        rw, loc, TypeRange{rowT}, ValueRange{op.getMax(), op.getSum()},
+        rw, loc, TypeRange{rowT}, ValueRange{max, sum},
         ValueRange{emptyLike(rw, loc, rowT)},
         SmallVector<AffineMap>(3, AffineMap::getMultiDimIdentityMap(1, ctx)),
         iters(1), [&](OpBuilder &b, Location l, ValueRange args) {

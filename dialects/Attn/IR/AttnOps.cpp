@@ -163,6 +163,15 @@ LogicalResult AttentionOp::verify() {
                             "type "
                          << Type(qT) << ", got " << getOutput().getType();
 
+  if (Value sinks = getSinks()) {
+    auto expected = RankedTensorType::get({qT.getDimSize(1)},
+                                          Float32Type::get(getContext()));
+    if (sinks.getType() != expected)
+      return emitOpError() << "expected the sinks type " << Type(expected)
+                           << " (one f32 logit per query head), got "
+                           << sinks.getType();
+  }
+
   if (Value lse = getLse()) {
     auto expected = lseTypeOf(qT);
     if (lse.getType() != expected)

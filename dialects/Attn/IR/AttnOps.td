@@ -34,10 +34,24 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
       region (a FlexAttention `mask_mod`: `(b, h, i, j: index) -> i1`, true
       keeps the score). A row with no visible key yields `O = 0`, `LSE = -inf`.
 
+    Attention sinks (gpt-oss): with `sinks` (`tensor<Hq x f32>`), query head
+    `h` has one more logit, `sinks[h]`, in its softmax's denominator and no
+    value: `O = Σ_j e^{s_j} V_j / (e^{sinks[h]} + Σ_j e^{s_j})` and
+    `LSE = log(e^{sinks[h]} + Σ_j e^{s_j})`, the sink taken as it is (no
+    scale, soft-cap or mods). A row with no visible key yields `O = 0`,
+    `LSE = sinks[h]`.
+
     ```mlir
     %o, %lse = attn.attention %q, %k, %v {causal, softcap = 30.0 : f32}
         : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
         -> tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+    ```
+
+    With sinks:
+    ```mlir
+    %o = attn.attention %q, %k, %v sinks(%s : tensor<64xf32>) {causal}
+        : tensor<?x64x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>
+        -> tensor<?x64x?x64xbf16>
     ```
 
     With a FlexAttention-style mask (a document mask on a 256-token stride):
@@ -58,6 +72,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
     AnyRankedTensor:$query,
     AnyRankedTensor:$key,
     AnyRankedTensor:$value,
+    Optional<AnyRankedTensor>:$sinks,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<Attn_WindowAttr>:$window,
@@ -67,7 +82,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
   let regions = (region AnyRegion:$score, AnyRegion:$mask);
 
   let assemblyFormat = [{
-    $query `,` $key `,` $value attr-dict
+    $query `,` $key `,` $value
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)? attr-dict
     `:` type($query) `,` type($key) `,` type($value)
     `->` type($output) (`,` type($lse)^)?
     (`score` $score^)? (`mask` $mask^)?
@@ -85,6 +101,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
     ::mlir::Type getElementType();
     bool hasScoreMod() { return !getScore().empty(); }
     bool hasMaskMod() { return !getMask().empty(); }
+    bool hasSinks() { return static_cast<bool>(getSinks()); }
   }];
 }
 

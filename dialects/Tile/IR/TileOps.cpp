@@ -136,11 +136,12 @@ LogicalResult RescaleOp::verify() {
 }
 
 void FinalizeOp::build(OpBuilder &b, OperationState &state, Value acc,
-                       Value max, Value sum, Type outputElementType) {
+                       Value max, Value sum, Type outputElementType,
+                       Value sink) {
   auto accT = cast<RankedTensorType>(acc.getType());
   build(b, state, accT.clone(outputElementType),
         RankedTensorType::get({accT.getDimSize(0)}, b.getF32Type()), acc, max,
-        sum);
+        sum, sink);
 }
 
 LogicalResult FinalizeOp::verify() {
@@ -156,6 +157,9 @@ LogicalResult FinalizeOp::verify() {
       !(isFloat16ish(out) || out.isF32()))
     return emitOpError() << "expected a bf16, f16 or f32 output of the "
                             "accumulator's shape";
+  if (getSink() && out.isF32())
+    return emitOpError() << "a sink belongs to the final result, not to an "
+                            "f32 split-KV partial";
   return success();
 }
 

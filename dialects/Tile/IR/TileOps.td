@@ -185,20 +185,29 @@ def Tile_FinalizeOp : Tile_Op<"finalize", [Pure,
     `lse = (m + log2 l) · ln 2` (natural log); rows with `l = 0` (every key
     masked) give `o = 0` and `lse = -inf`. The output is bf16 or f16, or f32
     for a partial result that a split-KV combine reads.
+
+    With `sink` (an attention sink: a logit `σ` in natural-log units, the
+    same for every row), the state is first merged with the state of one
+    more key of weight `e^σ` and value 0: `m' = max(m, σ·log2 e)`,
+    `l' = l·2^(m - m') + 2^(σ·log2 e - m')`, `acc' = acc·2^(m - m')`. A row
+    without keys gets `o = 0`, `lse = σ`. Only the state of every key takes
+    a sink: a split-KV partial never does.
     ```mlir
     %o, %lse = tile.finalize %acc, %m, %l : tensor<64x128xf32>, tensor<64xf32> -> tensor<64x128xbf16>
+    %o2, %lse2 = tile.finalize %acc, %m, %l sink %s : tensor<64x128xf32>, tensor<64xf32> -> tensor<64x128xbf16>
     ```
   }];
   let arguments = (ins AnyStaticShapeTensor:$acc, AnyStaticShapeTensor:$max,
-                       AnyStaticShapeTensor:$sum);
+                       AnyStaticShapeTensor:$sum, Optional<F32>:$sink);
   let results = (outs AnyStaticShapeTensor:$output, AnyStaticShapeTensor:$lse);
   let assemblyFormat = [{
-    $acc `,` $max `,` $sum attr-dict `:` type($acc) `,` type($max) `->` type($output)
+    $acc `,` $max `,` $sum (`sink` $sink^)? attr-dict `:` type($acc) `,` type($max) `->` type($output)
   }];
   let hasVerifier = 1;
   let builders = [
     OpBuilder<(ins "mlir::Value":$acc, "mlir::Value":$max, "mlir::Value":$sum,
-                   "mlir::Type":$outputElementType)>
+                   "mlir::Type":$outputElementType,
+                   CArg<"mlir::Value", "{}">:$sink)>
   ];
 }
 

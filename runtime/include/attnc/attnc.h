@@ -69,6 +69,7 @@ typedef struct attnc_spec {
   int64_t block_n;
   int64_t stages;
   int64_t warps;
+  int32_t sinks; /* 0 | 1: attention sinks (op attention_fwd) */
 } attnc_spec;
 
 /* A tensor in the logical [B, H, S, D] layout, strides in elements. LSE uses
@@ -87,6 +88,9 @@ typedef struct attnc_attention_args {
    * of concurrent launches. */
   void *workspace;
   size_t workspace_bytes;
+  /* Attention sinks: one f32 logit per query head, 4-byte aligned, when the
+   * spec has sinks; NULL otherwise. */
+  const float *sinks;
 } attnc_attention_args;
 
 typedef struct attnc_context_options {

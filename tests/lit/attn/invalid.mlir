@@ -257,3 +257,19 @@ func.func @zero_heads(%q: tensor<?x0x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v
   %o = attn.attention %q, %k, %v : tensor<?x0x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x0x?x128xbf16>
   return
 }
+
+// -----
+
+func.func @sinks_per_kv_head(%q: tensor<?x4x?x64xbf16>, %kv: tensor<?x2x?x64xbf16>, %s: tensor<2xf32>) -> tensor<?x4x?x64xbf16> {
+  // expected-error @+1 {{expected the sinks type 'tensor<4xf32>' (one f32 logit per query head), got 'tensor<2xf32>'}}
+  %o = attn.attention %q, %kv, %kv sinks(%s : tensor<2xf32>) : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x4x?x64xbf16>
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// -----
+
+func.func @sinks_bf16(%q: tensor<?x4x?x64xbf16>, %kv: tensor<?x2x?x64xbf16>, %s: tensor<4xbf16>) -> tensor<?x4x?x64xbf16> {
+  // expected-error @+1 {{expected the sinks type 'tensor<4xf32>'}}
+  %o = attn.attention %q, %kv, %kv sinks(%s : tensor<4xbf16>) : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x4x?x64xbf16>
+  return %o : tensor<?x4x?x64xbf16>
+}

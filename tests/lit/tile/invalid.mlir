@@ -168,6 +168,14 @@ func.func @rotate_pairs_type(%x: tensor<32xbf16>) {
 
 // -----
 
+func.func @sink_on_partial(%acc: tensor<16x64xf32>, %m: tensor<16xf32>, %l: tensor<16xf32>, %s: f32) {
+  // expected-error @+1 {{a sink belongs to the final result, not to an f32 split-KV partial}}
+  %o, %lse = tile.finalize %acc, %m, %l sink %s : tensor<16x64xf32>, tensor<16xf32> -> tensor<16x64xf32>
+  return
+}
+
+// -----
+
 func.func @dot_transpose_a(%a: tensor<64x32xbf16>, %b: tensor<32x128xbf16>) {
   // expected-error @+1 {{expected the reduction dims to match, got 64 and 32}}
   %s = tile.dot %a, %b {transpose_a} : tensor<64x32xbf16>, tensor<32x128xbf16> -> tensor<32x128xf32>

@@ -174,9 +174,13 @@ inline constexpr std::array<const char *, 7> kAttentionStreamKParams = {
 /// and the piece that starts an item merges the others' partials. A null
 /// workspace: the tail runs as whole items.
 inline constexpr const char *kAttentionWorkspaceParam = "workspace";
-inline constexpr std::array<ParamDesc, 14> kAttentionOptionalParams = {{
+/// Attention sinks (attn.attention's `sinks`): an f32 array of one logit per
+/// query head, read by kernels whose spec has sinks.
+inline constexpr const char *kAttentionSinksParam = "sinks";
+inline constexpr std::array<ParamDesc, 15> kAttentionOptionalParams = {{
     {"scale", ParamType::F32},
     {"softcap", ParamType::F32},
+    {kAttentionSinksParam, ParamType::F32Ptr},
     {kAttentionTensorMapParams[0], ParamType::TensorMap},
     {kAttentionTensorMapParams[1], ParamType::TensorMap},
     {kAttentionTensorMapParams[2], ParamType::TensorMap},

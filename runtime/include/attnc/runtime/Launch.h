@@ -51,6 +51,9 @@ struct AttentionArgs {
   // workspace parameter ignore it.
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
+  // Attention sinks: one f32 logit per query head (spec.sinks: required,
+  // 4-byte aligned; otherwise it must be null).
+  const float *sinks = nullptr;
 };
 
 // Checks null pointers, shapes against the spec, batch/seq consistency,
@@ -107,6 +110,8 @@ enum class ParamSource : uint8_t {
   LseStrideH,
   Scale,
   Softcap,
+  // Attention sinks: AttentionArgs::sinks.
+  Sinks,
   // TMA kernels (tuning.kv_sync "tma"): tensor maps of Q, K and V.
   QTensorMap,
   KTensorMap,

@@ -95,6 +95,9 @@ struct KernelSpec {
   double softcap = 0.0;        // 0: none
   std::optional<double> scale; // absent: 1/sqrt(headDim)
   bool hasLse = false;
+  // Attention sinks (op attention_fwd): the launch passes one f32 logit per
+  // query head (AttentionArgs::sinks) that joins the softmax's denominator.
+  bool sinks = false;
   std::string arch = "sm_90a"; // "sm_80" | "sm_90a"
   std::string customIr;        // MLIR text when the spec came from a file
   TuningConfig tuning;
