@@ -341,8 +341,7 @@ LogicalResult FragmentMath::finalize(tile::FinalizeOp op,
               arith::DivFOp::create(b, loc, numerator, rowSum), zero));
       Value v = arith::MulFOp::create(
           b, loc,
-          arith::AddFOp::create(b, loc, rowMax,
-                                gpu_emit::log2(b, loc, rowSum)),
+          arith::AddFOp::create(b, loc, rowMax, gpu_emit::log2(b, loc, rowSum)),
           f32Const(b, loc, gpu_emit::kLn2));
       lse.regs.push_back(arith::SelectOp::create(
           b, loc, positive, v,

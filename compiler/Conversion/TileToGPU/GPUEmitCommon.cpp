@@ -124,9 +124,8 @@ gpu_emit::SinkMerge gpu_emit::mergeSink(OpBuilder &b, Location loc, Value m,
                                         Value l, Value sinkLog2) {
   StateMerge merge(b, loc, {m, sinkLog2});
   Value weight = merge.weight(m);
-  Value sum = arith::AddFOp::create(b, loc,
-                                    arith::MulFOp::create(b, loc, l, weight),
-                                    merge.weight(sinkLog2));
+  Value sum = arith::AddFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, l, weight), merge.weight(sinkLog2));
   return {merge.reference(), sum, weight};
 }
 

@@ -263,8 +263,7 @@ LogicalResult SIMTEmitter::emitFinalize(tile::FinalizeOp op) {
   Value positive =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, l, f32(0.0f));
   Value inv = arith::SelectOp::create(
-      b, loc, positive, arith::DivFOp::create(b, loc, numerator, l),
-      f32(0.0f));
+      b, loc, positive, arith::DivFOp::create(b, loc, numerator, l), f32(0.0f));
   Value o = arith::MulFOp::create(b, loc, acc, splat(vt, inv));
   map.map(op.getOutput(), arith::TruncFOp::create(
                               b, loc, rowType(op.getOutput().getType()), o));

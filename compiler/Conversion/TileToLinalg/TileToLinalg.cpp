@@ -604,8 +604,8 @@ struct LowerFinalize : OpRewritePattern<tile::FinalizeOp> {
             Value empty = arith::CmpFOp::create(
                 b, l, arith::CmpFPredicate::OEQ, top,
                 f32Const(b, l, -std::numeric_limits<float>::infinity()));
-            Value ref = arith::SelectOp::create(b, l, empty,
-                                                f32Const(b, l, 0.0f), top);
+            Value ref =
+                arith::SelectOp::create(b, l, empty, f32Const(b, l, 0.0f), top);
             auto weightOf = [&](Value m) -> Value {
               return math::Exp2Op::create(b, l,
                                           arith::SubFOp::create(b, l, m, ref));
@@ -633,9 +633,9 @@ struct LowerFinalize : OpRewritePattern<tile::FinalizeOp> {
           Value zero = f32Const(b, l, 0.0f);
           Value pos = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
                                             args[1], zero);
-          Value acc = weight ? Value(arith::MulFOp::create(b, l, args[0],
-                                                           args[2]))
-                             : args[0];
+          Value acc = weight
+                          ? Value(arith::MulFOp::create(b, l, args[0], args[2]))
+                          : args[0];
           Value q = arith::DivFOp::create(b, l, acc, args[1]);
           Value v = arith::SelectOp::create(b, l, pos, q, zero);
           if (!oT.getElementType().isF32()) // f32: a split-KV partial
