@@ -17,7 +17,9 @@ than --tolerance slower.
 The grid is issue #32's: prefill D64/D128/D256 at S 1k/4k/16k, causal and
 not (B*S = 16k, H = 2048/D), GQA 32/8 D128 at S 8k (both); decode 32/8 D128
 at B1 L128k, B16 L32k, B64 L4k/16k (pages of 256); silu_and_mul 8192x14336
-and add_rms_norm 8192x4096.
+and add_rms_norm 8192x4096. With --arch sm_80: the prefill cells only,
+through the portable mma.sync kernels (bench/specs.json bundles D64, D128
+and D256 non-causal; cells without a kernel read n/a).
 """
 import argparse
 import json
@@ -32,15 +34,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def grid():
-    """(label, kind, params) of every cell."""
+def grid(arch=None):
+    """(label, kind, params) of every cell (prefill only for an explicit
+    arch)."""
     cells = []
     for D in (64, 128, 256):
         for S in (1024, 4096, 16384):
             for causal in (False, True):
                 B, H = 16384 // S, 2048 // D
                 cells.append((f"prefill D{D} S{S // 1024}k{' causal' if causal else ''}",
-                              "prefill", dict(B=B, S=S, Hq=H, Hkv=H, D=D, causal=causal)))
+                              "prefill", dict(B=B, S=S, Hq=H, Hkv=H, D=D, causal=causal,
+                                              arch=arch)))
+    if arch:
+        return cells
     for causal in (False, True):
         cells.append((f"prefill GQA 32/8 D128 S8k{' causal' if causal else ''}", "prefill",
                       dict(B=2, S=8192, Hq=32, Hkv=8, D=128, causal=causal)))
@@ -68,8 +74,10 @@ def make_call(attnc, torch, kind, p, gen):
         q, k, v = randn(B, S, Hq, D), randn(B, S, Hkv, D), randn(B, S, Hkv, D)
         scale = 1.0 / math.sqrt(D)
 
+        kw = {"arch": p["arch"]} if p.get("arch") else {}
+
         def launch():
-            return attnc.attention(q, k, v, causal=causal, scale=scale)
+            return attnc.attention(q, k, v, causal=causal, scale=scale, **kw)
 
         def check(out):
             # Batch entry 0, its first 8 query heads (and their KV heads),
@@ -166,7 +174,7 @@ def worker(args):
     import attnc
 
     results = {}
-    for label, kind, p in grid():
+    for label, kind, p in grid(args.arch):
         gen = torch.Generator(device="cuda")
         gen.manual_seed(args.seed)
         try:
@@ -206,18 +214,21 @@ def driver(args):
             env.pop("ATTNC_TUNING_DB", None)  # each compiler's own defaults
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", n, "--json", out,
                    "--python", os.path.join(stage, "python"), "--seed", str(seed)]
+            if args.arch:
+                cmd += ["--arch", args.arch]
             print(f"round {r}: {n}", flush=True)
             subprocess.run(cmd, env=env, check=True)
             with open(out) as f:
                 runs[n].append(json.load(f))
     a, b = names
-    lines = [f"A/B {a} vs {b}: {args.rounds} interleaved rounds, seed {seed}; "
+    lines = [f"A/B {a} vs {b}{' (' + args.arch + ')' if args.arch else ''}: "
+             f"{args.rounds} interleaved rounds, seed {seed}; "
              f"GPU time per call (ms), median over rounds; ratio = {b} / {a} "
              f"(> 1: {b} slower); flag: slower by more than {args.tolerance:.0%}.", "",
              f"| cell | {a} ms | {b} ms | {b}/{a} | rel L2 {a} / {b} | flag |",
              "|---|---|---|---|---|---|"]
     worst = 0.0
-    for label, _, _ in grid():
+    for label, _, _ in grid(args.arch):
         med, err = {}, {}
         for n in names:
             ms = [run[label]["ms"] for run in runs[n] if "ms" in run.get(label, {})]
@@ -255,6 +266,7 @@ def main():
     ap.add_argument("--tolerance", type=float, default=0.02)
     ap.add_argument("--seed", type=int)
     ap.add_argument("--out")
+    ap.add_argument("--arch", help="prefill cells only, on this arch's kernels (e.g. sm_80)")
     ap.add_argument("--workdir", default=os.path.join(ROOT, ".gpu-ab", "runs"))
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--json", help=argparse.SUPPRESS)

@@ -30,7 +30,7 @@ Value FragmentMath::chainReduce(SmallVector<Value> xs, bool max) {
 LogicalResult FragmentMath::score(tile::ScoreOp op, const IRMapping &map,
                                   int64_t blockM,
                                   function_ref<Value(int64_t, int64_t)> row,
-                                  Value col0) {
+                                  function_ref<Value()> col0) {
   const Frags &s = frags[op.getScores()];
   auto cT = VectorType::get({2, 2}, b.getF32Type());
   int64_t n8 = int64_t(s.regs.size()) / mTiles;
@@ -55,16 +55,20 @@ LogicalResult FragmentMath::score(tile::ScoreOp op, const IRMapping &map,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
     SmallVector<Value> out;
+    // Positions only where something reads them.
+    const bool positions = masks || !op.getScoreMod().empty();
+    Value c0 = positions ? col0() : Value();
     for (int64_t mt = 0; mt < mTiles; ++mt) {
-      Value rows[2] = {row(mt, 0), row(mt, 1)};
+      Value rows[2] = {positions ? row(mt, 0) : Value(),
+                       positions ? row(mt, 1) : Value()};
       for (int64_t nt = 0; nt < n8; ++nt) {
         Value reg = s.regs[mt * n8 + nt];
         SmallVector<Value> e;
         for (int64_t r = 0; r < 2; ++r)
           for (int64_t c = 0; c < 2; ++c)
-            e.push_back(gpu_emit::scoreElement(b, l, op, map, elem(reg, r, c),
-                                               rows[r], add(col0, nt * 8 + c),
-                                               masks, defer));
+            e.push_back(gpu_emit::scoreElement(
+                b, l, op, map, elem(reg, r, c), rows[r],
+                positions ? add(c0, nt * 8 + c) : Value(), masks, defer));
         out.push_back(vector::FromElementsOp::create(b, l, cT, e));
       }
     }

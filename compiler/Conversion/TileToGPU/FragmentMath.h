@@ -66,13 +66,16 @@ public:
         deadUpperRows(deadUpperRows) {}
 
   /// tile.score on S's C fragments: register row r of m16 tile mt is query
-  /// row row(mt, r) (absolute; called where the scores are built), register
-  /// column c of n8 tile nt is key col0 + 8 nt + c. Tiles no mask touches
-  /// (gpu_emit::tileNeedsMasks over blockM rows) skip the mask arithmetic.
+  /// row row(mt, r) (absolute), register column c of n8 tile nt is key
+  /// col0() + 8 nt + c; both are called where the scores are built, in
+  /// each branch that reads positions (masks or a score_mod): col0 once,
+  /// then row for each (mt, r). Tiles no mask
+  /// touches (gpu_emit::tileNeedsMasks over blockM rows) skip the mask
+  /// arithmetic.
   mlir::LogicalResult
   score(tile::ScoreOp op, const mlir::IRMapping &map, int64_t blockM,
         llvm::function_ref<mlir::Value(int64_t mt, int64_t r)> row,
-        mlir::Value col0);
+        llvm::function_ref<mlir::Value()> col0);
   /// tile.store of C fragments (O) or row statistics (LSE, one lane of
   /// each quad) into a [B, H, S(, D)] view, rows past its sequence left
   /// out: register row r of m16 tile mt is query row row(mt, r) (absolute),

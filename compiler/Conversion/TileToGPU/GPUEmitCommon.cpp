@@ -156,7 +156,7 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
   int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
   Value seqQ = map.lookup(op.getSeqQ()), seqKV = map.lookup(op.getSeqKv());
   Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
-  if (op.getPacked()) // several heads' rows: the position in the head
+  if (op.getPacked() && row) // several heads' rows: the position in the head
     row = arith::RemUIOp::create(b, loc, row, seqQ);
 
   // Without softcap or score_mod, scale and log2(e) fold into one multiply.

@@ -84,6 +84,9 @@ public:
         rowWarps(blockThreads / 32 / keyWarps), qInSmem(qInSmem),
         qStagedOnce(launch.getRule() == abi::kGridRuleDecodeSplit),
         deadUpperRows(mTiles == 1 && atMostEightLiveRows(kernel)),
+        positionsInBranch(
+            fragmentFloats(kernel, mTiles, launch.getBlockN() / keyWarps) >=
+            kPositionsInBranchFloats),
         swizzle(swizzle) {}
 
   /// f32 values per lane of a key warp's online state (acc, max, sum) for
@@ -173,6 +176,25 @@ private:
     auto live = kernel->getAttrOfType<IntegerAttr>(kLiveRowsAttr);
     return live && live.getInt() <= 8;
   }
+  // The lane's query rows and key columns that masks read are derived in
+  // the masked branch from an opaque thread index (see emitScore) when O
+  // and S take this many of a lane's registers or more: 192 at D128 with
+  // 32 rows per warp and 64-key tiles, where ptxas sits at 255 registers
+  // and spilled them (bench/NOTES.md, 2026-12-07). Below, setUp's values
+  // stay (D64 and D256 have registers to spare and would only pay the
+  // instructions).
+  static constexpr int64_t kPositionsInBranchFloats = 192;
+  const bool positionsInBranch;
+  /// f32 registers of O (mTiles m16 tiles of the head dim) and S (of
+  /// `keys` keys) per lane.
+  static int64_t fragmentFloats(func::FuncOp kernel, int64_t mTiles,
+                                int64_t keys) {
+    int64_t headDim = 0;
+    kernel.walk([&](tile::RescaleOp op) {
+      headDim = cast<ShapedType>(op.getAcc().getType()).getDimSize(1);
+    });
+    return mTiles * 16 * (headDim + keys) / 32;
+  }
   SmallVector<std::pair<Value, Value>> pendingQ; // (tile value, buffer)
   /// Waits for the staged Q tiles and reads them into A registers.
   void loadPendingQ();
@@ -194,7 +216,12 @@ private:
   }
   DenseMap<Value, Frags> frags;
   Value tid, g, t4, rowInTile; // rowInTile = 16·mTiles·warp + g
-  Value ldRow, ldLow, ldHigh;  // ldmatrix: row in matrix, matrix % 2, / 2
+  /// What setUp derives from the thread index (lane = 4·g + t4).
+  struct LaneIndices {
+    Value lane, g, t4, rowWarp, keyWarp, rowInTile;
+  };
+  LaneIndices laneIndices(Value tid);
+  Value ldRow, ldLow, ldHigh; // ldmatrix: row in matrix, matrix % 2, / 2
   unsigned nextStage = 0;
   // cp.async groups committed in the current block of code, and the group
   // of each staged buffer (wait_group N lets the N newest stay in flight).

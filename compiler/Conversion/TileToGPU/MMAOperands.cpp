@@ -71,24 +71,36 @@ Value MMAEmitter::mma16816(Value a, Value bFrag, Value c) {
                                         out);
 }
 
-/// Max or sum over the 4 lanes of a quad (they share a row).
+MMAEmitter::LaneIndices MMAEmitter::laneIndices(Value tid) {
+  LaneIndices ix;
+  ix.lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+  Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
+  ix.g = arith::DivUIOp::create(b, loc, ix.lane, idx(4));
+  ix.t4 = arith::RemUIOp::create(b, loc, ix.lane, idx(4));
+  ix.rowWarp = warp;
+  ix.keyWarp = idx(0);
+  if (keyWarps > 1) {
+    ix.rowWarp = arith::RemUIOp::create(b, loc, warp, idx(rowWarps));
+    ix.keyWarp = arith::DivUIOp::create(b, loc, warp, idx(rowWarps));
+  }
+  ix.rowInTile =
+      add(arith::MulIOp::create(b, loc, ix.rowWarp, idx(16 * mTiles)), ix.g);
+  return ix;
+}
+
 void MMAEmitter::setUp() {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  lane = arith::RemUIOp::create(b, loc, tid, idx(32));
-  Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
-  g = arith::DivUIOp::create(b, loc, lane, idx(4));
-  t4 = arith::RemUIOp::create(b, loc, lane, idx(4));
-  rowWarp = warp;
-  keyWarp = idx(0);
-  if (keyWarps > 1) {
-    rowWarp = arith::RemUIOp::create(b, loc, warp, idx(rowWarps));
-    keyWarp = arith::DivUIOp::create(b, loc, warp, idx(rowWarps));
-  }
+  LaneIndices ix = laneIndices(tid);
+  lane = ix.lane;
+  g = ix.g;
+  t4 = ix.t4;
+  rowWarp = ix.rowWarp;
+  keyWarp = ix.keyWarp;
   keyOffset =
       arith::MulIOp::create(b, loc, keyWarp, idx(keySlice(launch.getBlockN())));
   isFirstKeyWarp =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, keyWarp, idx(0));
-  rowInTile = add(arith::MulIOp::create(b, loc, rowWarp, idx(16 * mTiles)), g);
+  rowInTile = ix.rowInTile;
   // ldmatrix: lane L gives the address of row L % 8 of 8x8 matrix L / 8.
   Value ldMatrix = arith::DivUIOp::create(b, loc, lane, idx(8));
   ldRow = arith::RemUIOp::create(b, loc, lane, idx(8));
@@ -384,14 +396,32 @@ LogicalResult MMAEmitter::emitDot(tile::DotOp op) {
 
 LogicalResult MMAEmitter::emitScore(tile::ScoreOp op) {
   Value q0 = map.lookup(op.getQ0()), k0 = map.lookup(op.getK0());
-  auto row = [&](int64_t mt, int64_t r) { return add(q0, rowOf(mt, r)); };
-  if (keyWarps == 1)
-    return math().score(op, map, launch.getBlockM(), row,
-                        add(k0, arith::MulIOp::create(b, loc, t4, idx(2))));
+  // With positionsInBranch, the lane's rows and columns, where a tile's
+  // masks (or a score_mod) read them, come from a thread index LLVM cannot
+  // see through (gpu_emit::opaqueIndex), derived again in each branch that
+  // reads them. Derived from setUp's, they are loop-invariant 64-bit
+  // values that live across the whole KV loop for the few tiles that need
+  // them (a sequence's last, the causal diagonal): at D128 with 128x64
+  // tiles (255 registers) ptxas spilled 8-40 B around the loop. Here they
+  // cost a few integer instructions in the masked branch; the unmasked one
+  // reads no positions.
+  LaneIndices lanes{lane, g, t4, rowWarp, keyWarp, rowInTile};
   // The warp's slice starts at k0 + keyOffset, for the masks too.
-  Value sliceK0 = add(k0, keyOffset);
+  Value sliceK0 = keyWarps == 1 ? k0 : add(k0, keyOffset);
   IRMapping sliceMap = map;
   sliceMap.map(op.getK0(), sliceK0);
-  return math().score(op, sliceMap, launch.getBlockM(), row,
-                      add(sliceK0, arith::MulIOp::create(b, loc, t4, idx(2))));
+  Value col0;
+  if (!positionsInBranch)
+    col0 = add(sliceK0, arith::MulIOp::create(b, loc, t4, idx(2)));
+  return math().score(
+      op, sliceMap, launch.getBlockM(),
+      [&](int64_t mt, int64_t r) {
+        return add(q0, add(lanes.rowInTile, 16 * mt + 8 * r));
+      },
+      [&] {
+        if (!positionsInBranch)
+          return col0;
+        lanes = laneIndices(gpu_emit::opaqueIndex(b, loc, tid));
+        return add(sliceK0, arith::MulIOp::create(b, loc, lanes.t4, idx(2)));
+      });
 }

@@ -19,9 +19,12 @@ using namespace attnc::mma;
 
 LogicalResult MMAEmitter::emitStore(tile::StoreOp op) {
   Value q0 = map.lookup(op.getRow());
+  // Register-bound kernels (positionsInBranch): the lane's first row, then
+  // constants, which is what let ptxas allocate D128's without spills.
+  Value rowBase = positionsInBranch ? add(q0, rowInTile) : Value();
   auto store = [&] {
     return math().store(op, map, t4, [&](int64_t mt, int64_t r) {
-      return add(q0, rowOf(mt, r));
+      return rowBase ? add(rowBase, 16 * mt + 8 * r) : add(q0, rowOf(mt, r));
     });
   };
   if (keyWarps == 1)

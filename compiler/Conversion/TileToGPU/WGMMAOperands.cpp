@@ -322,5 +322,5 @@ LogicalResult WGMMAEmitter::emitScore(tile::ScoreOp op) {
   Value col0 = add(k0, mul(t4, 2));
   return math().score(
       op, map, launch.getBlockM(), [&](int64_t, int64_t r) { return rows[r]; },
-      col0);
+      [&] { return col0; });
 }
