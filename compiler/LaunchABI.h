@@ -69,6 +69,10 @@ attentionFwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
   return abiParamTypes(ctx, abi::kAttentionFwdParams, elt);
 }
 inline llvm::SmallVector<mlir::Type>
+attentionBwdParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
+  return abiParamTypes(ctx, abi::kAttentionBwdParams, elt);
+}
+inline llvm::SmallVector<mlir::Type>
 decodeSplitParamTypes(mlir::MLIRContext *ctx, mlir::Type elt) {
   return abiParamTypes(ctx, abi::kDecodeSplitParams, elt);
 }

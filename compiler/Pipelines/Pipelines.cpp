@@ -114,6 +114,11 @@ void attnc::buildTilePipeline(OpPassManager &pm, const TileOptions &options) {
   tile.blockM = options.blockM;
   tile.blockN = options.blockN;
   pm.addPass(createTileAttention(tile));
+  // The backward's kernels (attn.attention_bwd), with the same tile sizes.
+  TileAttentionBackwardOptions bwd;
+  bwd.blockM = options.blockM;
+  bwd.blockN = options.blockN;
+  pm.addPass(createTileAttentionBackward(bwd));
   // Fold the index arithmetic of the tile bounds before anyone reads it.
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -61,9 +61,12 @@ public:
     StringRef rule = launch.getRule();
     if (rule == abi::kGridRuleRowwise || rule == abi::kGridRuleKVAppend)
       return runRowwise(fn);
+    const bool bwdMain = rule == abi::kGridRuleAttentionBwd;
     if (rule != abi::kGridRuleAttentionFwd &&
         rule != abi::kGridRuleDecodeSplit &&
-        rule != abi::kGridRuleDecodeCombine && rule != abi::kGridRuleLseMerge) {
+        rule != abi::kGridRuleDecodeCombine && rule != abi::kGridRuleLseMerge &&
+        rule != abi::kGridRuleAttentionBwdPreprocess && !bwdMain &&
+        rule != abi::kGridRuleAttentionBwdConvert) {
       fn.emitError() << "attnc-host-grid does not know launch rule '" << rule
                      << "'";
       return signalPassFailure();
@@ -76,17 +79,20 @@ public:
       return arith::IndexCastOp::create(b, loc, b.getIndexType(),
                                         paramNamed(fn, param));
     };
-    // attention_fwd_v1, decode_combine_v2 and lse_merge_v1: grid =
-    // (ceil(seq_q / block_m), heads, batch); decode_split_v3: (num_splits,
-    // kv heads, batch).
+    // attention_fwd_v1, decode_combine_v2, lse_merge_v1 and the backward's
+    // preprocess and convert: grid = (ceil(seq_q / block_m), heads, batch);
+    // decode_split_v3: (num_splits, kv heads, batch); attention_bwd_v1:
+    // (ceil(seq_kv / block_n), kv heads, batch). The programs run one after
+    // another, so the backward's tile.store_add needs no atomics here.
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-    Value tiles =
-        rule == abi::kGridRuleDecodeSplit
-            ? Value(idx("num_splits"))
-            : Value(arith::CeilDivSIOp::create(
-                  b, loc, idx("seq_q"),
-                  arith::ConstantIndexOp::create(b, loc, launch.getBlockM())));
+    auto tilesOf = [&](StringRef seq, int64_t block) -> Value {
+      return arith::CeilDivSIOp::create(
+          b, loc, idx(seq), arith::ConstantIndexOp::create(b, loc, block));
+    };
+    Value tiles = rule == abi::kGridRuleDecodeSplit ? Value(idx("num_splits"))
+                  : bwdMain ? tilesOf("seq_kv", launch.getBlockN())
+                            : tilesOf("seq_q", launch.getBlockM());
     Value heads = arith::ConstantIndexOp::create(b, loc, launch.getHeads());
     Value batch = idx("batch");
 

@@ -28,6 +28,43 @@ def TileAttention : Pass<"attnc-tile-attention", "mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TileAttentionBackward : Pass<"attnc-tile-attention-bwd",
+                                 "mlir::ModuleOp"> {
+  let summary = "Rewrite each attn.attention_bwd function into the three "
+                "kernels of FlashAttention-2's recompute backward";
+  let description = [{
+    A function `@f` whose body is one `attn.attention_bwd` on its arguments
+    becomes three kernel functions in the `tile` dialect, launched in this
+    order, all with the parameters `attention_bwd` of the launch ABI
+    (pointers to Q, K, V, O, dO, LSE, dQ, dK, dV and the f32 workspaces
+    dq_accum and delta, then batch, seq_q, seq_kv and the strides):
+    - `@f_preprocess` (`attention_bwd_preprocess_v1`, one program per
+      `block-m` query rows, head and batch): `delta = rowsum(dO ∘ O)`
+      (`tile.row_dot`), and zeroes its rows of dq_accum;
+    - `@f` (`attention_bwd_v1`, one program per `block-n` keys, KV head and
+      batch): loads K_j and V_j once, loops over the query heads of the
+      group and the query tiles that see the tile (tiles that causal or
+      window masks hide entirely are skipped), recomputes
+      `P = exp(s - LSE)` (`tile.score`, `tile.probs_from_lse`),
+      accumulates `dV += Pᵀ·dO` and `dK += dSᵀ·Q` (`tile.dot`
+      `transpose_a`) with `dS` from `tile.score_grad`, and adds
+      `scale · dS·K` into dq_accum (`tile.store_add`);
+    - `@f_convert` (`attention_bwd_convert_v1`): `dQ = dq_accum` in the
+      input type.
+  }];
+  let options = [
+    Option<"blockM", "block-m", "int64_t", "64", "Query rows per tile">,
+    Option<"blockN", "block-n", "int64_t", "64", "Keys per K/V tile (one "
+           "main-kernel program)">,
+  ];
+  let dependentDialects = ["::attnc::tile::TileDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def TileDecode : Pass<"attnc-tile-decode", "mlir::ModuleOp"> {
   let summary = "Rewrite each attn.decode function into a split-KV kernel "
                 "and its LSE combine";

@@ -74,6 +74,7 @@ TEST_CASE("parameter tables: unique names, pointers first", "[abi]") {
   checkFixedTable(abi::kDecodeCombineParams);
   checkFixedTable(abi::kKVAppendParams);
   checkFixedTable(abi::kLseMergeParams);
+  checkFixedTable(abi::kAttentionBwdParams);
 }
 
 // The orders below are the documented ABI (docs/architecture.md, the
@@ -86,6 +87,14 @@ TEST_CASE("parameter tables follow the documented order", "[abi]") {
         "o_stride_b o_stride_h o_stride_s lse_stride_b lse_stride_h");
   CHECK(abi::leadingPointers(abi::kAttentionFwdParams) == 5);
   CHECK(abi::kAttentionFwdParams[4].type == ParamType::F32Ptr); // lse
+  CHECK(namesOf(abi::kAttentionBwdParams) ==
+        "q k v o dout lse dq dk dv dq_accum delta batch seq_q seq_kv "
+        "q_stride_b q_stride_h q_stride_s k_stride_b k_stride_h k_stride_s "
+        "v_stride_b v_stride_h v_stride_s o_stride_b o_stride_h o_stride_s "
+        "dout_stride_b dout_stride_h dout_stride_s dq_stride_b dq_stride_h "
+        "dq_stride_s dk_stride_b dk_stride_h dk_stride_s dv_stride_b "
+        "dv_stride_h dv_stride_s lse_stride_b lse_stride_h");
+  CHECK(abi::leadingPointers(abi::kAttentionBwdParams) == 11);
   CHECK(namesOf(abi::kDecodeSplitParams) ==
         "q k_cache v_cache block_table kv_lens o_part lse_part o lse "
         "merge_counts batch seq_q num_splits max_blocks num_pages q_stride_b "
@@ -196,7 +205,8 @@ TEST_CASE("grid rules: distinct, versioned names", "[abi]") {
       abi::kGridRuleAttentionFwd, abi::kGridRuleAttentionFwdPersistent,
       abi::kGridRuleDecodeSplit,  abi::kGridRuleDecodeCombine,
       abi::kGridRuleKVAppend,     abi::kGridRuleLseMerge,
-      abi::kGridRuleRowwise};
+      abi::kGridRuleRowwise,      abi::kGridRuleAttentionBwdPreprocess,
+      abi::kGridRuleAttentionBwd, abi::kGridRuleAttentionBwdConvert};
   std::set<std::string_view> unique(rules.begin(), rules.end());
   CHECK(unique.size() == rules.size());
   for (std::string_view r : rules) {

@@ -65,5 +65,7 @@ TEST_CASE("kernel signatures follow the abi parameter tables", "[abi]") {
                decodeCombineParamTypes(&ctx, elt), elt);
     checkTypes(ctx, abi::kKVAppendParams, kvAppendParamTypes(&ctx, elt), elt);
     checkTypes(ctx, abi::kLseMergeParams, lseMergeParamTypes(&ctx, elt), elt);
+    checkTypes(ctx, abi::kAttentionBwdParams, attentionBwdParamTypes(&ctx, elt),
+               elt);
   }
 }

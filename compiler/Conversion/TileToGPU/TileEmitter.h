@@ -109,8 +109,14 @@ protected:
     }
     if (auto load = dyn_cast<tile::LoadOp>(op))
       return isRowOwnedLoad(load) ? m.emitRowLoad(load) : m.emitStage(load);
-    if (auto dot = dyn_cast<tile::DotOp>(op))
+    if (auto dot = dyn_cast<tile::DotOp>(op)) {
+      // The backward's transposed-lhs products have no GPU mapping yet.
+      if (dot.getTransposeA())
+        return dot.emitOpError()
+               << "with transpose_a has no GPU mapping yet (the attention "
+                  "backward runs on the host path only)";
       return m.emitDot(dot);
+    }
     if (auto score = dyn_cast<tile::ScoreOp>(op))
       return m.emitScore(score);
     if (auto upd = dyn_cast<tile::SoftmaxUpdateOp>(op))
@@ -133,6 +139,10 @@ protected:
       return m.emitFinalize(fin);
     if (auto store = dyn_cast<tile::StoreOp>(op))
       return m.emitStore(store);
+    // It has no results, so the catch-all below would copy it unmapped.
+    if (isa<tile::StoreAddOp>(op))
+      return op.emitOpError("has no GPU mapping yet (the attention backward "
+                            "runs on the host path only)");
     if (auto loop = dyn_cast<scf::ForOp>(op))
       return m.emitFor(loop);
     if (isa<func::ReturnOp>(op))

@@ -64,6 +64,18 @@ static LogicalResult checkLayouts(func::FuncOp kernel,
 }
 
 void MapTileToWGMMAPass::runOnOperation() {
+  // The attention backward's kernels have no GPU mapping yet.
+  for (auto kernel : getOperation().getOps<func::FuncOp>())
+    if (auto launch = kernel->getAttrOfType<tile::LaunchAttr>("tile.launch");
+        launch && (launch.getRule() == abi::kGridRuleAttentionBwdPreprocess ||
+                   launch.getRule() == abi::kGridRuleAttentionBwd ||
+                   launch.getRule() == abi::kGridRuleAttentionBwdConvert)) {
+      kernel.emitError() << "the attention backward's kernels ('"
+                         << launch.getRule()
+                         << "') have no GPU mapping yet; they run on the "
+                            "host path only";
+      return signalPassFailure();
+    }
   // Every kernel needs its schedule; the callbacks below read it.
   for (auto kernel : getOperation().getOps<func::FuncOp>())
     if (kernel->hasAttr("tile.launch") && !scheduleOf(kernel)) {

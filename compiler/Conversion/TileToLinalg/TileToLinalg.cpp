@@ -22,6 +22,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace attnc {
 #define GEN_PASS_DEF_LOWERTILETOLINALG
@@ -110,9 +111,21 @@ struct LowerLoad : OpRewritePattern<tile::LoadOp> {
 };
 
 /// tile.store: writes rows below the view's sequence length.
-struct LowerStore : OpRewritePattern<tile::StoreOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(tile::StoreOp op,
+/// tile.store_add: adds into them (read, add, write: the host runs one
+/// program at a time, so no other program adds in between).
+template <typename StoreOpT>
+struct LowerStoreRows : OpRewritePattern<StoreOpT> {
+  using OpRewritePattern<StoreOpT>::OpRewritePattern;
+  static constexpr bool kAdd = std::is_same_v<StoreOpT, tile::StoreAddOp>;
+  /// The value to store at `at`: v, or what is there plus v.
+  static Value stored(OpBuilder &b, Location l, StoreOpT op, Value v,
+                      ValueRange at) {
+    if (!kAdd)
+      return v;
+    Value old = memref::LoadOp::create(b, l, op.getDest(), at);
+    return arith::AddFOp::create(b, l, old, v);
+  }
+  LogicalResult matchAndRewrite(StoreOpT op,
                                 PatternRewriter &rw) const override {
     Location loc = op.getLoc();
     auto t = op.getValue().getType();
@@ -130,9 +143,9 @@ struct LowerStore : OpRewritePattern<tile::StoreOp> {
           Value row = arith::AddIOp::create(b, l, op.getRow(), i);
           if (t.getRank() == 1) {
             Value v = tensor::ExtractOp::create(b, l, op.getValue(), i);
-            memref::StoreOp::create(
-                b, l, v, op.getDest(),
-                ValueRange{op.getBatch(), op.getHead(), row});
+            SmallVector<Value, 3> at{op.getBatch(), op.getHead(), row};
+            memref::StoreOp::create(b, l, stored(b, l, op, v, at), op.getDest(),
+                                    at);
           } else {
             Value d = arith::ConstantIndexOp::create(b, l, t.getDimSize(1));
             scf::ForOp::create(
@@ -140,9 +153,9 @@ struct LowerStore : OpRewritePattern<tile::StoreOp> {
                 [&](OpBuilder &ib, Location il, Value j, ValueRange) {
                   Value v = tensor::ExtractOp::create(ib, il, op.getValue(),
                                                       ValueRange{i, j});
-                  memref::StoreOp::create(
-                      ib, il, v, op.getDest(),
-                      ValueRange{op.getBatch(), op.getHead(), row, j});
+                  SmallVector<Value, 4> at{op.getBatch(), op.getHead(), row, j};
+                  memref::StoreOp::create(ib, il, stored(ib, il, op, v, at),
+                                          op.getDest(), at);
                   scf::YieldOp::create(ib, il);
                 });
           }
@@ -167,11 +180,12 @@ struct LowerDot : OpRewritePattern<tile::DotOp> {
       init = linalg::FillOp::create(rw, loc, zero, emptyLike(rw, loc, rt))
                  .getResult(0);
     }
-    // (m, n, k): a[m, k] · b[k, n] (or b[n, k] transposed) -> c[m, n].
-    SmallVector<AffineMap> maps{map(ctx, 3, {0, 2}),
-                                op.getTransposeB() ? map(ctx, 3, {1, 2})
-                                                   : map(ctx, 3, {2, 1}),
-                                map(ctx, 3, {0, 1})};
+    // (m, n, k): a[m, k] (or a[k, m] transposed) · b[k, n] (or b[n, k]
+    // transposed) -> c[m, n].
+    SmallVector<AffineMap> maps{
+        op.getTransposeA() ? map(ctx, 3, {2, 0}) : map(ctx, 3, {0, 2}),
+        op.getTransposeB() ? map(ctx, 3, {1, 2}) : map(ctx, 3, {2, 1}),
+        map(ctx, 3, {0, 1})};
     auto gen = linalg::GenericOp::create(
         rw, loc, TypeRange{rt}, ValueRange{op.getLhs(), op.getRhs()},
         ValueRange{init}, maps, iters(2, 1),
@@ -344,6 +358,111 @@ struct LowerSoftmaxUpdate : OpRewritePattern<tile::SoftmaxUpdateOp> {
                   });
     rw.replaceOp(
         op, ValueRange{probs.getResult(0), newMax, newSum, alpha.getResult(0)});
+    return success();
+  }
+};
+
+/// tile.probs_from_lse: p = exp2(t - lse · log2 e); 0 in rows with
+/// lse = -inf.
+struct LowerProbsFromLse : OpRewritePattern<tile::ProbsFromLseOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::ProbsFromLseOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rw.getContext();
+    auto t = op.getProbs().getType();
+    auto gen = linalg::GenericOp::create(
+        rw, loc, TypeRange{t}, ValueRange{op.getScores(), op.getLse()},
+        ValueRange{emptyLike(rw, loc, t)},
+        SmallVector<AffineMap>{map(ctx, 2, {0, 1}), map(ctx, 2, {0}),
+                               map(ctx, 2, {0, 1})},
+        iters(2), [&](OpBuilder &b, Location l, ValueRange args) {
+          Value ref =
+              arith::MulFOp::create(b, l, args[1], f32Const(b, l, kLog2e));
+          Value p = math::Exp2Op::create(
+              b, l, arith::SubFOp::create(b, l, args[0], ref));
+          Value noKey = arith::CmpFOp::create(
+              b, l, arith::CmpFPredicate::OEQ, args[1],
+              f32Const(b, l, -std::numeric_limits<float>::infinity()));
+          linalg::YieldOp::create(b, l,
+                                  ValueRange{arith::SelectOp::create(
+                                      b, l, noKey, f32Const(b, l, 0.0f), p)});
+        });
+    rw.replaceOp(op, gen.getResult(0));
+    return success();
+  }
+};
+
+/// tile.score_grad: ds = p · (dp - delta), times 1 - u² with
+/// u = t · ln 2 / softcap (0 where t = -inf: a masked entry).
+struct LowerScoreGrad : OpRewritePattern<tile::ScoreGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::ScoreGradOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rw.getContext();
+    auto t = op.getResult().getType();
+    SmallVector<Value> ins{op.getProbs(), op.getGradProbs(), op.getDelta()};
+    SmallVector<AffineMap> maps{map(ctx, 2, {0, 1}), map(ctx, 2, {0, 1}),
+                                map(ctx, 2, {0})};
+    auto cap = op.getSoftcapAttr();
+    if (cap) {
+      ins.push_back(op.getScores());
+      maps.push_back(map(ctx, 2, {0, 1}));
+    }
+    maps.push_back(map(ctx, 2, {0, 1}));
+    auto gen = linalg::GenericOp::create(
+        rw, loc, TypeRange{t}, ins, ValueRange{emptyLike(rw, loc, t)}, maps,
+        iters(2), [&](OpBuilder &b, Location l, ValueRange args) {
+          Value ds = arith::MulFOp::create(
+              b, l, args[0], arith::SubFOp::create(b, l, args[1], args[2]));
+          if (cap) {
+            float c = cap.getValueAsDouble();
+            Value u =
+                arith::MulFOp::create(b, l, args[3], f32Const(b, l, kLn2 / c));
+            Value slope = arith::SubFOp::create(
+                b, l, f32Const(b, l, 1.0f), arith::MulFOp::create(b, l, u, u));
+            Value masked = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::OEQ, args[3],
+                f32Const(b, l, -std::numeric_limits<float>::infinity()));
+            ds =
+                arith::SelectOp::create(b, l, masked, f32Const(b, l, 0.0f),
+                                        arith::MulFOp::create(b, l, ds, slope));
+          }
+          linalg::YieldOp::create(b, l, ValueRange{ds});
+        });
+    rw.replaceOp(op, gen.getResult(0));
+    return success();
+  }
+};
+
+/// tile.row_dot: r[i] = sum_x a[i, x] · b[i, x] in f32.
+struct LowerRowDot : OpRewritePattern<tile::RowDotOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::RowDotOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rw.getContext();
+    auto rt = op.getResult().getType();
+    Value init = linalg::FillOp::create(rw, loc, f32Const(rw, loc, 0.0f),
+                                        emptyLike(rw, loc, rt))
+                     .getResult(0);
+    auto gen = linalg::GenericOp::create(
+        rw, loc, TypeRange{rt}, ValueRange{op.getLhs(), op.getRhs()},
+        ValueRange{init},
+        SmallVector<AffineMap>{map(ctx, 2, {0, 1}), map(ctx, 2, {0, 1}),
+                               map(ctx, 2, {0})},
+        iters(1, 1), [](OpBuilder &b, Location l, ValueRange args) {
+          auto f32 = [&](Value v) -> Value {
+            return v.getType().isF32()
+                       ? v
+                       : arith::ExtFOp::create(b, l, b.getF32Type(), v);
+          };
+          Value prod = arith::MulFOp::create(b, l, f32(args[0]), f32(args[1]));
+          linalg::YieldOp::create(
+              b, l, ValueRange{arith::AddFOp::create(b, l, args[2], prod)});
+        });
+    rw.replaceOp(op, gen.getResult(0));
     return success();
   }
 };
@@ -551,19 +670,21 @@ public:
   using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns
-        .add<LowerLoad, LowerStore, LowerDot, LowerScore, LowerSoftmaxUpdate,
-             LowerRescale, LowerFinalize, LowerLseAccumulate, LowerSplitArrive>(
-            &getContext());
+    patterns.add<LowerLoad, LowerStoreRows<tile::StoreOp>,
+                 LowerStoreRows<tile::StoreAddOp>, LowerDot, LowerScore,
+                 LowerSoftmaxUpdate, LowerRescale, LowerFinalize,
+                 LowerLseAccumulate, LowerSplitArrive, LowerProbsFromLse,
+                 LowerScoreGrad, LowerRowDot>(&getContext());
     populateRowsToLinalgPatterns(patterns);
     ConversionTarget target(getContext());
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, tensor::TensorDialect>();
-    target
-        .addIllegalOp<tile::LoadOp, tile::StoreOp, tile::DotOp, tile::ScoreOp,
-                      tile::SoftmaxUpdateOp, tile::RescaleOp, tile::FinalizeOp,
-                      tile::LseAccumulateOp, tile::SplitArriveOp>();
+    target.addIllegalOp<
+        tile::LoadOp, tile::StoreOp, tile::DotOp, tile::ScoreOp,
+        tile::SoftmaxUpdateOp, tile::RescaleOp, tile::FinalizeOp,
+        tile::LseAccumulateOp, tile::SplitArriveOp, tile::StoreAddOp,
+        tile::ProbsFromLseOp, tile::ScoreGradOp, tile::RowDotOp>();
     addRowsToLinalgIllegalOps(target);
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(getOperation(), target,

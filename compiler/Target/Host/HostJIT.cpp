@@ -146,7 +146,7 @@ template <size_t... N> constexpr auto makeCallTable(std::index_sequence<N...>) {
   }...};
 }
 
-constexpr size_t kMaxWords = 40;
+constexpr size_t kMaxWords = 64;
 
 } // namespace
 
@@ -155,10 +155,11 @@ void HostKernel::pointerWords(std::vector<uint64_t> &words, const void *p) {
   words.insert(words.end(), {v, v, 0});
 }
 
-void HostKernel::runWords(const std::vector<uint64_t> &words) const {
+void HostKernel::runWords(const std::vector<uint64_t> &words,
+                          uint64_t at) const {
   static constexpr auto table =
       makeCallTable(std::make_index_sequence<kMaxWords + 1>());
   if (words.size() > kMaxWords)
     llvm::report_fatal_error("HostKernel::runWords: too many parameters");
-  table[words.size()](address, words.data());
+  table[words.size()](at ? at : address, words.data());
 }

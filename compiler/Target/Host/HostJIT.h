@@ -37,8 +37,10 @@ public:
   /// Runs any kernel whose parameters are all rank-0 memrefs (pointers) and
   /// integers: `words` holds each parameter in order, a pointer `p` as the
   /// three words (p, p, 0) of MLIR's memref descriptor (see
-  /// pointerWords). At most 40 words.
-  void runWords(const std::vector<uint64_t> &words) const;
+  /// pointerWords). At most 64 words (the attention backward takes 62).
+  /// `at`: another function of the module (from lookup) instead of the
+  /// entry, as the attention backward's three kernels are called.
+  void runWords(const std::vector<uint64_t> &words, uint64_t at = 0) const;
   static void pointerWords(std::vector<uint64_t> &words, const void *p);
 
 private:

@@ -66,11 +66,14 @@ static LogicalResult verifySinks(Operation *op, Value sinks, int64_t hq) {
   return success();
 }
 
-LogicalResult AttentionOp::verify() {
-  auto qT = getQuery().getType();
-  auto kT = getKey().getType();
-  auto vT = getValue().getType();
-
+/// What attn.attention and attn.attention_bwd check alike: Q, K, V and the
+/// attributes.
+static LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qT,
+                                           RankedTensorType kT,
+                                           RankedTensorType vT, FloatAttr scale,
+                                           FloatAttr softcap, WindowAttr window,
+                                           bool causal) {
+  auto emitOpError = [&]() { return op->emitOpError(); };
   const std::pair<const char *, RankedTensorType> operands[] = {
       {"query", qT}, {"key", kT}, {"value", vT}};
   for (auto [name, t] : operands)
@@ -100,7 +103,7 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "expected key and value to have the same number "
                             "of heads, got "
                          << hk << " and " << hv;
-  if (failed(verifyHeadCounts(getOperation(), hq, hk)))
+  if (failed(verifyHeadCounts(op, hq, hk)))
     return failure();
   if (hq % hk != 0)
     return emitOpError() << "query heads (" << hq
@@ -132,43 +135,97 @@ LogicalResult AttentionOp::verify() {
                          << dimStr(kT.getDimSize(2)) << " and "
                          << dimStr(vT.getDimSize(2));
 
-  if (getOutput().getType() != qT)
-    return emitOpError() << "expected the output type to equal the query "
-                            "type "
-                         << Type(qT) << ", got " << getOutput().getType();
-
-  if (failed(verifySinks(getOperation(), getSinks(), hq)))
-    return failure();
-
-  if (Value lse = getLse()) {
-    auto expected =
-        RankedTensorType::get({qT.getDimSize(0), hq, qT.getDimSize(2)},
-                              Float32Type::get(getContext()));
-    if (lse.getType() != expected)
-      return emitOpError() << "expected the lse type " << Type(expected)
-                           << " ([batch, heads, seq] in f32), got "
-                           << lse.getType();
-  }
-
-  if (auto s = getScaleAttr()) {
-    double v = s.getValueAsDouble();
+  if (scale) {
+    double v = scale.getValueAsDouble();
     if (!(v > 0.0) || !std::isfinite(v))
       return emitOpError() << "expected scale to be a positive finite number, "
                               "got "
                            << v;
   }
-  if (auto c = getSoftcapAttr()) {
-    double v = c.getValueAsDouble();
+  if (softcap) {
+    double v = softcap.getValueAsDouble();
     if (!(v > 0.0) || !std::isfinite(v))
       return emitOpError() << "expected softcap to be a positive finite "
                               "number, got "
                            << v;
   }
-  if (auto w = getWindowAttr(); w && getCausal() && w.getRight() != 0)
+  if (window && causal && window.getRight() != 0)
     return emitOpError() << "causal attention sees no key right of the "
                             "diagonal; use window right = 0 or drop causal, "
                             "got right = "
-                         << w.getRight();
+                         << window.getRight();
+  return success();
+}
+
+/// The [batch, heads, seq] f32 type of the row LSE of a query of type qT.
+static RankedTensorType lseTypeOf(RankedTensorType qT) {
+  return RankedTensorType::get(
+      {qT.getDimSize(0), qT.getDimSize(1), qT.getDimSize(2)},
+      Float32Type::get(qT.getContext()));
+}
+
+LogicalResult AttentionOp::verify() {
+  auto qT = getQuery().getType();
+  if (failed(verifyAttentionInputs(
+          *this, qT, getKey().getType(), getValue().getType(), getScaleAttr(),
+          getSoftcapAttr(), getWindowAttr(), getCausal())))
+    return failure();
+
+  if (getOutput().getType() != qT)
+    return emitOpError() << "expected the output type to equal the query "
+                            "type "
+                         << Type(qT) << ", got " << getOutput().getType();
+
+  if (failed(verifySinks(getOperation(), getSinks(), qT.getDimSize(1))))
+    return failure();
+
+  if (Value lse = getLse()) {
+    auto expected = lseTypeOf(qT);
+    if (lse.getType() != expected)
+      return emitOpError() << "expected the lse type " << Type(expected)
+                           << " ([batch, heads, seq] in f32), got "
+                           << lse.getType();
+  }
+  return success();
+}
+
+float AttentionBwdOp::getEffectiveScale() {
+  if (auto s = getScaleAttr())
+    return s.getValueAsDouble();
+  return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
+}
+
+LogicalResult AttentionBwdOp::verify() {
+  auto qT = getQuery().getType();
+  auto kT = getKey().getType(), vT = getValue().getType();
+  if (failed(verifyAttentionInputs(*this, qT, kT, vT, getScaleAttr(),
+                                   getSoftcapAttr(), getWindowAttr(),
+                                   getCausal())))
+    return failure();
+  // Each gradient has the shape and type of what it is the gradient of.
+  const std::tuple<const char *, Value, RankedTensorType, const char *> same[] =
+      {{"output", getOutput(), qT, "query"},
+       {"output gradient", getGradOutput(), qT, "query"},
+       {"query gradient", getGradQuery(), qT, "query"},
+       {"key gradient", getGradKey(), kT, "key"},
+       {"value gradient", getGradValue(), vT, "value"}};
+  for (auto [name, value, expected, of] : same)
+    if (value.getType() != expected)
+      return emitOpError() << "expected the " << name << " type to equal the "
+                           << of << " type " << Type(expected) << ", got "
+                           << value.getType();
+  if (kT != vT)
+    return emitOpError() << "expected key and value of one type, got "
+                         << Type(kT) << " and " << Type(vT);
+  auto expected = lseTypeOf(qT);
+  if (getLse().getType() != expected)
+    return emitOpError() << "expected the lse type " << Type(expected)
+                         << " ([batch, heads, seq] in f32), got "
+                         << getLse().getType();
+  if (!getScore().empty() || !getMask().empty())
+    return emitOpError() << "score and mask regions are not yet supported in "
+                            "the backward (their derivative is not derived "
+                            "yet)";
   return success();
 }
 

@@ -106,6 +106,76 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
 }
 
 //===----------------------------------------------------------------------===//
+// attn.attention_bwd
+//===----------------------------------------------------------------------===//
+
+def Attn_AttentionBwdOp : Attn_Op<"attention_bwd", [Pure, IsolatedFromAbove]> {
+  let summary = "Gradients of attn.attention with respect to Q, K and V";
+  let description = [{
+    The backward of `attn.attention` with the same attributes: given Q, K, V,
+    the forward's output `O`, the output gradient `dO` (O's shape) and the
+    forward's row log-sum-exp `LSE` (`[B, Hq, Sq]` f32, natural log), yields
+    `dQ` (Q's type) and `dK`, `dV` (K's type). It recomputes the scores and
+    probabilities from `LSE` rather than reading a stored softmax:
+    `P = exp(s - LSE)` over the visible keys, `dV = Pᵀ·dO`,
+    `dP = dO·Vᵀ`, `dS = P ∘ (dP - rowsum(dO ∘ O))` (times the soft-cap's
+    derivative `1 - tanh²` of the capped score), `dQ = scale · dS·K`,
+    `dK = scale · dSᵀ·Q`. With grouped-query attention `dK` and `dV` of a
+    key/value head sum over the query heads of its group. A row with no
+    visible key (`LSE = -inf`) has `dQ = 0` and adds nothing to `dK`, `dV`.
+
+    `scale`, `causal` (bottom-right aligned), `window` and `softcap` mean
+    what they mean for `attn.attention`. The `score` and `mask` regions are
+    not yet supported (the verifier rejects them): their derivative is not
+    derived yet.
+
+    ```mlir
+    %dq, %dk, %dv = attn.attention_bwd %q, %k, %v, %o, %do, %lse {causal}
+        : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>,
+          tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+        -> tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$query,
+    AnyRankedTensor:$key,
+    AnyRankedTensor:$value,
+    AnyRankedTensor:$output,
+    AnyRankedTensor:$grad_output,
+    AnyRankedTensor:$lse,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal,
+    OptionalAttr<Attn_WindowAttr>:$window,
+    OptionalAttr<F32Attr>:$softcap
+  );
+  let results = (outs AnyRankedTensor:$grad_query, AnyRankedTensor:$grad_key,
+                      AnyRankedTensor:$grad_value);
+  let regions = (region AnyRegion:$score, AnyRegion:$mask);
+
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $grad_output `,` $lse attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `,` type($output) `,`
+        type($grad_output) `,` type($lse)
+    `->` type($grad_query) `,` type($grad_key) `,` type($grad_value)
+    (`score` $score^)? (`mask` $mask^)?
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// The scale applied to Q·Kᵀ: the attribute, else 1/sqrt(head dim).
+    float getEffectiveScale();
+    int64_t getNumHeads() { return getQuery().getType().getDimSize(1); }
+    int64_t getNumKVHeads() { return getKey().getType().getDimSize(1); }
+    int64_t getHeadDim() { return getQuery().getType().getDimSize(3); }
+    ::mlir::Type getElementType() {
+      return getQuery().getType().getElementType();
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // attn.decode
 //===----------------------------------------------------------------------===//
 
@@ -247,11 +317,12 @@ def Attn_KVAppendOp : Attn_Op<"kv_append", [Pure,
 //===----------------------------------------------------------------------===//
 
 def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
-                                     ParentOneOf<["AttentionOp", "MapOp"]>]> {
+                                     ParentOneOf<["AttentionOp", "AttentionBwdOp", "MapOp"]>]> {
   let summary = "Yields the value a scalar region computes";
   let description = [{
-    Terminates the `score` and `mask` regions of `attn.attention` and the
-    body of `attn.map`.
+    Terminates the `score` and `mask` regions of `attn.attention` (and of
+    `attn.attention_bwd`, which rejects them for now) and the body of
+    `attn.map`.
     ```mlir
     attn.yield %s : f32
     ```

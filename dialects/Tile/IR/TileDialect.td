@@ -45,7 +45,8 @@ def Tile_LaunchAttr : AttrDef<Tile_Dialect, "Launch"> {
     Attached to a kernel function. `rule` names how the runtime derives the
     grid from the problem (`attention_fwd_v1`: grid = (ceil(seq_q / block_m),
     heads, batch)); `block_m` / `block_n` are the query and key tile sizes,
-    `heads` the number of query heads.
+    `heads` the number of query heads (of KV heads for `attention_bwd_v1`,
+    whose grid runs over them).
     ```mlir
     func.func @k(...) attributes {tile.launch = #tile.launch<"attention_fwd_v1", 64, 64, 32>}
     ```

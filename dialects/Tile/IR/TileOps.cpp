@@ -71,15 +71,16 @@ LogicalResult DotOp::verify() {
                          << a.getElementType() << " and " << b.getElementType();
   if (!r.getElementType().isF32())
     return emitOpError() << "expected an f32 result";
-  int64_t k = a.getDimSize(1);
+  int64_t m = getTransposeA() ? a.getDimSize(1) : a.getDimSize(0);
+  int64_t k = getTransposeA() ? a.getDimSize(0) : a.getDimSize(1);
   int64_t bk = getTransposeB() ? b.getDimSize(1) : b.getDimSize(0);
   int64_t n = getTransposeB() ? b.getDimSize(0) : b.getDimSize(1);
   if (bk != k)
     return emitOpError() << "expected the reduction dims to match, got " << k
                          << " and " << bk;
-  if (r.getDimSize(0) != a.getDimSize(0) || r.getDimSize(1) != n)
-    return emitOpError() << "expected a " << a.getDimSize(0) << "x" << n
-                         << " result, got " << Type(r);
+  if (r.getDimSize(0) != m || r.getDimSize(1) != n)
+    return emitOpError() << "expected a " << m << "x" << n << " result, got "
+                         << Type(r);
   if (getAcc() && getAcc().getType() != r)
     return emitOpError() << "expected the accumulator type to equal the "
                             "result type";
@@ -173,4 +174,46 @@ LogicalResult LseAccumulateOp::verify() {
                             "accumulator's shape, got "
                          << Type(part);
   return verifyRowStat(*this, acc, getMax().getType(), "the row max");
+}
+
+LogicalResult ProbsFromLseOp::verify() {
+  auto s = getScores().getType();
+  if (s.getRank() != 2 || !s.getElementType().isF32())
+    return emitOpError() << "expected an f32 M x N score tile";
+  return verifyRowStat(*this, s, getLse().getType(), "the lse");
+}
+
+LogicalResult ScoreGradOp::verify() {
+  auto p = getProbs().getType();
+  if (p.getRank() != 2 || !p.getElementType().isF32())
+    return emitOpError() << "expected f32 M x N tiles of P and dP";
+  if (failed(verifyRowStat(*this, p, getDelta().getType(), "the row delta")))
+    return failure();
+  if (getScores() && getScores().getType() != p)
+    return emitOpError() << "expected the score tile to have P's type";
+  if (getSoftcapAttr() && !getScores())
+    return emitOpError() << "the soft-cap's derivative needs the capped "
+                            "score tile (`scores`)";
+  if (auto c = getSoftcapAttr(); c && !(c.getValueAsDouble() > 0.0))
+    return emitOpError() << "expected a positive softcap";
+  return success();
+}
+
+LogicalResult RowDotOp::verify() {
+  auto a = getLhs().getType();
+  Type elt = a.getElementType();
+  if (a.getRank() != 2 || a != getRhs().getType() ||
+      !(isFloat16ish(elt) || elt.isF32()))
+    return emitOpError() << "expected two M x D tiles of one type, bf16, f16 "
+                            "or f32";
+  return verifyRowStat(*this, a, getResult().getType(), "the result");
+}
+
+LogicalResult StoreAddOp::verify() {
+  auto view = cast<MemRefType>(getDest().getType());
+  if (!view.getElementType().isF32())
+    return emitOpError() << "expected an f32 destination (an accumulator), "
+                            "got "
+                         << view.getElementType();
+  return verifyRowsTile(*this, view, getValue().getType());
 }

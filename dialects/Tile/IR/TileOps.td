@@ -86,15 +86,20 @@ def Tile_DotOp : Tile_Op<"dot", [Pure,
     OptionalTypesMatchWith<"the accumulator has the result type", "result", "acc", "$_self">]> {
   let summary = "Tile matrix product with f32 accumulation";
   let description = [{
-    `result = acc + a · b` (or `a · bᵀ` with `transpose_b`), inputs in bf16 or
-    f16, accumulation and result in f32. `acc` defaults to zero.
+    `result = acc + a · b`, with `aᵀ` for `a` under `transpose_a` and `bᵀ`
+    for `b` under `transpose_b`; inputs in bf16 or f16, accumulation and
+    result in f32. `acc` defaults to zero. The backward's products with a
+    transposed left operand (`dV += Pᵀ·dO`, `dK += dSᵀ·Q`) use
+    `transpose_a`.
     ```mlir
     %s = tile.dot %q, %k {transpose_b} : tensor<64x128xbf16>, tensor<64x128xbf16> -> tensor<64x64xf32>
     %o = tile.dot %p, %v, %acc : tensor<64x64xbf16>, tensor<64x128xbf16> -> tensor<64x128xf32>
+    %dv = tile.dot %p, %do, %dv0 {transpose_a} : tensor<64x32xbf16>, tensor<64x128xbf16> -> tensor<32x128xf32>
     ```
   }];
   let arguments = (ins AnyStaticShapeTensor:$lhs, AnyStaticShapeTensor:$rhs,
-                       Optional<AnyStaticShapeTensor>:$acc, UnitAttr:$transpose_b);
+                       Optional<AnyStaticShapeTensor>:$acc, UnitAttr:$transpose_b,
+                       UnitAttr:$transpose_a);
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`,` $acc^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
@@ -232,6 +237,101 @@ def Tile_LseAccumulateOp : Tile_Op<"lse_accumulate", [Pure,
                       AnyStaticShapeTensor:$new_sum);
   let assemblyFormat = [{
     $partial `,` $lse `into` $acc `,` $max `,` $sum attr-dict `:` type($partial) `,` type($acc) `,` type($max)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ProbsFromLseOp : Tile_Op<"probs_from_lse", [Pure,
+    AllTypesMatch<["scores", "probs"]>]> {
+  let summary = "Recomputes softmax probabilities from the rows' log-sum-exp";
+  let description = [{
+    The backward's recomputation of P: for a score tile `t` in the log2
+    domain (what `tile.score` yields, masked entries `-inf`) and the rows'
+    natural log-sum-exp `lse` from the forward,
+    `p = exp2(t - lse · log2(e))` (= `exp(s - lse)`). A row with
+    `lse = -inf` (no visible key) gives `p = 0`, never NaN; masked entries
+    give 0.
+    ```mlir
+    %p = tile.probs_from_lse %t, %lse : tensor<64x32xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$scores, AnyStaticShapeTensor:$lse);
+  let results = (outs AnyStaticShapeTensor:$probs);
+  let assemblyFormat = [{
+    $scores `,` $lse attr-dict `:` type($scores) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ScoreGradOp : Tile_Op<"score_grad", [Pure,
+    AllTypesMatch<["probs", "grad_probs", "result"]>,
+    OptionalTypesMatchWith<"the score tile has P's type", "probs", "scores",
+                           "$_self">]> {
+  let summary = "The gradient of the scores from P, dP and the row deltas";
+  let description = [{
+    The softmax backward on one tile: `ds = p · (dp - delta)` per row, where
+    `delta = rowsum(dO ∘ O)` (`tile.row_dot`). With `softcap` `c` the
+    result is the gradient of the score before the cap, `ds · (1 - u²)`
+    with `u = tanh(r / c)` read back from the capped score tile `scores`
+    (log2 domain, as `tile.score` yields it: `u = t · ln(2) / c`); masked
+    entries (`t = -inf`, `p = 0`) give 0. The caller multiplies by the
+    softmax scale where it applies the gradient (dQ, dK).
+    ```mlir
+    %ds = tile.score_grad %p, %dp, %delta : tensor<64x32xf32>, tensor<64xf32>
+    %ds = tile.score_grad %p, %dp, %delta scores %t {softcap = 30.0 : f32}
+        : tensor<64x32xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$probs,
+                       AnyStaticShapeTensor:$grad_probs,
+                       AnyStaticShapeTensor:$delta,
+                       Optional<AnyStaticShapeTensor>:$scores,
+                       OptionalAttr<F32Attr>:$softcap);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $probs `,` $grad_probs `,` $delta (`scores` $scores^)? attr-dict
+    `:` type($probs) `,` type($delta)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_RowDotOp : Tile_Op<"row_dot", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "Each row's inner product of two tiles, in f32";
+  let description = [{
+    `r[i] = Σ_x a[i, x] · b[i, x]`, inputs bf16, f16 or f32 of one type,
+    accumulated in f32: the backward's `delta = rowsum(dO ∘ O)`.
+    ```mlir
+    %delta = tile.row_dot %do, %o : tensor<64x128xbf16> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$lhs, AnyStaticShapeTensor:$rhs);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_StoreAddOp : Tile_Op<"store_add",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Adds an f32 tile into rows [row, row + R) of one (batch, head)";
+  let description = [{
+    `dest[batch, head, row + i, x] += value[i, x]` for the rows below the
+    view's sequence length, where several programs add into the same rows
+    (the backward's dQ: every K/V tile's program adds its share). A GPU
+    lowering makes each element's update an atomic add (so the order of the
+    additions, and the last bits of the sum, vary from run to run); the
+    host runs programs one after another and reads, adds and writes. A
+    deterministic dQ (programs adding in a fixed order) is not here yet.
+    ```mlir
+    tile.store_add %dq, %acc[%b, %h, %q0] : tensor<64x128xf32>, memref<?x?x?x128xf32, strided<[?, ?, 128, 1]>>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$value,
+                       Arg<AnyMemRef, "destination", [MemRead, MemWrite]>:$dest,
+                       Index:$batch, Index:$head, Index:$row);
+  let assemblyFormat = [{
+    $value `,` $dest `[` $batch `,` $head `,` $row `]` attr-dict `:` type($value) `,` type($dest)
   }];
   let hasVerifier = 1;
 }

@@ -237,7 +237,7 @@ func.func @region_capture(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>
 // -----
 
 func.func @yield_outside(%x: f32) {
-  // expected-error @+1 {{'attn.yield' op expects parent op to be one of 'attn.attention, attn.map'}}
+  // expected-error @+1 {{'attn.yield' op expects parent op to be one of 'attn.attention, attn.attention_bwd, attn.map'}}
   attn.yield %x : f32
 }
 

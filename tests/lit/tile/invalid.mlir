@@ -173,3 +173,43 @@ func.func @sink_on_partial(%acc: tensor<16x64xf32>, %m: tensor<16xf32>, %l: tens
   %o, %lse = tile.finalize %acc, %m, %l sink %s : tensor<16x64xf32>, tensor<16xf32> -> tensor<16x64xf32>
   return
 }
+
+// -----
+
+func.func @dot_transpose_a(%a: tensor<64x32xbf16>, %b: tensor<32x128xbf16>) {
+  // expected-error @+1 {{expected the reduction dims to match, got 64 and 32}}
+  %s = tile.dot %a, %b {transpose_a} : tensor<64x32xbf16>, tensor<32x128xbf16> -> tensor<32x128xf32>
+  return
+}
+
+// -----
+
+func.func @probs_lse_rows(%t: tensor<64x32xf32>, %lse: tensor<32xf32>) {
+  // expected-error @+1 {{expected the lse of type 'tensor<64xf32>', got 'tensor<32xf32>'}}
+  %p = tile.probs_from_lse %t, %lse : tensor<64x32xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @score_grad_softcap(%p: tensor<64x32xf32>, %delta: tensor<64xf32>) {
+  // expected-error @+1 {{the soft-cap's derivative needs the capped score tile (`scores`)}}
+  %ds = tile.score_grad %p, %p, %delta {softcap = 30.0 : f32} : tensor<64x32xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @row_dot_result(%a: tensor<64x128xbf16>) {
+  // expected-error @+1 {{expected the result of type 'tensor<64xf32>', got 'tensor<64xbf16>'}}
+  %r = tile.row_dot %a, %a : tensor<64x128xbf16> -> tensor<64xbf16>
+  return
+}
+
+// -----
+
+func.func @store_add_bf16(%v: tensor<64x128xbf16>, %dst: memref<?x4x?x128xbf16>, %i: index) {
+  // expected-error @+1 {{expected an f32 destination (an accumulator), got 'bf16'}}
+  tile.store_add %v, %dst[%i, %i, %i] : tensor<64x128xbf16>, memref<?x4x?x128xbf16>
+  return
+}

@@ -40,6 +40,18 @@ inline constexpr const char *kGridRuleLseMerge = "lse_merge_v1";
 /// (LaunchParams.h, kRowsParam).
 inline constexpr const char *kGridRuleRowwise = "rowwise_v1";
 
+/// The attention backward's kernels, in launch order, all with the
+/// parameters kAttentionBwdParams: the preprocess (delta = rowsum(dO ∘ O),
+/// dq_accum zeroed) on grid (ceil(seq_q / block_m), heads, batch); the
+/// main kernel (dK, dV of one K/V tile, dQ added into dq_accum) on grid
+/// (ceil(seq_kv / block_n), kv_heads, batch); the convert (dq_accum to dQ's
+/// type) on grid (ceil(seq_q / block_m), heads, batch).
+inline constexpr const char *kGridRuleAttentionBwdPreprocess =
+    "attention_bwd_preprocess_v1";
+inline constexpr const char *kGridRuleAttentionBwd = "attention_bwd_v1";
+inline constexpr const char *kGridRuleAttentionBwdConvert =
+    "attention_bwd_convert_v1";
+
 inline constexpr const char *kDecodeCombineEntry = "decode_combine";
 inline constexpr int64_t kDecodeCombineThreads = 256;
 inline constexpr int64_t kDecodeCombineRows = 16; // query rows per program

@@ -104,6 +104,56 @@ inline constexpr std::array<ParamDesc, 22> kAttentionFwdParams = {{
     detail::i64("lse_stride_h"),
 }};
 
+/// The three kernels of an attention backward (GridRules.h:
+/// attention_bwd_preprocess_v1, attention_bwd_v1, attention_bwd_convert_v1)
+/// take one list: Q, K, V, O, dO and dQ of the logical [B, Hq, Sq, D] or
+/// [B, Hkv, Skv, D] layout (D stride 1; dO and dQ of Q's shape, dK and dV
+/// of K's), LSE [B, Hq, Sq] f32 (S stride 1), the f32 workspaces dq_accum
+/// (dense [B, Hq, Sq, D]) and delta (dense [B, Hq, Sq]), then the sizes and
+/// b/h/s strides. Each kernel reads the parameters it needs.
+inline constexpr std::array<ParamDesc, 40> kAttentionBwdParams = {{
+    detail::elt("q"),
+    detail::elt("k"),
+    detail::elt("v"),
+    detail::elt("o"),
+    detail::elt("dout"),
+    detail::f32p("lse"),
+    detail::elt("dq"),
+    detail::elt("dk"),
+    detail::elt("dv"),
+    detail::f32p("dq_accum"),
+    detail::f32p("delta"),
+    detail::i64("batch"),
+    detail::i64("seq_q"),
+    detail::i64("seq_kv"),
+    detail::i64("q_stride_b"),
+    detail::i64("q_stride_h"),
+    detail::i64("q_stride_s"),
+    detail::i64("k_stride_b"),
+    detail::i64("k_stride_h"),
+    detail::i64("k_stride_s"),
+    detail::i64("v_stride_b"),
+    detail::i64("v_stride_h"),
+    detail::i64("v_stride_s"),
+    detail::i64("o_stride_b"),
+    detail::i64("o_stride_h"),
+    detail::i64("o_stride_s"),
+    detail::i64("dout_stride_b"),
+    detail::i64("dout_stride_h"),
+    detail::i64("dout_stride_s"),
+    detail::i64("dq_stride_b"),
+    detail::i64("dq_stride_h"),
+    detail::i64("dq_stride_s"),
+    detail::i64("dk_stride_b"),
+    detail::i64("dk_stride_h"),
+    detail::i64("dk_stride_s"),
+    detail::i64("dv_stride_b"),
+    detail::i64("dv_stride_h"),
+    detail::i64("dv_stride_s"),
+    detail::i64("lse_stride_b"),
+    detail::i64("lse_stride_h"),
+}};
+
 /// Parameters an attention kernel may take after kAttentionFwdParams, by
 /// name (the runtime knows each; the kernel's metadata lists those it
 /// takes). The order below is the order the wgmma mapping appends them:
