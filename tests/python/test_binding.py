@@ -247,6 +247,27 @@ def validate_valid_with_lse():
 
 
 @test
+def validate_sinks_against_the_spec():
+    # Attention sinks: the address is given iff the spec has sinks, 4-byte
+    # aligned and not inside an output.
+    q, k, v = qkv()
+    spec = attnc.Spec(heads=8, kv_heads=2, head_dim=64, sinks=True)
+    sinks = 0x7f0000100000
+    attnc.validate_attention(spec, *descs(q, k, v), sinks=sinks)
+    expect_error(lambda: attnc.validate_attention(spec, *descs(q, k, v)),
+                 "sinks: data pointer is null", status=INVALID_ARGUMENT)
+    expect_error(lambda: attnc.validate_attention(SPEC, *descs(q, k, v),
+                                                  sinks=sinks),
+                 "built without sinks", status=INVALID_ARGUMENT)
+    expect_error(lambda: attnc.validate_attention(spec, *descs(q, k, v),
+                                                  sinks=sinks + 2),
+                 "not 4-byte aligned", status=INVALID_ARGUMENT)
+    d = descs(q, k, v)
+    expect_error(lambda: attnc.validate_attention(spec, *d, sinks=d[3].data),
+                 "overlaps sinks", status=INVALID_ARGUMENT)
+
+
+@test
 def validate_null_pointer():
     q, k, v = qkv()
     q._data = 0
