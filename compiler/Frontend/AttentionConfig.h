@@ -3,6 +3,8 @@
 #ifndef ATTNC_COMPILER_FRONTEND_ATTENTIONCONFIG_H
 #define ATTNC_COMPILER_FRONTEND_ATTENTIONCONFIG_H
 
+#include "attnc/abi/Masks.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,14 +27,14 @@ struct AttentionConfig {
   /// denominator (attn.attention's `sinks` operand).
   bool sinks = false;
 
-  /// The window's right bound as the IR takes it. Causal attention with a
-  /// window (left, -1) follows FlashAttention's convention: the right
-  /// bound is the diagonal (0), which causal implies anyway (the IR rejects
-  /// causal with any other right bound than 0).
+  /// The window's right bound as the IR takes it (abi::windowRight:
+  /// causal with (left, -1) is causal with (left, 0)).
   std::optional<int64_t> irWindowRight() const {
-    if (causal && windowLeft.value_or(-1) >= 0 && windowRight.value_or(-1) < 0)
-      return 0;
-    return windowRight;
+    int64_t right = abi::windowRight(causal, windowLeft.value_or(-1),
+                                     windowRight.value_or(-1));
+    if (right < 0 && !windowRight)
+      return std::nullopt;
+    return right;
   }
 };
 

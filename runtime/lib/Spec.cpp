@@ -3,6 +3,7 @@
 #include "attnc/runtime/Spec.h"
 
 #include "FileSystem.h"
+#include "attnc/abi/Masks.h"
 #include "attnc/runtime/Hash.h"
 #include "attnc/runtime/JsonReader.h"
 
@@ -90,9 +91,8 @@ std::string KernelSpec::canonical() const {
   intField("causal", causal ? 1 : 0);
   intField("window_left", windowLeft);
   // Causal with a window (left, -1) is causal with (left, 0)
-  // (FlashAttention's convention; the compiler builds it so): one kernel.
-  intField("window_right",
-           causal && windowLeft >= 0 && windowRight < 0 ? 0 : windowRight);
+  // (abi::windowRight; the compiler builds it so): one kernel.
+  intField("window_right", abi::windowRight(causal, windowLeft, windowRight));
   field("softcap", formatDouble(softcap));
   // The kernel multiplies in f32: scales that round to the same float
   // (1/sqrt(128) computed as D**-0.5 or as 1/sqrt(D)) are one kernel.
