@@ -45,6 +45,13 @@ def _device_text(device):
     return kind if index is None else "%s:%d" % (kind, index)
 
 
+def sinks_key(sinks):
+    """What check_sinks() looks at, for a plan's key (None: no sinks)."""
+    if sinks is None:
+        return None
+    return (sinks.dtype, sinks.device, sinks.shape, sinks.stride())
+
+
 def check_sinks(torch, sinks, q):
     """Checks attention sinks: float32 [heads] on q's device, contiguous."""
     if not isinstance(sinks, torch.Tensor):
@@ -293,8 +300,7 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
                     q.shape, k.shape, v.shape, q.stride(), k.stride(),
                     v.stride(), causal, window, softcap, scale, return_lse,
                     arch, block_m, block_n, score_mod, mask_mod,
-                    None if sinks is None else
-                    (sinks.dtype, sinks.device, sinks.shape, sinks.stride()))
+                    sinks_key(sinks))
         plan = _plans.get(plan_key)
     except TypeError:  # an unhashable option: no plan, the long way
         plan_key, plan = None, None

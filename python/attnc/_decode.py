@@ -15,7 +15,7 @@ names them.
 
 from . import _route
 from ._attention import (_DTYPES, _contexts, arch_for_capability,
-                         check_sinks, context)
+                         check_sinks, context, sinks_key)
 from ._capi import (AttncError, DecodeArgs, DecodeSpec, TensorDesc,
                     _DecodeArgs, _decode_args_to_c)
 
@@ -132,9 +132,7 @@ def launch(q, k_cache, v_cache, block_table, kv_lens, max_kv_len=None,
                v_cache.stride(), block_table.dtype, block_table.device,
                block_table.shape, block_table.stride(), kv_lens.dtype,
                kv_lens.device, layout, causal, window, softcap, scale,
-               return_lse, max_q_len, arch, block_n,
-               None if sinks is None else
-               (sinks.dtype, sinks.device, sinks.shape, sinks.stride()))
+               return_lse, max_q_len, arch, block_n, sinks_key(sinks))
         plan = _plans.get(key)
     except TypeError:  # an unhashable option: no plan, the long way
         key, plan = None, None

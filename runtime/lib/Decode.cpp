@@ -240,14 +240,7 @@ Status validateDecodeArgs(const KernelSpec &spec, const DecodeArgs &args) {
     return bad("lse: data pointer must be null because the kernel was "
                "built with has_lse=false");
   }
-  if (spec.sinks && !args.sinks)
-    return bad("sinks: data pointer is null but the kernel reads one f32 "
-               "logit per query head (spec sinks=true)");
-  if (!spec.sinks && args.sinks)
-    return bad("sinks: data pointer must be null because the kernel was "
-               "built without sinks (spec sinks=false)");
-  if (args.sinks && !aligned(args.sinks, alignof(float)))
-    return bad("sinks: data pointer is not 4-byte aligned");
+  ATTNC_RETURN_IF_ERROR(validateSinks(spec, args.sinks));
   if (args.numSplits < 0 || args.numSplits > 65535)
     return bad("num_splits must be in 0..65535, 0 meaning automatic (got " +
                str(args.numSplits) + ")");

@@ -142,6 +142,18 @@ Status checkDisjoint(const char *output, const Extent &o, const char *other,
 
 } // namespace
 
+Status validateSinks(const KernelSpec &spec, const float *sinks) {
+  if (!spec.sinks && sinks)
+    return bad("sinks: data pointer must be null because the kernel was "
+               "built without sinks (spec sinks=false)");
+  if (spec.sinks && !sinks)
+    return bad("sinks: data pointer is null but the kernel reads one f32 "
+               "logit per query head (spec sinks=true)");
+  if (reinterpret_cast<uintptr_t>(sinks) % alignof(float))
+    return bad("sinks: data pointer is not 4-byte aligned");
+  return Status::ok();
+}
+
 Status validateAttentionArgs(const KernelSpec &spec,
                              const AttentionArgs &args) {
   const int64_t elemSize = elementSize(spec);
@@ -211,17 +223,9 @@ Status validateAttentionArgs(const KernelSpec &spec,
   const auto sinksAt = reinterpret_cast<uintptr_t>(args.sinks);
   const Extent sinksExtent{sinksAt,
                            sinksAt + uintptr_t(spec.heads) * sizeof(float)};
-  if (!spec.sinks && args.sinks)
-    return bad("sinks: data pointer must be null because the kernel was "
-               "built without sinks (spec sinks=false)");
-  if (spec.sinks) {
-    if (!args.sinks)
-      return bad("sinks: data pointer is null but the kernel reads one f32 "
-                 "logit per query head (spec sinks=true)");
-    if (reinterpret_cast<uintptr_t>(args.sinks) % alignof(float))
-      return bad("sinks: data pointer is not 4-byte aligned");
+  ATTNC_RETURN_IF_ERROR(validateSinks(spec, args.sinks));
+  if (spec.sinks)
     ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, "sinks", sinksExtent));
-  }
 
   if (!spec.hasLse) {
     if (lse.data)

@@ -16,9 +16,23 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace attnc::test {
+
+/// Random attention-sink logits for `heads` query heads (none when `on` is
+/// false): near the rows' LSE, and far above it every third head, where the
+/// sink takes nearly all the weight.
+inline std::vector<float> randomSinks(bool on, int heads,
+                                      std::mt19937_64 &rng) {
+  std::vector<float> sinks;
+  std::normal_distribution<float> normal(0.f, 1.f);
+  if (on)
+    for (int h = 0; h < heads; ++h)
+      sinks.push_back(2.f * normal(rng) + (h % 3 == 2 ? 12.f : 2.f));
+  return sinks;
+}
 
 /// Element strides of a logical [B, H, S, D] tensor stored as BSHD or BHSD.
 inline std::array<int64_t, 4> attentionStrides(int64_t h, int64_t s, int64_t d,

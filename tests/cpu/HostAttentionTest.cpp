@@ -110,12 +110,7 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
                                k.ss(),  v.sb(), v.sh(),  v.ss(),
                                o.sb(),  o.sh(), o.ss(),  int64_t(hq) * c.seqQ,
                                c.seqQ};
-  // Attention sinks: logits near the rows' LSE, and far above it (the sink
-  // takes nearly all the weight) every third head.
-  std::vector<float> sinks;
-  if (cfg.sinks)
-    for (int h = 0; h < hq; ++h)
-      sinks.push_back(2.f * normal(rng) + (h % 3 == 2 ? 12.f : 2.f));
+  const std::vector<float> sinks = test::randomSinks(cfg.sinks, hq, rng);
   if (sinks.empty()) {
     (*kernel)->runAttentionFwd(q.data.data(), k.data.data(), v.data.data(),
                                o.data.data(), lse.data(), scalars);

@@ -187,11 +187,7 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   if (c.write == 2) // every group merged: its counter left 0
     CHECK(std::all_of(counts.begin(), counts.end(),
                       [](uint64_t w) { return w == 0; }));
-  // Sinks near the rows' LSE, and far above it every third head.
-  std::vector<float> sinks;
-  if (c.sinks)
-    for (int h = 0; h < hq; ++h)
-      sinks.push_back(2.f * normal(rng) + (h % 3 == 2 ? 12.f : 2.f));
+  std::vector<float> sinks = test::randomSinks(c.sinks, hq, rng);
   REQUIRE((!c.sinks || c.write == 0));
   if (c.write == 0 && !c.sinks)
     combine(ATTNC_PTR(oPart.data()), ATTNC_PTR(lsePart.data()),

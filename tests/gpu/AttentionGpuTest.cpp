@@ -826,12 +826,7 @@ test::AttentionComparison runCase(Context &ctx, const Case &c,
   args.lse = {reinterpret_cast<void *>(dlse.ptr),
               {c.batch, hq, c.seqQ, 1},
               {int64_t(hq) * c.seqQ, c.seqQ, 1, 1}};
-  // Attention sinks: logits around the rows' LSE, and far above it (the
-  // sink takes nearly all the weight) every third head.
-  std::vector<float> sinks;
-  if (s.sinks)
-    for (int h = 0; h < hq; ++h)
-      sinks.push_back(2.f * normal(rng) + (h % 3 == 2 ? 12.f : 2.f));
+  const std::vector<float> sinks = test::randomSinks(s.sinks, hq, rng);
   DeviceBuffer dsinks(api, std::max<size_t>(sinks.size(), 1) * 4);
   if (s.sinks) {
     CHECK_CU(api->cuMemcpyHtoD(dsinks.ptr, sinks.data(), sinks.size() * 4));

@@ -65,6 +65,10 @@ struct AttentionArgs {
 // Each error names the tensor and the dimension.
 Status validateAttentionArgs(const KernelSpec &spec, const AttentionArgs &args);
 
+// Attention sinks of an attention or decode launch: given iff the spec has
+// sinks, and then 4-byte aligned.
+Status validateSinks(const KernelSpec &spec, const float *sinks);
+
 // A fixed-list contract's parameters (abi/LaunchParams.h) as metadata
 // entries: pointers as ptr, integers as i64.
 template <size_t N>
