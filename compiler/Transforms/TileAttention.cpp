@@ -8,6 +8,7 @@
 #include "compiler/LaunchABI.h"
 #include "compiler/Transforms/OnlineSoftmax.h"
 #include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/SoleOp.h"
 
 #include "dialects/Attn/IR/AttnOps.h"
 #include "dialects/Tile/IR/TileOps.h"
@@ -224,22 +225,11 @@ public:
 };
 
 void TileAttentionPass::runOnOperation() {
-  SmallVector<std::pair<func::FuncOp, attn::AttentionOp>> work;
-  for (auto fn : getOperation().getOps<func::FuncOp>()) {
-    auto ops = llvm::to_vector(fn.getOps<attn::AttentionOp>());
-    if (ops.empty())
-      continue;
-    attn::AttentionOp att = ops.front();
-    bool argsOnly = llvm::all_of(att->getOperands(), [&](Value v) {
-      auto arg = dyn_cast<BlockArgument>(v);
-      return arg && arg.getOwner()->getParentOp() == fn;
-    });
-    if (ops.size() != 1 || !argsOnly) {
-      att.emitOpError() << "cannot be tiled: attnc-tile-attention expects a "
-                           "function whose body is one attn.attention on "
-                           "the function's arguments";
-      return signalPassFailure();
-    }
+  auto work = soleOpsOnArguments<attn::AttentionOp>(getOperation(),
+                                                    "attnc-tile-attention");
+  if (failed(work))
+    return signalPassFailure();
+  for (auto [fn, att] : *work) {
     if (blockM <= 0 || blockN <= 0 || blockM % 16 || blockN % 16 ||
         blockM > 256 || blockN > 256) {
       att.emitOpError() << "cannot be tiled with block-m " << blockM.getValue()
@@ -248,9 +238,8 @@ void TileAttentionPass::runOnOperation() {
                            "most 256";
       return signalPassFailure();
     }
-    work.push_back({fn, att});
   }
-  for (auto [fn, att] : work) {
+  for (auto [fn, att] : *work) {
     OpBuilder b(fn);
     KernelBuilder(b, att, blockM, blockN).build(fn.getName());
     fn.erase();

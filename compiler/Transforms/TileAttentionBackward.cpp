@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/LaunchABI.h"
 #include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/SoleOp.h"
 
 #include "dialects/Attn/IR/AttnOps.h"
 #include "dialects/Tile/IR/TileOps.h"
@@ -317,22 +318,11 @@ public:
 };
 
 void TileAttentionBackwardPass::runOnOperation() {
-  SmallVector<std::pair<func::FuncOp, attn::AttentionBwdOp>> work;
-  for (auto fn : getOperation().getOps<func::FuncOp>()) {
-    auto ops = llvm::to_vector(fn.getOps<attn::AttentionBwdOp>());
-    if (ops.empty())
-      continue;
-    attn::AttentionBwdOp bwd = ops.front();
-    bool argsOnly = llvm::all_of(bwd->getOperands(), [&](Value v) {
-      auto arg = dyn_cast<BlockArgument>(v);
-      return arg && arg.getOwner()->getParentOp() == fn;
-    });
-    if (ops.size() != 1 || !argsOnly) {
-      bwd.emitOpError() << "cannot be tiled: attnc-tile-attention-bwd "
-                           "expects a function whose body is one "
-                           "attn.attention_bwd on the function's arguments";
-      return signalPassFailure();
-    }
+  auto work = soleOpsOnArguments<attn::AttentionBwdOp>(
+      getOperation(), "attnc-tile-attention-bwd");
+  if (failed(work))
+    return signalPassFailure();
+  for (auto [fn, bwd] : *work) {
     if (blockM <= 0 || blockN <= 0 || blockM % 16 || blockN % 16 ||
         blockM > 256 || blockN > 256) {
       bwd.emitOpError() << "cannot be tiled with block-m " << blockM.getValue()
@@ -341,9 +331,8 @@ void TileAttentionBackwardPass::runOnOperation() {
                            "most 256";
       return signalPassFailure();
     }
-    work.push_back({fn, bwd});
   }
-  for (auto [fn, bwd] : work) {
+  for (auto [fn, bwd] : *work) {
     OpBuilder b(fn);
     std::string name = fn.getName().str();
     BackwardBuilder builder(b, bwd, blockM, blockN);

@@ -13,6 +13,7 @@
 #include "compiler/LaunchABI.h"
 #include "compiler/Transforms/OnlineSoftmax.h"
 #include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/SoleOp.h"
 
 #include "dialects/Attn/IR/AttnOps.h"
 #include "dialects/Tile/IR/TileOps.h"
@@ -543,22 +544,11 @@ public:
 };
 
 void TileDecodePass::runOnOperation() {
-  SmallVector<std::pair<func::FuncOp, attn::DecodeOp>> work;
-  for (auto fn : getOperation().getOps<func::FuncOp>()) {
-    auto ops = llvm::to_vector(fn.getOps<attn::DecodeOp>());
-    if (ops.empty())
-      continue;
-    attn::DecodeOp dec = ops.front();
-    bool argsOnly = llvm::all_of(dec->getOperands(), [&](Value v) {
-      auto arg = dyn_cast<BlockArgument>(v);
-      return arg && arg.getOwner()->getParentOp() == fn;
-    });
-    if (ops.size() != 1 || !argsOnly) {
-      dec.emitOpError() << "cannot be tiled: attnc-tile-decode expects a "
-                           "function whose body is one attn.decode on the "
-                           "function's arguments";
-      return signalPassFailure();
-    }
+  constexpr llvm::StringLiteral pass = "attnc-tile-decode";
+  auto work = soleOpsOnArguments<attn::DecodeOp>(getOperation(), pass);
+  if (failed(work))
+    return signalPassFailure();
+  for (auto [fn, dec] : *work) {
     if (blockN <= 0 || blockN % 16 || blockN > 256) {
       dec.emitOpError() << "cannot be tiled with block-n " << blockN.getValue()
                         << ": it must be a positive multiple of 16, at most "
@@ -577,53 +567,24 @@ void TileDecodePass::runOnOperation() {
                         << " stages: the split kernel takes 1 to 4";
       return signalPassFailure();
     }
-    work.push_back({fn, dec});
   }
-  SmallVector<std::pair<func::FuncOp, attn::LseMergeOp>> merges;
-  for (auto fn : getOperation().getOps<func::FuncOp>()) {
-    auto ops = llvm::to_vector(fn.getOps<attn::LseMergeOp>());
-    if (ops.empty())
-      continue;
-    bool argsOnly = llvm::all_of(ops.front()->getOperands(), [&](Value v) {
-      auto arg = dyn_cast<BlockArgument>(v);
-      return arg && arg.getOwner()->getParentOp() == fn;
-    });
-    if (ops.size() != 1 || !argsOnly) {
-      ops.front().emitOpError()
-          << "cannot be tiled: attnc-tile-decode expects a function whose "
-             "body is one attn.lse_merge on the function's arguments";
-      return signalPassFailure();
-    }
-    merges.push_back({fn, ops.front()});
-  }
-  SmallVector<std::pair<func::FuncOp, attn::KVAppendOp>> appends;
-  for (auto fn : getOperation().getOps<func::FuncOp>()) {
-    auto ops = llvm::to_vector(fn.getOps<attn::KVAppendOp>());
-    if (ops.empty())
-      continue;
-    bool argsOnly = llvm::all_of(ops.front()->getOperands(), [&](Value v) {
-      auto arg = dyn_cast<BlockArgument>(v);
-      return arg && arg.getOwner()->getParentOp() == fn;
-    });
-    if (ops.size() != 1 || !argsOnly) {
-      ops.front().emitOpError()
-          << "cannot be tiled: attnc-tile-decode expects a function whose "
-             "body is one attn.kv_append on the function's arguments";
-      return signalPassFailure();
-    }
-    appends.push_back({fn, ops.front()});
-  }
-  for (auto [fn, append] : appends) {
+  auto merges = soleOpsOnArguments<attn::LseMergeOp>(getOperation(), pass);
+  if (failed(merges))
+    return signalPassFailure();
+  auto appends = soleOpsOnArguments<attn::KVAppendOp>(getOperation(), pass);
+  if (failed(appends))
+    return signalPassFailure();
+  for (auto [fn, append] : *appends) {
     OpBuilder b(fn);
     buildKVAppend(b, append, fn.getName());
     fn.erase();
   }
-  for (auto [fn, merge] : merges) {
+  for (auto [fn, merge] : *merges) {
     OpBuilder b(fn);
     buildLseMerge(b, merge, fn.getName());
     fn.erase();
   }
-  for (auto [fn, dec] : work) {
+  for (auto [fn, dec] : *work) {
     OpBuilder b(fn);
     DecodeBuilder builder(b, dec, blockN, maxQLen, stages);
     builder.buildSplit((fn.getName() + "_split").str());
