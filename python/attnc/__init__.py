@@ -11,8 +11,8 @@ from ._decode import decode, decode_workspace
 from ._rows import (add_rms_norm, fused_add_rms_norm, gelu_and_mul,
                     rotary_embedding, silu_and_mul)
 from ._capi import (AttncError, Context, RowDesc, Spec, TensorDesc, build_id,
-                    library_path, validate_attention, validate_rows,
-                    version)
+                    jit_info, jit_problem, library_path, precompile,
+                    validate_attention, validate_rows, version)
 
 __all__ = [
     "AttncError",
@@ -29,7 +29,10 @@ __all__ = [
     "kv_append",
     "merge_state",
     "paged_kv_append",
+    "precompile",
     "gelu_and_mul",
+    "jit_info",
+    "jit_problem",
     "library_path",
     "rotary_embedding",
     "silu_and_mul",

@@ -127,6 +127,11 @@ _SIGNATURES = {
     "attnc_build_id": (ctypes.c_char_p, []),
     "attnc_status_string": (ctypes.c_char_p, [_status]),
     "attnc_last_error": (ctypes.c_char_p, []),
+    "attnc_jit_enable": (_status, [ctypes.c_char_p]),
+    "attnc_jit_info": (ctypes.c_char_p, []),
+    "attnc_precompile_json": (
+        _status, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32,
+                  ctypes.POINTER(ctypes.c_int32)]),
     "attnc_spec_init": (None, [ctypes.POINTER(_Spec)]),
     "attnc_context_options_init": (None, [ctypes.POINTER(_ContextOptions)]),
     "attnc_context_create": (
@@ -218,6 +223,7 @@ def lib():
                 fn.restype = restype
                 fn.argtypes = argtypes
             _check_struct_sizes(handle, where)
+            _enable_jit(handle)
             _lib, _lib_path = handle, path
             return _lib
         raise AttncError(
@@ -226,6 +232,63 @@ def lib():
             + "\nBuild it with scripts/build.sh (or `ninja -C build "
             "attnc_shared`), or set ATTNC_LIBRARY to the path of "
             "libattnc.so.")
+
+
+# Why the JIT compiler is not enabled ("" once it is), for error messages.
+_jit_problem = "not looked for yet"
+
+
+def _enable_jit(handle):
+    """Enables the JIT compiler (libattnc_jit.so, found as the runtime finds
+    it) for every context created afterwards, unless $ATTNC_JIT is 0. Its
+    absence is not an error here: cached and bundled kernels still run, and
+    a miss then says why nothing could compile it."""
+    global _jit_problem
+    if os.environ.get("ATTNC_JIT", "1") == "0":
+        _jit_problem = "disabled by ATTNC_JIT=0"
+        return
+    status = handle.attnc_jit_enable(None)
+    _jit_problem = ("" if status == OK
+                    else _text(handle.attnc_last_error()))
+
+
+def jit_info():
+    """Where the JIT compiler was loaded from and what it is, or None with
+    the reason in jit_problem()."""
+    info = _text(lib().attnc_jit_info())
+    return info or None
+
+
+def jit_problem():
+    """Why no JIT compiler is enabled ("" when one is)."""
+    lib()
+    return _jit_problem
+
+
+def precompile(spec, cache_dir=None, link_cubin=True):
+    """Compiles `spec` (a Spec or a spec-file JSON object/text) into the
+    cache with the JIT compiler, without a GPU. Returns True when it
+    compiled, False when the cache already held it."""
+    if hasattr(spec, "to_json"):
+        text = spec.to_json()
+    elif isinstance(spec, dict):
+        import json
+        text = json.dumps(spec)
+    else:
+        text = str(spec)
+    compiled = ctypes.c_int32(0)
+    handle = lib()
+    status = handle.attnc_precompile_json(
+        cache_dir.encode() if cache_dir else None, text.encode(),
+        1 if link_cubin else 0, ctypes.byref(compiled))
+    if status != OK:
+        message = _text(handle.attnc_last_error())
+        if _jit_problem:
+            message += "\n(JIT compiler: %s)" % _jit_problem
+        raise AttncError("attnc: precompile failed (%s): %s"
+                         % (_text(handle.attnc_status_string(status)),
+                            message), status)
+    return bool(compiled.value)
 
 
 def _check_struct_sizes(handle, where):
@@ -257,10 +320,13 @@ def _text(value):
 def _check(status, what):
     if status != OK:
         handle = lib()
+        message = _text(handle.attnc_last_error())
+        # A kernel neither cached nor compilable: say why no JIT compiled it.
+        if status == NOT_FOUND and _jit_problem:
+            message += "\n(JIT compiler: %s)" % _jit_problem
         raise AttncError(
             "attnc: %s failed (%s): %s"
-            % (what, _text(handle.attnc_status_string(status)),
-               _text(handle.attnc_last_error())),
+            % (what, _text(handle.attnc_status_string(status)), message),
             status)
 
 
@@ -303,6 +369,22 @@ class Spec:
     custom_ir: str = ""
     # Attention sinks: the launch passes one float32 logit per query head.
     sinks: bool = False
+
+    def to_json(self):
+        """The spec as a spec-file JSON object (text)."""
+        import json
+        extra = {"sinks": True} if self.sinks else {}
+        return json.dumps({**extra,
+            "op": self.op, "dtype": self.dtype, "heads": self.heads,
+            "kv_heads": self.kv_heads, "head_dim": self.head_dim,
+            "causal": bool(self.causal), "has_lse": bool(self.has_lse),
+            "window_left": self.window_left,
+            "window_right": self.window_right,
+            "softcap": float(self.softcap), "scale": self.scale,
+            "arch": self.arch, "custom_ir": self.custom_ir,
+            "tuning": {"block_m": self.block_m, "block_n": self.block_n,
+                       "stages": self.stages, "warps": self.warps}},
+            sort_keys=True)
 
     def _to_c(self):
         spec = _Spec()
@@ -420,11 +502,15 @@ class Context:
     kernels. With a CUDA context current on the calling thread the runtime
     uses it; otherwise it retains ``device``'s primary context."""
 
-    def __init__(self, device=0, cache_dir=None, driver_library=None):
+    def __init__(self, device=0, cache_dir=None, driver_library=None,
+                 link_cubin=True):
         options = _ContextOptions()
         handle = lib()
         handle.attnc_context_options_init(ctypes.byref(options))
         options.device = device
+        # A kernel compiled here is also cached as a cubin (ptxas, else
+        # nvJitLink) unless link_cubin is False: the driver then JITs PTX.
+        options.link_cubin = 1 if link_cubin else 0
         if cache_dir:  # None: $ATTNC_CACHE_DIR, XDG, ~/.cache
             options.cache_dir = os.fsencode(cache_dir)
         if driver_library:  # None: libcuda.so.1

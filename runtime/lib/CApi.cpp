@@ -8,13 +8,17 @@
 
 #include "attnc/attnc.h"
 
+#include "attnc/runtime/BuildId.h"
 #include "attnc/runtime/Context.h"
 #include "attnc/runtime/DiskCache.h"
+#include "attnc/runtime/JitLoader.h"
 #include "attnc/runtime/Json.h"
 #include "attnc/runtime/Resolve.h"
 
 #include <cmath>
+#include <cstdio>
 #include <exception>
+#include <mutex>
 #include <string>
 
 struct attnc_context {
@@ -25,6 +29,17 @@ namespace {
 
 thread_local std::string lastError;
 thread_local std::string defaultDirText;
+thread_local std::string jitInfoCopy;
+
+std::mutex &jitInfoMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+// What attnc_jit_enable loaded last (process-wide, like the compiler).
+std::string &jitInfo() {
+  static std::string info;
+  return info;
+}
 
 attnc_status fail(const attnc::Status &status) {
   lastError = status.message();
@@ -155,6 +170,63 @@ const char *attnc_status_string(attnc_status status) {
 }
 
 const char *attnc_last_error(void) { return lastError.c_str(); }
+
+attnc_status attnc_jit_enable(const char *path) {
+  return guarded([&]() -> attnc_status {
+    auto library = attnc::loadJitCompiler(path ? path : "");
+    if (!library.isOk())
+      return fail(library.status());
+    attnc::setDefaultCompiler(library->compiler);
+    std::lock_guard<std::mutex> lock(jitInfoMutex());
+    jitInfo() = library->path + ": " + library->description;
+    return ATTNC_OK;
+  });
+}
+
+const char *attnc_jit_info(void) {
+  std::lock_guard<std::mutex> lock(jitInfoMutex());
+  jitInfoCopy = jitInfo();
+  return jitInfoCopy.c_str();
+}
+
+attnc_status attnc_precompile_json(const char *cache_dir, const char *spec_json,
+                                   int32_t link_cubin, int32_t *compiled) {
+  return guarded([&]() -> attnc_status {
+    if (compiled)
+      *compiled = 0;
+    if (!spec_json)
+      return fail(ATTNC_ERROR_INVALID_ARGUMENT, "spec_json is NULL");
+    auto spec = specFromJsonText(spec_json);
+    if (!spec.isOk())
+      return fail(spec.status());
+    std::shared_ptr<attnc::KernelCompiler> compiler = attnc::defaultCompiler();
+    if (!compiler)
+      return fail(ATTNC_ERROR_NOT_FOUND,
+                  "no compiler: enable the JIT compiler first "
+                  "(attnc_jit_enable)");
+    auto root = cacheRoot(cache_dir);
+    if (!root.isOk())
+      return fail(root.status());
+    attnc::DiskCache cache(*root);
+    attnc::ResolveOptions options;
+    options.compiler = compiler.get();
+    if (link_cubin) {
+      auto linker = attnc::CubinLinker::load();
+      if (linker.isOk())
+        options.cubinLinker = *linker;
+    }
+    options.log = [](const std::string &message) {
+      std::fprintf(stderr, "%s\n", message.c_str());
+    };
+    auto resolved =
+        attnc::resolveKernel(cache, *spec, attnc::defaultBuildId(), options);
+    if (!resolved.isOk())
+      return fail(resolved.status());
+    if (compiled)
+      *compiled = resolved->compiled ? 1 : 0;
+    return ATTNC_OK;
+  });
+}
 
 void attnc_spec_init(attnc_spec *spec) {
   if (!spec)

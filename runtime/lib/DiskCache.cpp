@@ -10,8 +10,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <pwd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
@@ -429,6 +431,41 @@ Result<PruneResult> DiskCache::prune(uint64_t maxBytes) {
   result.keptBytes = total;
   removeStaleTemporaries(kStaleTempNs);
   return result;
+}
+
+BuildLock &BuildLock::operator=(BuildLock &&other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0)
+      ::close(fd_); // releases the flock
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+BuildLock::~BuildLock() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+Result<BuildLock> DiskCache::lockForBuild(std::string_view key) {
+  if (!isCacheKey(key))
+    return Status(ErrorCode::InvalidArgument,
+                  "invalid cache key '" + std::string(key) + "'");
+  const std::string dir = root_ + "/.locks";
+  ATTNC_RETURN_IF_ERROR(fs::makeDirs(dir));
+  const std::string path = dir + "/" + std::string(key.substr(0, 2));
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status(ErrorCode::IoError, "cannot open lock file '" + path +
+                                          "': " + fs::errnoText(errno));
+  BuildLock lock(fd);
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR)
+      return Status(ErrorCode::IoError,
+                    "cannot lock '" + path + "': " + fs::errnoText(errno));
+  }
+  return lock;
 }
 
 } // namespace attnc

@@ -48,9 +48,23 @@ Result<ResolvedKernel> resolveKernel(DiskCache &cache, const KernelSpec &spec,
                   "no compiled kernel for spec '" + canonical + "' (key " +
                       key + ", build id " + buildId + ") in cache directory '" +
                       cache.root() +
-                      "', and no compiler is linked into this process; "
-                      "precompile it with `attnc bundle` or link the "
-                      "compiler");
+                      "', and no compiler in this process; precompile it "
+                      "with `attnc bundle`, or enable the JIT compiler "
+                      "(libattnc_jit.so: attnc_jit_enable; Python does on "
+                      "import)");
+
+  // One build per key at a time across threads and processes: wait for a
+  // concurrent build of the same key, then take its entry. A cache that
+  // cannot hold the lock (read-only) costs duplicate work, not the kernel
+  // (Unlocked, it says nothing: a cache that cannot be written warns at
+  // publish.)
+  Result<BuildLock> lock = cache.lockForBuild(key);
+  if (lock.isOk()) {
+    Result<CacheLookup> again = cache.lookup(key);
+    if (again.isOk() && again->entry && again->entry->meta.spec == canonical &&
+        again->entry->meta.buildId == buildId)
+      return ResolvedKernel{std::move(*again->entry), false};
+  }
 
   Result<CompiledKernel> compiled = options.compiler->compile(spec);
   if (!compiled.isOk()) {

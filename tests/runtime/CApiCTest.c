@@ -50,6 +50,18 @@ int main(void) {
   EXPECT(strcmp(attnc_status_string(ATTNC_ERROR_INVALID_ARGUMENT),
                 "InvalidArgument") == 0);
 
+  /* No JIT compiler enabled: none loaded, a precompile says so. */
+  EXPECT(strcmp(attnc_jit_info(), "") == 0);
+  EXPECT(attnc_jit_enable("/nonexistent/libattnc_jit.so") ==
+         ATTNC_ERROR_NOT_FOUND);
+  EXPECT(strstr(attnc_last_error(), "/nonexistent/libattnc_jit.so") != NULL);
+  EXPECT(attnc_precompile_json(
+             NULL,
+             "{\"op\": \"attention_fwd\", \"dtype\": \"bf16\", \"heads\": 8, "
+             "\"kv_heads\": 2, \"head_dim\": 64, \"arch\": \"sm_90a\"}",
+             0, NULL) == ATTNC_ERROR_NOT_FOUND);
+  EXPECT(strstr(attnc_last_error(), "attnc_jit_enable") != NULL);
+
   if (failures == 0)
     printf("C ABI: all checks passed\n");
   return failures == 0 ? 0 : 1;

@@ -4,8 +4,13 @@
 
 #include "attnc/runtime/Resolve.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <fstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 using namespace attnc;
 using namespace attnc::test;
@@ -23,8 +28,9 @@ TEST_CASE("a miss without a compiler names the spec and the cache dir",
         "no compiled kernel for spec '" + spec.canonical() + "' (key " +
             cacheKey("test-build", spec.canonical()) +
             ", build id test-build) in cache directory '" + dir.path() +
-            "', and no compiler is linked into this process; precompile it "
-            "with `attnc bundle` or link the compiler");
+            "', and no compiler in this process; precompile it with "
+            "`attnc bundle`, or enable the JIT compiler (libattnc_jit.so: "
+            "attnc_jit_enable; Python does on import)");
 }
 
 TEST_CASE("a miss compiles and publishes; a hit does not compile",
@@ -126,7 +132,8 @@ TEST_CASE("compiler failures and inconsistent metadata are errors",
   CHECK(failed.status().code() == ErrorCode::CompileError);
   CHECK(failed.status().message() ==
         "compiling '" + spec.canonical() + "': fake compiler asked to fail");
-  CHECK(listDir(dir.path()).empty());
+  // Nothing published; only the build lock's directory remains.
+  CHECK(listDir(dir.path()) == std::vector<std::string>{".locks"});
 
   compiler.fail = false;
   compiler.block = {2048, 1, 1};
@@ -167,4 +174,73 @@ TEST_CASE("a kernel that cannot be cached is still returned, with a warning",
   REQUIRE(warnings.size() == 2);
   CHECK(warnings[0].find("cannot read cache entry") != std::string::npos);
   CHECK(warnings[1].find("using the kernel uncached") != std::string::npos);
+}
+
+namespace {
+
+// Takes its time and counts compiles in a file, so that racing threads and
+// processes overlap and the count survives the children.
+class SlowCountingCompiler : public KernelCompiler {
+public:
+  explicit SlowCountingCompiler(std::string counter)
+      : counter_(std::move(counter)) {}
+  Result<CompiledKernel> compile(const KernelSpec &spec) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::ofstream(counter_, std::ios::app) << "c";
+    return inner_.compile(spec);
+  }
+
+private:
+  std::string counter_;
+  FakeCompiler inner_;
+};
+
+} // namespace
+
+TEST_CASE("concurrent misses of one spec compile once (threads)", "[resolve]") {
+  TempDir dir;
+  std::string counter = dir.path() + "/compiles";
+  KernelSpec spec = sampleSpec();
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 3; ++i)
+    threads.emplace_back([&] {
+      DiskCache cache(dir.path() + "/cache"); // each its own, as Contexts
+      SlowCountingCompiler compiler(counter);
+      ResolveOptions options;
+      options.compiler = &compiler;
+      if (resolveKernel(cache, spec, "test-build", options).isOk())
+        ++ok;
+    });
+  for (std::thread &t : threads)
+    t.join();
+  CHECK(ok == 3);
+  CHECK(readFile(counter) == "c");
+}
+
+TEST_CASE("concurrent misses of one spec compile once (processes)",
+          "[resolve]") {
+  TempDir dir;
+  std::string counter = dir.path() + "/compiles";
+  KernelSpec spec = sampleSpec();
+  std::vector<pid_t> children;
+  for (int i = 0; i < 3; ++i) {
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      DiskCache cache(dir.path() + "/cache");
+      SlowCountingCompiler compiler(counter);
+      ResolveOptions options;
+      options.compiler = &compiler;
+      ::_exit(resolveKernel(cache, spec, "test-build", options).isOk() ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  CHECK(readFile(counter) == "c");
 }

@@ -112,6 +112,25 @@ ATTNC_API const char *attnc_last_error(void);
 ATTNC_API void attnc_spec_init(attnc_spec *spec);
 ATTNC_API void attnc_context_options_init(attnc_context_options *options);
 
+/* The JIT compiler. libattnc.so holds no compiler: a kernel missing from
+ * the cache is compiled by libattnc_jit.so once it is enabled, for every
+ * context created afterwards. path NULL: $ATTNC_JIT_LIBRARY when set, else
+ * libattnc_jit.so beside libattnc.so, else on the loader's path.
+ * ATTNC_ERROR_NOT_FOUND when there is none; ATTNC_ERROR_INVALID_ARGUMENT
+ * for a library that does not load or is another build's compiler. */
+ATTNC_API attnc_status attnc_jit_enable(const char *path);
+/* "" when no JIT compiler is enabled, else "<path>: <its description>". */
+ATTNC_API const char *attnc_jit_info(void);
+/* Compiles one spec (JSON as in spec files) into the cache at cache_dir
+ * (NULL: the default) with the enabled JIT compiler, without a GPU or a
+ * driver; a cached spec is not compiled again. link_cubin 1: also store a
+ * cubin (ptxas, else nvJitLink; none found is not an error). *compiled
+ * (may be NULL) says whether this call ran the compiler. */
+ATTNC_API attnc_status attnc_precompile_json(const char *cache_dir,
+                                             const char *spec_json,
+                                             int32_t link_cubin,
+                                             int32_t *compiled);
+
 /* options may be NULL. Without a CUDA driver this fails with
  * ATTNC_ERROR_DRIVER_NOT_FOUND. */
 ATTNC_API attnc_status

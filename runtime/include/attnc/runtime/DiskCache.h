@@ -61,6 +61,24 @@ struct PruneResult {
   uint64_t keptBytes = 0;
 };
 
+// Held by the one process (or thread) compiling a key, so that concurrent
+// misses of one spec compile once: the others wait, then find its entry.
+// An advisory flock on <root>/.locks/<first two hex digits of the key>
+// (256 files at most; keys that share one wait for each other, rarely).
+class BuildLock {
+public:
+  BuildLock() = default;
+  explicit BuildLock(int fd) : fd_(fd) {}
+  BuildLock(BuildLock &&other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  BuildLock &operator=(BuildLock &&other) noexcept;
+  BuildLock(const BuildLock &) = delete;
+  BuildLock &operator=(const BuildLock &) = delete;
+  ~BuildLock();
+
+private:
+  int fd_ = -1;
+};
+
 class DiskCache {
 public:
   // Does not touch the filesystem; the root is created on first publish.
@@ -80,6 +98,10 @@ public:
   // place: ours, or, when another process published first, theirs.
   Result<CacheEntry> publish(std::string_view key,
                              const CompiledKernel &kernel);
+
+  // Blocks until this caller is the only one building `key` (see
+  // BuildLock); creates the root when needed.
+  Result<BuildLock> lockForBuild(std::string_view key);
 
   // Removes one entry (no error if absent). Anything at the key's path that
   // is not a directory of attnc's entry files is an error, left in place.
