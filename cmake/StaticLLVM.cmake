@@ -2,11 +2,37 @@
 # component libraries. MLIR's exported targets name the dylib target `LLVM`
 # in their link interface (LLVM_LINK_LLVM_DYLIB); every such mention becomes
 # the static libraries, whose own interfaces order them. The linker then
-# keeps only the members the compiler reaches, so "all" costs link time,
-# not size. System libraries the archives mention (z3, zstd) are linked
+# keeps only the members the compiler reaches, so taking every component
+# (LLVM_AVAILABLE_LIBS) costs link time, not size. System libraries the archives mention (z3, zstd) are linked
 # only where used (--as-needed).
-llvm_map_components_to_libnames(ATTNC_LLVM_STATIC_LIBS all)
-list(REMOVE_ITEM ATTNC_LLVM_STATIC_LIBS LLVM) # the dylib itself, if listed
+# Only the archives the packages installed (Debian lists Polly's, which
+# ships separately).
+set(ATTNC_LLVM_STATIC_LIBS)
+foreach(lib IN LISTS LLVM_AVAILABLE_LIBS)
+  # Tool libraries that pull system libraries a compiler never needs
+  # (libpfm, libedit, curl, libxml2) are left out.
+  if(lib MATCHES "Exegesis|LineEditor|Debuginfod|WindowsManifest|Fuzz")
+    continue()
+  endif()
+  if(TARGET ${lib} AND NOT lib STREQUAL "LLVM" AND
+     EXISTS "${LLVM_LIBRARY_DIR}/lib${lib}.a")
+    list(APPEND ATTNC_LLVM_STATIC_LIBS ${lib})
+  endif()
+endforeach()
+# ... and no mention of those it did not (LLVMExtensions names Polly).
+foreach(lib IN LISTS ATTNC_LLVM_STATIC_LIBS)
+  get_target_property(links ${lib} INTERFACE_LINK_LIBRARIES)
+  if(links AND "Polly" IN_LIST links AND
+     NOT EXISTS "${LLVM_LIBRARY_DIR}/libPolly.a")
+    list(REMOVE_ITEM links Polly)
+    set_target_properties(${lib} PROPERTIES INTERFACE_LINK_LIBRARIES
+                                            "${links}")
+  endif()
+endforeach()
+if(NOT ATTNC_LLVM_STATIC_LIBS)
+  message(FATAL_ERROR "ATTNC_STATIC_LLVM: LLVMConfig lists no static "
+                      "component libraries (LLVM_AVAILABLE_LIBS)")
+endif()
 foreach(target IN LISTS MLIR_EXPORTED_TARGETS)
   if(NOT TARGET ${target})
     continue()

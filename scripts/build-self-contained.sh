@@ -2,7 +2,9 @@
 # Builds attnc's compiler so that it runs where LLVM/MLIR is not installed
 # (a GPU machine, a serving container): `attnc`, libattnc.so and
 # libattnc_jit.so with LLVM and MLIR linked statically, stripped, in
-# dist/attnc/{bin,lib,python} and packed as dist/attnc-<version>.tar.gz.
+# dist/attnc/{bin,lib,python}, packed as dist/attnc-<version>.tar.gz and,
+# without the CLI (what a program that JITs needs: the two libraries and
+# the Python binding), as dist/attnc-jit-<version>.tar.gz.
 # Needs what scripts/setup.sh installs. The CUDA toolkit on the target
 # provides libdevice and ptxas (optional: without ptxas the driver JITs).
 #   ATTNC_STATIC_BUILD_DIR  build directory (default build-static)
@@ -35,7 +37,8 @@ for f in "$dist/bin/attnc" "$dist/lib/libattnc_jit.so"; do
 done
 version=$(sed -n "s/^project(attnc .*VERSION \([0-9.]*\).*/\1/p" CMakeLists.txt)
 tar czf "dist/attnc-${version:-dev}.tar.gz" -C dist attnc
+tar czf "dist/attnc-jit-${version:-dev}.tar.gz" -C dist attnc/lib attnc/python
 du -b "$dist/bin/attnc" "$dist/lib/libattnc_jit.so" "$dist/lib/libattnc.so" \
-  "dist/attnc-${version:-dev}.tar.gz"
+  "dist/attnc-${version:-dev}.tar.gz" "dist/attnc-jit-${version:-dev}.tar.gz"
 echo "run with: ATTNC_LIBRARY=$PWD/$dist/lib/libattnc.so " \
   "PYTHONPATH=$PWD/$dist/python python3 ..."

@@ -315,4 +315,20 @@ if [ -n "${ATTNC_AB_ORDER:-}" ]; then
   export logs out
   step compare-ab timeout 540 bash -c ab_runs
 fi
+# Issue 34: the self-contained JIT (dist/attnc-jit-*.tar.gz from
+# scripts/build-self-contained.sh, carried): cold JIT, disk hit and warm
+# lookup on the real driver beside FlexAttention's first compiled call; then
+# the Python GPU tests over an empty cache, every kernel compiled on first use.
+jit_dist=$(ls dist/attnc-jit-*.tar.gz 2>/dev/null | head -n 1)
+if [ -n "$jit_dist" ]; then
+  jit_root=$(mktemp -d)
+  jit_cache=$(mktemp -d)
+  tar xzf "$jit_dist" -C "$jit_root"
+  step jit-latency env ATTNC_LIBRARY="$jit_root/attnc/lib/libattnc.so" \
+    timeout 400 python3 bench/jit_latency.py --gpu --rounds 3
+  step jit-python-gpu env ATTNC_LIBRARY="$jit_root/attnc/lib/libattnc.so" \
+    ATTNC_CACHE_DIR="$jit_cache" timeout 500 python3 tests/python/test_gpu_binding.py
+  step jit-python-gpu-decode env ATTNC_LIBRARY="$jit_root/attnc/lib/libattnc.so" \
+    ATTNC_CACHE_DIR="$jit_cache" timeout 300 python3 tests/python/test_gpu_decode.py
+fi
 exit $status
