@@ -236,8 +236,64 @@ compileLseMerge(const attnc::KernelSpec &spec) {
   return out;
 }
 
+/// The PTX parameter list of `entry` must be the metadata's, one for one:
+/// the runtime packs parameters by the metadata alone, and a kernel with a
+/// parameter it does not know reads garbage (or fails to launch). Counts
+/// and sizes (tensor maps: 128-byte aggregates).
+static attnc::Status checkParamsAgainstPtx(const std::string &ptx,
+                                           const attnc::KernelMetadata &meta) {
+  using attnc::ErrorCode;
+  using attnc::Status;
+  const std::string head = ".entry " + meta.entry + "(";
+  size_t begin = ptx.find(head);
+  if (begin == std::string::npos)
+    return Status(ErrorCode::CompileError,
+                  "the PTX has no .entry " + meta.entry);
+  begin += head.size();
+  size_t end = ptx.find(')', begin);
+  std::vector<size_t> sizes; // bytes of each .param, in order
+  for (size_t at = ptx.find(".param", begin); at < end;
+       at = ptx.find(".param", at + 6)) {
+    size_t lineEnd = std::min(ptx.find_first_of(",\n", at), end);
+    std::string decl = ptx.substr(at, lineEnd - at);
+    if (decl.find('[') != std::string::npos)
+      sizes.push_back(std::stoul(decl.substr(decl.find('[') + 1)));
+    else if (decl.find("64 ") != std::string::npos)
+      sizes.push_back(8);
+    else
+      sizes.push_back(4);
+  }
+  std::string listed;
+  for (const attnc::KernelParam &p : meta.params)
+    listed += (listed.empty() ? "" : ", ") + p.name;
+  if (sizes.size() != meta.params.size())
+    return Status(ErrorCode::CompileError,
+                  "kernel " + meta.entry + " takes " +
+                      std::to_string(sizes.size()) +
+                      " parameters but its metadata lists " +
+                      std::to_string(meta.params.size()) + " (" + listed + ")");
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] != attnc::paramKindSize(meta.params[i].kind))
+      return Status(
+          ErrorCode::CompileError,
+          "kernel " + meta.entry + "'s parameter " + std::to_string(i) +
+              " has " + std::to_string(sizes[i]) +
+              " bytes but the metadata's '" + meta.params[i].name + "' " +
+              std::to_string(attnc::paramKindSize(meta.params[i].kind)));
+  return Status::ok();
+}
+
 attnc::Result<attnc::CompiledKernel>
 attnc::SpecCompiler::compile(const KernelSpec &spec) {
+  Result<CompiledKernel> kernel = compileOp(spec);
+  if (kernel.isOk())
+    ATTNC_RETURN_IF_ERROR(checkParamsAgainstPtx(kernel->ptx, kernel->meta)
+                              .withContext("spec '" + spec.canonical() + "'"));
+  return kernel;
+}
+
+attnc::Result<attnc::CompiledKernel>
+attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   if (spec.op == "decode")
     return compileDecode(spec);
   if (spec.op == "kv_append")
@@ -419,6 +475,10 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   meta.blockN = tile.blockN;
   meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers
   meta.params = attentionFwdV1Params();
+  // Sinks: the argument attnc-tile-attention adds after the v1 parameters,
+  // before anything a mapping appends.
+  if (sinks)
+    meta.params.push_back({abi::kAttentionSinksParam, ParamKind::Ptr});
   // kv_sync "tma": the tensor maps the mapping appended (q_tmap, k_tmap,
   // v_tmap), each for boxes of the kernel's tile rows.
   if (choice.mapping == GPUMapping::WGMMA && tmaSchedule)

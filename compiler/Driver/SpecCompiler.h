@@ -26,6 +26,9 @@ public:
   Result<CompiledKernel> compile(const KernelSpec &spec) override;
 
 private:
+  /// compile() without the final check of the metadata's parameters
+  /// against the PTX.
+  Result<CompiledKernel> compileOp(const KernelSpec &spec);
   /// Op "decode": one module with decode_split and decode_combine.
   Result<CompiledKernel> compileDecode(const KernelSpec &spec);
 };

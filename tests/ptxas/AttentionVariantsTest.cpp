@@ -17,6 +17,7 @@
 // softcap.
 //
 //===----------------------------------------------------------------------===//
+#include "attnc/runtime/Launch.h"
 #include "attnc/runtime/TuningDb.h"
 #include "compiler/Driver/SpecCompiler.h"
 #include "compiler/Target/NVPTX/Ptxas.h"
@@ -107,6 +108,30 @@ TEST_CASE("attention variants assemble for sm_80 and sm_90a without spills",
       assembles(w, /*mustNotSpill=*/false);
     }
   }
+}
+
+TEST_CASE("attention sinks kernels assemble, their metadata naming the "
+          "sinks parameter",
+          "[ptxas][attention][sinks]") {
+  // SpecCompiler checks every kernel's PTX parameters against its
+  // metadata; these name the sinks argument in place, for the plain grid
+  // (sm_80, sm_90a causal) and the persistent one with the stream-K tail
+  // (sm_90a, no causal bound).
+  for (const char *arch : {"sm_80", "sm_90a"})
+    for (bool causal : {false, true}) {
+      KernelSpec spec = variant(128, "bf16", arch);
+      spec.kvHeads = 2;
+      spec.causal = causal;
+      spec.sinks = true;
+      assembles(spec, /*mustNotSpill=*/false);
+      SpecCompiler compiler;
+      Result<CompiledKernel> k = compiler.compile(spec);
+      REQUIRE(k.isOk());
+      const std::vector<KernelParam> &params = k->meta.params;
+      REQUIRE(params.size() > attentionFwdV1Params().size());
+      CHECK(params[attentionFwdV1Params().size()].name == "sinks");
+      CHECK(params[attentionFwdV1Params().size()].kind == ParamKind::Ptr);
+    }
 }
 
 TEST_CASE("sm_80 D128 GQA 32/8 kernels do not spill",

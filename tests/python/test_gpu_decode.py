@@ -108,10 +108,14 @@ if "--tuned" in sys.argv:
     with tempfile.TemporaryDirectory() as empty:
         # The runtime's spec key, from the missing-kernel error of an
         # empty cache (the form the database's records name).
+        # With the JIT compiler the probe compiles instead: the key is then
+        # the spec its cache entry records.
         probe = Context(cache_dir=empty)
         try:
             probe.get_decode_kernel(TUNED_SPEC)
-            key = None
+            (entry,) = [p for p in os.listdir(empty) if len(p) == 32]
+            with open(os.path.join(empty, entry, "meta.json")) as f:
+                key = json.load(f)["spec"]
         except attnc.AttncError as e:
             key = str(e).split("no compiled kernel for spec ")[1].split()[0]
             key = key.strip("'\",;()")
