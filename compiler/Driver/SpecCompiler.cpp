@@ -91,6 +91,7 @@ attnc::AttentionConfig attnc::attentionConfigOf(const KernelSpec &spec) {
     c.scale = static_cast<float>(*spec.scale);
   c.withLse = spec.hasLse;
   c.sinks = spec.sinks;
+  c.varlen = spec.varlen;
   return c;
 }
 
@@ -280,11 +281,12 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
 
   int64_t headDim = spec.headDim;
   int64_t elementBits = 16;
-  bool sinks = false;
+  bool sinks = false, varlen = false;
   module->walk([&](attn::AttentionOp op) {
     headDim = op.getHeadDim();
     elementBits = op.getElementType().getIntOrFloatBitWidth();
     sinks = op.hasSinks();
+    varlen = op.isVarlen();
   });
   // The runtime passes (and checks) the sinks by the spec's word.
   if (sinks != spec.sinks)
@@ -292,6 +294,12 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
                         "say sinks=true"
                       : "the spec says sinks=true but the IR's "
                         "attn.attention takes none");
+  // Likewise the cu_seqlens and the packed layout of a varlen kernel.
+  if (varlen != spec.varlen)
+    return fail(varlen ? "the IR's attn.attention is varlen: the spec must "
+                         "say varlen=true"
+                       : "the spec says varlen=true but the IR's "
+                         "attn.attention is not varlen");
   TileOptions tile = defaultTileOptions(
       GPUMapping::MMA, headDim, attentionVariantOf(*module), spec.tuning.blockM,
       spec.tuning.blockN, spec.tuning.warps, spec.tuning.stages,
@@ -388,6 +396,15 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   } else if (spec.tuning.epilogue == "registers") {
     tile.epilogue = tgpu::Epilogue::registers;
   }
+  // Varlen kernels take neither TMA nor persistent blocks (validateSpec
+  // refuses a spec that names them): the tma schedule a default chose
+  // becomes pingpong, the same warp specialisation with a producer
+  // warpgroup's bounded copies.
+  if (varlen && tile.kvSync == tgpu::KVSync::tma) {
+    tile.kvSync = tgpu::KVSync::pingpong;
+    tile.grid = tgpu::Grid::tiles;
+    tile.epilogue = tgpu::Epilogue::registers;
+  }
   settleWgmmaSchedule(tile, choice.mapping, spec.headDim,
                       /*epilogueRequested=*/!spec.tuning.epilogue.empty());
   CompiledKernel out;
@@ -419,6 +436,13 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   meta.blockN = tile.blockN;
   meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers
   meta.params = attentionFwdV1Params();
+  // The optional parameters the tile kernel added after the contract's, in
+  // its order: the sinks, then the cu_seqlens (TileAttention).
+  if (spec.sinks)
+    meta.params.push_back({abi::kAttentionSinksParam, ParamKind::Ptr});
+  if (varlen)
+    for (const char *name : abi::kAttentionCuSeqlensParams)
+      meta.params.push_back({name, ParamKind::Ptr});
   // kv_sync "tma": the tensor maps the mapping appended (q_tmap, k_tmap,
   // v_tmap), each for boxes of the kernel's tile rows.
   if (choice.mapping == GPUMapping::WGMMA && tmaSchedule)

@@ -192,6 +192,15 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
                    : "tiles";
       t.epilogue = "tma";
     }
+    // Varlen kernels: no TMA (its boxes would cross a sequence's end) and
+    // no persistent grid (its items assume one length): the pingpong
+    // schedule, whose producer warpgroup copies with per-row bounds, one
+    // block per (query tile, head, sequence), O from registers.
+    if (spec.varlen && t.kvSync == "tma") {
+      t.kvSync = "pingpong";
+      t.grid = "tiles";
+      t.epilogue = "registers";
+    }
     return t;
   } else if (spec.headDim <= 128) {
     t.blockM = 128;
