@@ -53,7 +53,9 @@ void assembles(const KernelSpec &spec, bool mustNotSpill,
   // per 64 rows and, kv_sync tma, the producer's), and shared memory that an
   // sm_80 block can have (163 KiB; sm_90: 227 KiB).
   const bool producer =
-      k->meta.mappingWhy.find("; kv_sync tma,") != std::string::npos;
+      k->meta.mappingWhy.find("; kv_sync tma,") != std::string::npos ||
+      k->meta.mappingWhy.find("; kv_sync pingpong,") != std::string::npos ||
+      k->meta.mappingWhy.find("; kv_sync producer,") != std::string::npos;
   CHECK(k->meta.block[0] == (k->meta.mapping == "wgmma"
                                  ? 2 * k->meta.blockM + (producer ? 128 : 0)
                                  : 32 * heuristicTuning(spec).warps));
@@ -67,10 +69,12 @@ void assembles(const KernelSpec &spec, bool mustNotSpill,
   REQUIRE(r.ok);
   REQUIRE(r.kernels.size() == 1);
   const KernelResources &res = r.kernels[0];
-  std::printf("%-6s %-4s D=%-3lld %-22s %3lld registers %6lld B smem, "
+  std::printf("%-6s %-4s D=%-3lld %s%-22s %3lld registers %6lld B smem, "
               "%6lld B dynamic smem, spills %lld/%lld B\n",
               ptxasArch.c_str(), spec.dtype.c_str(), (long long)spec.headDim,
-              spec.windowLeft >= 0 ? "window+softcap"
+              spec.varlen ? "varlen " : "",
+              spec.sinks             ? "sinks"
+              : spec.windowLeft >= 0 ? "window+softcap"
               : spec.causal  ? (spec.softcap ? "causal+softcap" : "causal")
               : spec.softcap ? "softcap"
                              : "no mask",
@@ -131,5 +135,47 @@ TEST_CASE("sm_80 D128 GQA 32/8 kernels do not spill",
     // The one exception: 4 B on sm_80, none on sm_86.
     const bool sm80 = std::string(gpu) == "sm_80";
     assembles(causal, /*mustNotSpill=*/!sm80, sm80 ? 4 : -1, gpu);
+  }
+}
+
+TEST_CASE("varlen attention kernels assemble for sm_80 and sm_90a without "
+          "spills",
+          "[ptxas][attention][varlen]") {
+  // Varlen kernels (packed sequences, cu_seqlens): mma.sync on sm_80, and
+  // on sm_90a wgmma on the pingpong schedule (no TMA, no persistent grid),
+  // with the same spill rules as the dense kernels of the same shape.
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    for (int64_t d : {64, 128, 256}) {
+      KernelSpec plain = variant(d, "bf16", arch);
+      plain.varlen = true;
+      SpecCompiler compiler;
+      Result<CompiledKernel> k = compiler.compile(plain);
+      REQUIRE(k.isOk());
+      if (std::string(arch) == "sm_90a") {
+        CHECK(k->meta.mapping == "wgmma");
+        CHECK(k->meta.mappingWhy.find("kv_sync pingpong, rescale") !=
+              std::string::npos);
+        CHECK(k->meta.mappingWhy.find("grid tiles, epilogue registers") !=
+              std::string::npos);
+      }
+      // The kernel takes the cu_seqlens last, by name.
+      REQUIRE(k->meta.params.size() >= 2);
+      CHECK(k->meta.params[k->meta.params.size() - 2].name == "cu_seqlens_q");
+      CHECK(k->meta.params.back().name == "cu_seqlens_k");
+      // sm_80 D128 (255 registers): the per-sequence view offsets cost the
+      // non-causal kernel the causal one's 4 B spill each way too.
+      const bool mma128 = d == 128 && std::string(arch) == "sm_80";
+      assembles(plain, d <= 128 && !mma128, mma128 ? 4 : -1);
+      KernelSpec causal = plain;
+      causal.causal = true;
+      assembles(causal, d <= 128 && !mma128, mma128 ? 4 : -1);
+      // Sinks and a sliding window (not at D256, where sm_90a falls back to
+      // mma.sync for a left bound): reported, not required.
+      KernelSpec sinks = causal;
+      sinks.sinks = true;
+      if (d != 256)
+        sinks.windowLeft = 64;
+      assembles(sinks, /*mustNotSpill=*/false);
+    }
   }
 }

@@ -135,6 +135,20 @@ void MapTileToWGMMAPass::runOnOperation() {
                        << " bytes), more than the 227 KiB of shared "
                           "memory a block can have";
             }
+            // Varlen kernels address each sequence through its own view
+            // (its first row and length); the tensor maps and the
+            // persistent items address the whole tensor, so a TMA box or
+            // an item would cross a sequence's end.
+            if (gpu_emit::isVarlenKernel(kernel) &&
+                (sync == KVSync::tma ||
+                 sched.getGrid() == tgpu::Grid::persistent || tmaEpilogue))
+              return kernel.emitError()
+                     << "the wgmma mapping takes a varlen kernel with "
+                        "kv-sync barrier, mbarrier, producer or pingpong, "
+                        "grid tiles and epilogue registers, not kv-sync "
+                     << tgpu::stringifyKVSync(sync) << ", grid "
+                     << tgpu::stringifyGrid(sched.getGrid()) << ", epilogue "
+                     << tgpu::stringifyEpilogue(sched.getEpilogue());
             if (sched.takesTurns() && launch.getBlockM() < 128)
               return kernel.emitError()
                      << "kv-sync " << tgpu::stringifyKVSync(sync)
