@@ -397,11 +397,11 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
     tile.epilogue = tgpu::Epilogue::registers;
   }
   // Varlen kernels take neither TMA nor persistent blocks (validateSpec
-  // refuses a spec that names them): the tma schedule a default chose
-  // becomes pingpong, the same warp specialisation with a producer
-  // warpgroup's bounded copies.
+  // refuses a spec that names them): a tma schedule from elsewhere (a
+  // tuning database's entry) becomes the mbarrier rings, whose copies are
+  // bounded per row (heuristicTuning's varlen default).
   if (varlen && tile.kvSync == tgpu::KVSync::tma) {
-    tile.kvSync = tgpu::KVSync::pingpong;
+    tile.kvSync = tgpu::KVSync::mbarrier;
     tile.grid = tgpu::Grid::tiles;
     tile.epilogue = tgpu::Epilogue::registers;
   }

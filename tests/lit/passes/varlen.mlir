@@ -1,7 +1,7 @@
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=32 block-n=16" | FileCheck %s --check-prefix=TILE
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=32 block-n=16" -attnc-lower-tile-to-linalg | FileCheck %s --check-prefix=LINALG
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=64 block-n=32" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s --check-prefix=MMA
-// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-sync=pingpong" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=WGMMA
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=192 block-n=64" -attnc-assign-layouts="kv-sync=mbarrier" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=WGMMA
 
 // Varlen: the kernel takes cu_seqlens_q and cu_seqlens_k after the
 // contract's parameters; each program reads its sequence's start and end
