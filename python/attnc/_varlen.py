@@ -8,12 +8,16 @@ are tested without torch or a GPU.
 """
 
 from . import _route
-from ._attention import (_byref, _plans, arch_for_capability, check_sinks,
+from ._attention import (_byref, _contexts, arch_for_capability, check_sinks,
                          context, sinks_key, window_bounds)
 from ._capi import (AttncError, Spec, TensorDesc, VarlenDesc, _args_to_c,
                     _check, lib)
 
 _DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}
+# (dtype, device, heads, head dim, options) -> (context, kernel): the kernel
+# lookup of a call like this one (the lengths do not enter: one kernel
+# serves every batch composition).
+_plans = {}
 
 
 def _fail(message):
@@ -180,6 +184,9 @@ def launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
            window, softcap, scale, return_lse, arch, block_m, block_n,
            sinks_key(sinks))
     kernel_plan = _plans.get(key)
+    if kernel_plan is not None and _contexts.get(device.index) is not \
+            kernel_plan[0]:
+        kernel_plan = None  # the context was closed and replaced (tests)
     with torch.cuda.device(device):
         if kernel_plan is None:
             ctx = context(device.index)
@@ -194,7 +201,8 @@ def launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                                   1),
                                         max(int(max_seqlen_q), 1),
                                         max(int(max_seqlen_k), 1))
-            kernel_plan = _plans[key] = (ctx, kernel)
+            kernel_plan = (ctx, kernel)
+            _route.remember(_plans, key, kernel_plan)
         ctx, kernel = kernel_plan
         o = torch.empty_like(q)
         lse = None
