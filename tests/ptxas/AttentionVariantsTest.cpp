@@ -21,6 +21,7 @@
 #include "compiler/Driver/SpecCompiler.h"
 #include "compiler/Target/NVPTX/Ptxas.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
@@ -181,4 +182,45 @@ TEST_CASE("varlen attention kernels assemble for sm_80 and sm_90a without "
       assembles(sinks, /*mustNotSpill=*/false);
     }
   }
+}
+
+TEST_CASE("the kernel metadata lists every parameter the PTX entry takes",
+          "[ptxas][attention][params]") {
+  // The runtime packs exactly meta.params: the optional parameters the tile
+  // kernel adds (sinks, cu_seqlens) and those the wgmma mapping appends
+  // (tensor maps, the stream-K schedule and workspace) must all be there,
+  // in the entry's order (a sinks kernel once had no "sinks" in its
+  // metadata and was launched one pointer short).
+  auto entryParams = [](const std::string &ptx) {
+    size_t at = ptx.find(".entry ");
+    REQUIRE(at != std::string::npos);
+    size_t end = ptx.find(')', at);
+    size_t n = 0;
+    for (size_t p = ptx.find(".param", at); p < end;
+         p = ptx.find(".param", p + 1))
+      ++n;
+    return n;
+  };
+  for (const char *arch : {"sm_80", "sm_90a"})
+    for (bool sinks : {false, true})
+      for (bool varlen : {false, true})
+        for (bool causal : {false, true}) {
+          KernelSpec s = variant(128, "bf16", arch);
+          s.sinks = sinks;
+          s.varlen = varlen;
+          s.causal = causal;
+          INFO("spec " << s.canonical());
+          SpecCompiler compiler;
+          Result<CompiledKernel> k = compiler.compile(s);
+          REQUIRE(k.isOk());
+          CHECK(k->meta.params.size() == entryParams(k->ptx));
+          auto named = [&](const char *name) {
+            return std::count_if(
+                k->meta.params.begin(), k->meta.params.end(),
+                [&](const KernelParam &p) { return p.name == name; });
+          };
+          CHECK(named("sinks") == (sinks ? 1 : 0));
+          CHECK(named("cu_seqlens_q") == (varlen ? 1 : 0));
+          CHECK(named("cu_seqlens_k") == (varlen ? 1 : 0));
+        }
 }
