@@ -156,8 +156,15 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
     if ((t.kvSync == "pingpong" || t.kvSync == "tma") && t.blockM < 128)
       return "kv_sync " + t.kvSync +
              " needs two consumer warpgroups (block_m >= 128)";
+    // Varlen kernels take no TMA (validateSpec): kv_sync unset is the
+    // mbarrier rings for them (heuristicTuning).
+    if (spec.varlen &&
+        (t.kvSync == "tma" || t.grid == "persistent" || t.epilogue == "tma"))
+      return "varlen kernels take neither kv_sync tma, grid persistent nor "
+             "epilogue tma";
     // kv_sync unset is tma from block_m 128 (the variants wgmma takes).
-    const bool tma = t.kvSync == "tma" || (t.kvSync.empty() && t.blockM >= 128);
+    const bool tma = !spec.varlen && (t.kvSync == "tma" ||
+                                      (t.kvSync.empty() && t.blockM >= 128));
     if (t.grid == "persistent" && !tma)
       return "grid persistent needs kv_sync tma (the default at block_m >= "
              "128)";
