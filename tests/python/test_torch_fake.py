@@ -64,7 +64,7 @@ def expect_attnc_error(fn, fragment):
 
 def attention_ref(q, k, v, causal=False, window=None, softcap=None,
                   scale=None, return_lse=False, arch=None, block_m=0,
-                  block_n=0):
+                  block_n=0, score_mod=None, mask_mod=None, sinks=None):
     """float64 attention ([B, S, H, D]); no mask options beyond causal."""
     qd, kd, vd = (t.double().transpose(1, 2) for t in (q, k, v))
     group = qd.shape[1] // kd.shape[1]
@@ -87,7 +87,7 @@ def attention_ref(q, k, v, causal=False, window=None, softcap=None,
 def decode_ref(q, k_cache, v_cache, block_table, kv_lens, max_kv_len=None,
                layout="NHD", causal=False, window=None, softcap=None,
                scale=None, return_lse=False, max_q_len=None, num_splits=0,
-               workspace=None, arch=None, block_n=0):
+               workspace=None, arch=None, block_n=0, sinks=None):
     """A stand-in: o = 2 q (in the layout the real launch allocates),
     lse = kv_lens, the workspace's first byte written (it is mutable)."""
     q2 = _decode._relayout_q(q)[0]
@@ -461,6 +461,36 @@ def compile_fullgraph_traces_attnc_ops():
     for a, b in zip(compiled_in, eager_in):
         assert torch.equal(a, b)
     assert not torch.equal(compiled_in[0], block_inputs()[0])  # x written
+
+
+@test
+def compile_fullgraph_traces_attention_varlen():
+    # A varlen call (max lengths as Python ints, cu_seqlens as tensors) is
+    # one torch.ops.attnc.attention_varlen node, with eager's results.
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def step(q, k, v, cuq, cuk):
+        o, lse = attnc.attention_varlen(q, k, v, cuq, cuk, 9, 9, causal=True,
+                                        return_lse=True)
+        return o * 2, lse
+
+    torch._dynamo.reset()
+    with cpu_launches():
+        q, k, v, cuq, cuk, _, _ = packed()
+        want = step(q, k, v, cuq, cuk)
+        got = torch.compile(step, fullgraph=True, backend=backend)(
+            q, k, v, cuq, cuk)
+    assert len(graphs) == 1, len(graphs)
+    targets = {str(n.target) for n in graphs[0].graph.nodes
+               if n.op == "call_function"}
+    assert "attnc.attention_varlen.default" in targets or \
+        "attnc.attention_varlen" in targets, sorted(targets)
+    for a, b in zip(got, want):
+        assert torch.equal(a, b), (a, b)
 
 
 @test
