@@ -99,6 +99,9 @@ step attention-bench-default timeout 120 "$stage/bin/attnc-gpu-attention" --bund
 step attention-bench-tma timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only tma
 step attention-bench timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench
 step attention-bench-causal timeout 300 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only causal
+# Varlen (B = 4 packed sequences of 4k) beside the dense default over the
+# same tokens and layout: issue #35's "within 3% of the padded dense kernel".
+step attention-bench-varlen timeout 120 "$stage/bin/attnc-gpu-attention" --bundle "$stage/bundle" --bench --only varlen
 step decode-gpu "$stage/bin/attnc-gpu-decode" --bundle "$stage/bundle"
 # The differential test of decode: random configurations (page sizes 1 to
 # 1000, lengths 0 and up, q_len, splits, merges), a new seed each run.

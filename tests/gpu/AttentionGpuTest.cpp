@@ -26,6 +26,7 @@
 #include "tests/gpu/GpuHarness.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -869,6 +870,20 @@ std::vector<Case> benchCases() {
         c.tiles = std::string(t.name) + " " + sync;
         cs.push_back(c);
       }
+  // Varlen against the dense kernel at the same tokens (issue #35: varlen
+  // within 3% of the padded dense kernel): B = 4 sequences of 4k tokens,
+  // packed, beside the dense default over the same memory layout (BSHD).
+  // `--bench --only varlen` runs both.
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true}) {
+      Case dense = cell(d, causal);
+      dense.tiles = "varlen dense";
+      cs.push_back(dense);
+      Case packed = cell(d, causal);
+      packed.spec.varlen = true;
+      packed.tiles = "varlen";
+      cs.push_back(packed);
+    }
   return cs;
 }
 
@@ -1186,6 +1201,24 @@ double timeCase(Context &ctx, const Case &c, int reps, bool useWorkspace,
   args.k = {reinterpret_cast<void *>(dk.ptr), {c.batch, hq, c.seqKV, d}, st};
   args.v = {reinterpret_cast<void *>(dv.ptr), {c.batch, hq, c.seqKV, d}, st};
   args.o = {reinterpret_cast<void *>(dout.ptr), {c.batch, hq, c.seqQ, d}, st};
+  // Varlen: the same memory as B packed sequences of seq_q = seq_kv tokens.
+  std::vector<int32_t> cu;
+  for (int b = 0; b <= c.batch; ++b)
+    cu.push_back(int32_t(b) * c.seqQ);
+  DeviceBuffer dcu(api, cu.size() * 4);
+  if (c.spec.varlen) {
+    CHECK_CU(api->cuMemcpyHtoD(dcu.ptr, cu.data(), cu.size() * 4));
+    const int64_t total = int64_t(c.batch) * c.seqQ;
+    const std::array<int64_t, 4> packed = {0, d, int64_t(hq) * d, 1};
+    for (TensorArg *t : {&args.q, &args.k, &args.v, &args.o}) {
+      t->shape = {1, hq, total, d};
+      t->stride = packed;
+    }
+    args.cuSeqlensQ = args.cuSeqlensK =
+        reinterpret_cast<const int32_t *>(dcu.ptr);
+    args.varlenBatch = c.batch;
+    args.maxSeqlenQ = args.maxSeqlenK = c.seqQ;
+  }
   auto wsBytes = ctx.workspaceSize(**kernel, args);
   DeviceBuffer dws(api, wsBytes.isOk() ? *wsBytes : 0);
   *takesWorkspace = wsBytes.isOk() && *wsBytes > 0;
