@@ -396,12 +396,13 @@ attnc::SpecCompiler::compile(const KernelSpec &spec) {
   } else if (spec.tuning.epilogue == "registers") {
     tile.epilogue = tgpu::Epilogue::registers;
   }
-  // Varlen kernels take neither TMA nor persistent blocks (validateSpec
-  // refuses a spec that names them): a tma schedule from elsewhere (a
-  // tuning database's entry) becomes the mbarrier rings, whose copies are
-  // bounded per row (heuristicTuning's varlen default).
-  if (varlen && tile.kvSync == tgpu::KVSync::tma) {
-    tile.kvSync = tgpu::KVSync::mbarrier;
+  // Varlen kernels: one block per tile and O from registers (validateSpec
+  // refuses a spec naming the persistent grid or the TMA epilogue); the
+  // mbarrier rings, whose copies are bounded per row, unless the spec names
+  // kv_sync "tma" (heuristicTuning's varlen default is mbarrier).
+  if (varlen) {
+    if (tile.kvSync == tgpu::KVSync::tma && spec.tuning.kvSync != "tma")
+      tile.kvSync = tgpu::KVSync::mbarrier;
     tile.grid = tgpu::Grid::tiles;
     tile.epilogue = tgpu::Epilogue::registers;
   }

@@ -206,14 +206,13 @@ Status validateSpec(const KernelSpec &spec) {
     if (spec.op != "attention_fwd")
       return invalid("varlen is an attention_fwd field; op \"" + spec.op +
                      "\" takes none");
-    // The TMA schedule's tensor maps and the persistent grid address whole
-    // tensors, not one sequence's rows: varlen kernels use the others.
-    if (spec.tuning.kvSync == "tma" || spec.tuning.grid == "persistent" ||
-        spec.tuning.epilogue == "tma")
-      return invalid("varlen kernels support neither tuning.kv_sync "
-                     "\"tma\", tuning.grid \"persistent\" nor "
-                     "tuning.epilogue \"tma\" (TMA boxes and persistent "
-                     "items would cross sequence ends); leave them unset");
+    // A persistent item assumes one length for every sequence, and the
+    // TMA store of O writes whole boxes past a sequence's end.
+    if (spec.tuning.grid == "persistent" || spec.tuning.epilogue == "tma")
+      return invalid("varlen kernels support neither tuning.grid "
+                     "\"persistent\" nor tuning.epilogue \"tma\" (persistent "
+                     "items and the TMA store of O would cross sequence "
+                     "ends); leave them unset");
   }
   if (!spec.tuning.kvSync.empty()) {
     if (!oneOf(spec.tuning.kvSync,

@@ -726,6 +726,16 @@ std::vector<Case> correctnessCases() {
   c.spec.varlen = true;
   c.qScale = 8.f;
   cs.push_back(c);
+  // sm_90a's opt-in TMA schedule for varlen (tuning.kv_sync "tma"; in the
+  // tma step, --only tma, and with --only varlen): the TMA copies start at
+  // each sequence's first row and read past its end into the next one's.
+  // The first, third and fourth varlen cases above again.
+  for (size_t from : {cs.size() - 7, cs.size() - 5, cs.size() - 4}) {
+    Case t = cs[from];
+    t.name = "varlen tma" + t.name.substr(std::string("varlen").size());
+    t.spec.tuning.kvSync = "tma";
+    cs.push_back(t);
+  }
   c = {"varlen, no keys in any sequence, B=3",
        spec(4, 2, 128, "bf16"),
        3,
@@ -882,6 +892,9 @@ std::vector<Case> benchCases() {
       Case packed = cell(d, causal);
       packed.spec.varlen = true;
       packed.tiles = "varlen";
+      cs.push_back(packed);
+      packed.spec.tuning.kvSync = "tma";
+      packed.tiles = "varlen tma";
       cs.push_back(packed);
     }
   return cs;

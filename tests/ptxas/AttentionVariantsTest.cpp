@@ -180,6 +180,21 @@ TEST_CASE("varlen attention kernels assemble for sm_80 and sm_90a without "
       if (d != 256)
         sinks.windowLeft = 64;
       assembles(sinks, /*mustNotSpill=*/false);
+      // sm_90a's opt-in TMA schedule (kv_sync "tma": the copies' row
+      // coordinates take each sequence's first row), O from registers.
+      if (std::string(arch) == "sm_90a")
+        for (bool c : {false, true}) {
+          KernelSpec tma = plain;
+          tma.causal = c;
+          tma.tuning.kvSync = "tma";
+          Result<CompiledKernel> t = SpecCompiler().compile(tma);
+          REQUIRE(t.isOk());
+          CHECK(t->meta.mappingWhy.find("kv_sync tma, rescale") !=
+                std::string::npos);
+          CHECK(t->meta.mappingWhy.find("grid tiles, epilogue registers") !=
+                std::string::npos);
+          assembles(tma, /*mustNotSpill=*/true);
+        }
     }
   }
 }

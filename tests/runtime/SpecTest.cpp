@@ -233,11 +233,19 @@ TEST_CASE("spec validation explains what is wrong", "[spec]") {
               "\"decode\" takes none");
   CHECK(error([](KernelSpec &s) {
           s.varlen = true;
-          s.tuning.kvSync = "tma";
+          s.tuning.grid = "persistent";
         }) == "invalid kernel spec: varlen kernels support neither "
-              "tuning.kv_sync \"tma\", tuning.grid \"persistent\" nor "
-              "tuning.epilogue \"tma\" (TMA boxes and persistent items "
-              "would cross sequence ends); leave them unset");
+              "tuning.grid \"persistent\" nor tuning.epilogue \"tma\" "
+              "(persistent items and the TMA store of O would cross "
+              "sequence ends); leave them unset");
+  {
+    // kv_sync "tma" is a varlen schedule (the TMA loads take each
+    // sequence's first row).
+    KernelSpec tma = sampleSpec();
+    tma.varlen = true;
+    tma.tuning.kvSync = "tma";
+    CHECK(validateSpec(tma).isOk());
+  }
   CHECK(error([](KernelSpec &s) { s.tuning.stages = -1; }) ==
         "invalid kernel spec: tuning.stages must be >= 0, 0 meaning default "
         "(got -1)");

@@ -136,17 +136,15 @@ void MapTileToWGMMAPass::runOnOperation() {
                           "memory a block can have";
             }
             // Varlen kernels address each sequence through its own view
-            // (its first row and length); the tensor maps and the
-            // persistent items address the whole tensor, so a TMA box or
-            // an item would cross a sequence's end.
+            // (its first row and length). A persistent item assumes one
+            // length for every sequence, and the TMA store of O writes
+            // whole boxes, past a sequence's end into the next one's rows.
+            // (TMA loads take the view's first row: WGMMAKVLoop.)
             if (gpu_emit::isVarlenKernel(kernel) &&
-                (sync == KVSync::tma ||
-                 sched.getGrid() == tgpu::Grid::persistent || tmaEpilogue))
+                (sched.getGrid() == tgpu::Grid::persistent || tmaEpilogue))
               return kernel.emitError()
-                     << "the wgmma mapping takes a varlen kernel with "
-                        "kv-sync barrier, mbarrier, producer or pingpong, "
-                        "grid tiles and epilogue registers, not kv-sync "
-                     << tgpu::stringifyKVSync(sync) << ", grid "
+                     << "the wgmma mapping takes a varlen kernel with grid "
+                        "tiles and epilogue registers, not grid "
                      << tgpu::stringifyGrid(sched.getGrid()) << ", epilogue "
                      << tgpu::stringifyEpilogue(sched.getEpilogue());
             if (sched.takesTurns() && launch.getBlockM() < 128)

@@ -2,6 +2,7 @@
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=32 block-n=16" -attnc-lower-tile-to-linalg | FileCheck %s --check-prefix=LINALG
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=64 block-n=32" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s --check-prefix=MMA
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=192 block-n=64" -attnc-assign-layouts="kv-sync=mbarrier" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=WGMMA
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-sync=tma" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=TMA
 
 // Varlen: the kernel takes cu_seqlens_q and cu_seqlens_k after the
 // contract's parameters; each program reads its sequence's start and end
@@ -60,6 +61,15 @@
 // WGMMA: memref.load %{{.*}} : memref<?xi32>
 // WGMMA: memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [1, 4, %{{.*}}, 64]
 // WGMMA: memref.dim
+// kv_sync tma: the tensor maps address the whole packed tensor, so each
+// TMA copy's row coordinate adds the view's first row (its offset over its
+// row stride) to the tile's row.
+// TMA: gpu.func @attention_fwd(
+// TMA: %{{.*}}, %[[OFF:.*]], %{{.*}}:4, %[[STR:.*]]:4 = memref.extract_strided_metadata
+// TMA: %[[FIRST:.*]] = arith.divui %[[OFF]], %[[STR]]#2 : index
+// TMA: %[[ROW:.*]] = arith.addi %{{.*}}, %[[FIRST]] : index
+// TMA: %[[ROW32:.*]] = arith.index_cast %[[ROW]] : index to i32
+// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %[[ROW32]], %{{.*}}, %{{.*}}]
 func.func @attention_fwd(%q: tensor<?x4x64xbf16>, %k: tensor<?x2x64xbf16>,
                          %v: tensor<?x2x64xbf16>, %cuq: tensor<?xi32>,
                          %cuk: tensor<?xi32>)
