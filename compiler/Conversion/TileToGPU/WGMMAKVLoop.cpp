@@ -215,8 +215,9 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   auto firstRowOf = [&](tile::LoadOp load) -> Value {
     auto meta = memref::ExtractStridedMetadataOp::create(
         b, loc, map.lookup(load.getSource()));
-    return arith::DivUIOp::create(b, loc, meta.getOffset(),
-                                  meta.getStrides()[2]);
+    // A zero row stride (every row the same memory) has offset 0.
+    Value stride = arith::MaxUIOp::create(b, loc, meta.getStrides()[2], idx(1));
+    return arith::DivUIOp::create(b, loc, meta.getOffset(), stride);
   };
   auto tmaTile = [&](tile::LoadOp load, Value buf, Value row, Value offset,
                      Value bar, Value tensorMap) {

@@ -63,10 +63,11 @@
 // WGMMA: memref.dim
 // kv_sync tma: the tensor maps address the whole packed tensor, so each
 // TMA copy's row coordinate adds the view's first row (its offset over its
-// row stride) to the tile's row.
+// row stride, at least 1) to the tile's row.
 // TMA: gpu.func @attention_fwd(
 // TMA: %{{.*}}, %[[OFF:.*]], %{{.*}}:4, %[[STR:.*]]:4 = memref.extract_strided_metadata
-// TMA: %[[FIRST:.*]] = arith.divui %[[OFF]], %[[STR]]#2 : index
+// TMA: %[[ST:.*]] = arith.maxui %[[STR]]#2, %{{.*}} : index
+// TMA: %[[FIRST:.*]] = arith.divui %[[OFF]], %[[ST]] : index
 // TMA: %[[ROW:.*]] = arith.addi %{{.*}}, %[[FIRST]] : index
 // TMA: %[[ROW32:.*]] = arith.index_cast %[[ROW]] : index to i32
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %[[ROW32]], %{{.*}}, %{{.*}}]
