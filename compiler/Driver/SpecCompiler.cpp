@@ -91,6 +91,7 @@ attnc::AttentionConfig attnc::attentionConfigOf(const KernelSpec &spec) {
     c.scale = static_cast<float>(*spec.scale);
   c.withLse = spec.hasLse;
   c.sinks = spec.sinks;
+  c.varlen = spec.varlen;
   return c;
 }
 
@@ -336,11 +337,12 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
 
   int64_t headDim = spec.headDim;
   int64_t elementBits = 16;
-  bool sinks = false;
+  bool sinks = false, varlen = false;
   module->walk([&](attn::AttentionOp op) {
     headDim = op.getHeadDim();
     elementBits = op.getElementType().getIntOrFloatBitWidth();
     sinks = op.hasSinks();
+    varlen = op.isVarlen();
   });
   // The runtime passes (and checks) the sinks by the spec's word.
   if (sinks != spec.sinks)
@@ -348,6 +350,12 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
                         "say sinks=true"
                       : "the spec says sinks=true but the IR's "
                         "attn.attention takes none");
+  // Likewise the cu_seqlens and the packed layout of a varlen kernel.
+  if (varlen != spec.varlen)
+    return fail(varlen ? "the IR's attn.attention is varlen: the spec must "
+                         "say varlen=true"
+                       : "the spec says varlen=true but the IR's "
+                         "attn.attention is not varlen");
   TileOptions tile = defaultTileOptions(
       GPUMapping::MMA, headDim, attentionVariantOf(*module), spec.tuning.blockM,
       spec.tuning.blockN, spec.tuning.warps, spec.tuning.stages,
@@ -444,6 +452,16 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   } else if (spec.tuning.epilogue == "registers") {
     tile.epilogue = tgpu::Epilogue::registers;
   }
+  // Varlen kernels: one block per tile and O from registers (validateSpec
+  // refuses a spec naming the persistent grid or the TMA epilogue); the
+  // mbarrier rings, whose copies are bounded per row, unless the spec names
+  // kv_sync "tma" (heuristicTuning's varlen default is mbarrier).
+  if (varlen) {
+    if (tile.kvSync == tgpu::KVSync::tma && spec.tuning.kvSync != "tma")
+      tile.kvSync = tgpu::KVSync::mbarrier;
+    tile.grid = tgpu::Grid::tiles;
+    tile.epilogue = tgpu::Epilogue::registers;
+  }
   settleWgmmaSchedule(tile, choice.mapping, spec.headDim,
                       /*epilogueRequested=*/!spec.tuning.epilogue.empty());
   CompiledKernel out;
@@ -475,10 +493,13 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   meta.blockN = tile.blockN;
   meta.dynamicSmem = info->dynamicSmem; // Q/K/V staging buffers
   meta.params = attentionFwdV1Params();
-  // Sinks: the argument attnc-tile-attention adds after the v1 parameters,
-  // before anything a mapping appends.
-  if (sinks)
+  // The optional parameters the tile kernel added after the contract's, in
+  // its order: the sinks, then the cu_seqlens (TileAttention).
+  if (spec.sinks)
     meta.params.push_back({abi::kAttentionSinksParam, ParamKind::Ptr});
+  if (varlen)
+    for (const char *name : abi::kAttentionCuSeqlensParams)
+      meta.params.push_back({name, ParamKind::Ptr});
   // kv_sync "tma": the tensor maps the mapping appended (q_tmap, k_tmap,
   // v_tmap), each for boxes of the kernel's tile rows.
   if (choice.mapping == GPUMapping::WGMMA && tmaSchedule)

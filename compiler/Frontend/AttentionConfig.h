@@ -26,6 +26,10 @@ struct AttentionConfig {
   /// Attention sinks: one learnt logit per query head in the softmax's
   /// denominator (attn.attention's `sinks` operand).
   bool sinks = false;
+  /// Packed variable-length sequences (FlashAttention's varlen contract):
+  /// Q/K/V [total, heads, head_dim] with cu_seqlens_q/k (attn.attention's
+  /// `varlen` operands); the LSE is [heads, total_q].
+  bool varlen = false;
 
   /// The window's right bound as the IR takes it (abi::windowRight:
   /// causal with (left, -1) is causal with (left, 0)).

@@ -23,11 +23,21 @@ attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
              : config.dtype == "fp16" ? Type(b.getF16Type())
                                       : Type(b.getF32Type());
   int64_t dyn = ShapedType::kDynamic;
+  // [B, H, S, D], or packed [total, H, D] with an LSE of [H, total_q].
   auto qT =
-      RankedTensorType::get({dyn, config.heads, dyn, config.headDim}, elt);
+      config.varlen
+          ? RankedTensorType::get({dyn, config.heads, config.headDim}, elt)
+          : RankedTensorType::get({dyn, config.heads, dyn, config.headDim},
+                                  elt);
   auto kvT =
-      RankedTensorType::get({dyn, config.kvHeads, dyn, config.headDim}, elt);
-  auto lseT = RankedTensorType::get({dyn, config.heads, dyn}, b.getF32Type());
+      config.varlen
+          ? RankedTensorType::get({dyn, config.kvHeads, config.headDim}, elt)
+          : RankedTensorType::get({dyn, config.kvHeads, dyn, config.headDim},
+                                  elt);
+  auto lseT =
+      config.varlen
+          ? RankedTensorType::get({config.heads, dyn}, b.getF32Type())
+          : RankedTensorType::get({dyn, config.heads, dyn}, b.getF32Type());
 
   SmallVector<Type> results{qT};
   if (config.withLse)
@@ -36,6 +46,10 @@ attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
   auto sinksT = RankedTensorType::get({config.heads}, b.getF32Type());
   if (config.sinks)
     args.push_back(sinksT);
+  auto cuT = RankedTensorType::get({dyn}, b.getI32Type());
+  const unsigned cuArg = args.size();
+  if (config.varlen)
+    args.append({cuT, cuT});
   auto fn = func::FuncOp::create(b, loc, "attention_fwd",
                                  b.getFunctionType(args, results));
   Block *body = fn.addEntryBlock();
@@ -57,7 +71,9 @@ attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
   auto op = attn::AttentionOp::create(
       b, loc, qT, config.withLse ? Type(lseT) : Type(), body->getArgument(0),
       body->getArgument(1), body->getArgument(2),
-      config.sinks ? body->getArgument(3) : Value(), scale,
+      config.sinks ? body->getArgument(3) : Value(),
+      config.varlen ? body->getArgument(cuArg) : Value(),
+      config.varlen ? body->getArgument(cuArg + 1) : Value(), scale,
       config.causal ? b.getUnitAttr() : UnitAttr(), window, softcap);
   func::ReturnOp::create(b, loc, op->getResults());
 

@@ -29,6 +29,7 @@ attnc::AttentionVariant attnc::attentionVariantOf(ModuleOp module) {
     variant.windowRight = window ? window.getRight() : -1;
     variant.softcap =
         op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
+    variant.varlen = op.isVarlen();
   });
   return variant;
 }
@@ -50,6 +51,7 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
     spec.windowLeft = variant.windowLeft;
     spec.windowRight = variant.windowRight;
     spec.softcap = variant.softcap;
+    spec.varlen = variant.varlen;
     spec.arch = arch.empty() ? "sm_80" : arch;
     TuningConfig h = heuristicTuning(spec);
     t.blockM = h.blockM;

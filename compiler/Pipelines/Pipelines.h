@@ -57,6 +57,7 @@ struct AttentionVariant {
   bool causal = false;
   int64_t windowLeft = -1, windowRight = -1;
   double softcap = 0.0;
+  bool varlen = false; // packed sequences (attn.attention's `varlen`)
 };
 /// The variant of the (last) attn.attention in `module`; none without one.
 AttentionVariant attentionVariantOf(mlir::ModuleOp module);

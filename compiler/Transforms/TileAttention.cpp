@@ -4,6 +4,13 @@
 // program per (query tile, head, batch); a loop over K/V tiles keeps the row
 // max m, row sum l and the accumulator, so the n×n score matrix never exists.
 //
+// Varlen (packed sequences with cu_seqlens): one program per (query tile,
+// head, sequence) over a grid sized by the longest sequence; each program
+// reads its sequence's start and length from cu_seqlens and works on views
+// that begin at the sequence's first row and end at its last, so loads past
+// the end read zeros (never the next sequence's rows), stores past it write
+// nothing, and the masks see positions within the sequence.
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/LaunchABI.h"
 #include "compiler/Transforms/OnlineSoftmax.h"
@@ -46,9 +53,11 @@ private:
   }
   Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   /// A [batch, heads, seq(, dim)] view of a bare pointer with the ABI's
-  /// element strides (the innermost stride is 1).
+  /// element strides (the innermost stride is 1). With `firstRow`, a
+  /// [1, heads, seq(, dim)] view of rows [firstRow, firstRow + seq) (one
+  /// sequence of a packed varlen batch).
   Value view(Value ptr, int64_t heads, Value seq, ArrayRef<Value> strides,
-             bool withDim);
+             bool withDim, Value firstRow = Value());
   void cloneRegion(Region &from, Region &to);
 
   OpBuilder &b;
@@ -60,11 +69,14 @@ private:
 };
 
 Value KernelBuilder::view(Value ptr, int64_t heads, Value seq,
-                          ArrayRef<Value> strides, bool withDim) {
+                          ArrayRef<Value> strides, bool withDim,
+                          Value firstRow) {
   int64_t dyn = ShapedType::kDynamic;
-  SmallVector<int64_t> shape{dyn, heads, dyn};
+  SmallVector<int64_t> shape{firstRow ? 1 : dyn, heads, dyn};
   SmallVector<int64_t> layout{dyn, dyn, 1};
-  SmallVector<OpFoldResult> sizes{batch, b.getIndexAttr(heads), seq};
+  SmallVector<OpFoldResult> sizes{firstRow ? OpFoldResult(b.getIndexAttr(1))
+                                           : OpFoldResult(batch),
+                                  b.getIndexAttr(heads), seq};
   SmallVector<OpFoldResult> strideVals{strides[0], strides[1],
                                        b.getIndexAttr(1)};
   if (withDim) {
@@ -74,10 +86,17 @@ Value KernelBuilder::view(Value ptr, int64_t heads, Value seq,
     strideVals = {strides[0], strides[1], strides[2], b.getIndexAttr(1)};
   }
   Type eltType = cast<MemRefType>(ptr.getType()).getElementType();
+  OpFoldResult offset = b.getIndexAttr(0);
+  if (firstRow) {
+    // The sequence's first row, by the row stride (the LSE's is 1).
+    Value rowStride = withDim ? strides[2] : cst(1);
+    offset = Value(arith::MulIOp::create(b, loc, firstRow, rowStride));
+  }
   auto type = MemRefType::get(
-      shape, eltType, StridedLayoutAttr::get(b.getContext(), 0, layout));
-  return memref::ReinterpretCastOp::create(b, loc, type, ptr, b.getIndexAttr(0),
-                                           sizes, strideVals);
+      shape, eltType,
+      StridedLayoutAttr::get(b.getContext(), firstRow ? dyn : 0, layout));
+  return memref::ReinterpretCastOp::create(b, loc, type, ptr, offset, sizes,
+                                           strideVals);
 }
 
 void KernelBuilder::cloneRegion(Region &from, Region &to) {
@@ -99,6 +118,10 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   const unsigned sinksArg = params.size();
   if (att.hasSinks())
     params.push_back(abiParamType(ctx, abi::ParamType::F32Ptr, elt));
+  const bool varlen = att.isVarlen();
+  const unsigned cuArg = params.size();
+  if (varlen)
+    params.append(2, abiParamType(ctx, abi::ParamType::I32Ptr, elt));
   auto fn =
       func::FuncOp::create(b, loc, name, FunctionType::get(ctx, params, {}));
   fn->setAttr("tile.launch",
@@ -109,6 +132,9 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   if (att.hasSinks())
     fn.setArgAttr(sinksArg, "tile.param",
                   b.getStringAttr(abi::kAttentionSinksParam));
+  if (varlen)
+    for (auto [i, name] : llvm::enumerate(abi::kAttentionCuSeqlensParams))
+      fn.setArgAttr(cuArg + i, "tile.param", b.getStringAttr(name));
 
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -121,32 +147,84 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   int64_t hq = att.getNumHeads(), hkv = att.getNumKVHeads();
   batch = index(arg(5));
   Value seqQ = index(arg(6)), seqKV = index(arg(7));
-  Value qView = view(arg(0), hq, seqQ, strides(8), true);
-  Value kView = view(arg(1), hkv, seqKV, strides(11), true);
-  Value vView = view(arg(2), hkv, seqKV, strides(14), true);
-  Value oView = view(arg(3), hq, seqQ, strides(17), true);
+  auto programId = [&](int dim) -> Value {
+    return tile::ProgramIdOp::create(b, loc, b.getIndexType(),
+                                     b.getI32IntegerAttr(dim));
+  };
+  Value pid0, head, bIdx;
+  // The (batch) index of the views: the program's batch, or 0 in a varlen
+  // sequence's own views. bIdx stays the sequence for the score's mods.
+  Value viewBatch;
+  // Varlen: this sequence's first rows and lengths, from cu_seqlens; seqQ
+  // and seqKV become its own lengths (the arguments are the longest).
+  Value firstQ, firstK;
+  if (varlen) {
+    pid0 = programId(0);
+    head = programId(1);
+    bIdx = programId(2);
+    auto cuT = MemRefType::get({ShapedType::kDynamic}, b.getI32Type());
+    auto startEnd = [&](unsigned argNo) -> std::pair<Value, Value> {
+      Value cu = memref::ReinterpretCastOp::create(
+          b, loc, cuT, arg(argNo), b.getIndexAttr(0),
+          ArrayRef<OpFoldResult>{
+              arith::AddIOp::create(b, loc, batch, cst(1)).getResult()},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      Value next = arith::AddIOp::create(b, loc, bIdx, cst(1));
+      return {index(memref::LoadOp::create(b, loc, cu, ValueRange{bIdx})),
+              index(memref::LoadOp::create(b, loc, cu, ValueRange{next}))};
+    };
+    auto [qStart, qEnd] = startEnd(cuArg);
+    auto [kStart, kEnd] = startEnd(cuArg + 1);
+    firstQ = qStart;
+    firstK = kStart;
+    seqQ = arith::SubIOp::create(b, loc, qEnd, qStart);
+    seqKV = arith::SubIOp::create(b, loc, kEnd, kStart);
+    viewBatch = cst(0);
+  }
+  Value qView = view(arg(0), hq, seqQ, strides(8), true, firstQ);
+  Value kView = view(arg(1), hkv, seqKV, strides(11), true, firstK);
+  Value vView = view(arg(2), hkv, seqKV, strides(14), true, firstK);
+  Value oView = view(arg(3), hq, seqQ, strides(17), true, firstQ);
   Value lseView =
-      view(arg(4), hq, seqQ, {index(arg(20)), index(arg(21))}, false);
+      view(arg(4), hq, seqQ, {index(arg(20)), index(arg(21))}, false, firstQ);
 
-  Value mTile = tile::ProgramIdOp::create(b, loc, b.getIndexType(),
-                                          b.getI32IntegerAttr(0));
   // Causal: the last query tiles see the most keys. Program id 0 counts
   // them from the last, and tile.dim0_major asks the mapping to start the
   // programs with id 0 slowest: every head's longest tile first, the short
   // ones filling the tail (as FlashAttention-3 schedules causal tiles).
-  if (att.getCausal()) {
-    fn->setAttr(tile::kDim0MajorAttrName, b.getUnitAttr());
-    mTile = arith::SubIOp::create(
-        b, loc,
-        arith::SubIOp::create(
-            b, loc, arith::CeilDivSIOp::create(b, loc, seqQ, cst(blockM)),
-            cst(1)),
-        mTile);
+  Value mTile;
+  if (!varlen) {
+    mTile = programId(0);
+    if (att.getCausal()) {
+      fn->setAttr(tile::kDim0MajorAttrName, b.getUnitAttr());
+      mTile = arith::SubIOp::create(
+          b, loc,
+          arith::SubIOp::create(
+              b, loc, arith::CeilDivSIOp::create(b, loc, seqQ, cst(blockM)),
+              cst(1)),
+          mTile);
+    }
+    head = programId(1);
+    bIdx = programId(2);
+    viewBatch = bIdx;
   }
-  Value head = tile::ProgramIdOp::create(b, loc, b.getIndexType(),
-                                         b.getI32IntegerAttr(1));
-  Value bIdx = tile::ProgramIdOp::create(b, loc, b.getIndexType(),
-                                         b.getI32IntegerAttr(2));
+  // Varlen: the grid is sized for the longest sequence, so a shorter one's
+  // programs past its tiles have no rows. They get q0 at or past the
+  // sequence's end (loads read zeros, stores write nothing) and no KV tiles;
+  // causal tiles count from the sequence's own last tile.
+  Value hasRows;
+  if (varlen) {
+    Value qTiles = arith::CeilDivSIOp::create(b, loc, seqQ, cst(blockM));
+    hasRows =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, pid0, qTiles);
+    mTile = pid0;
+    if (att.getCausal()) {
+      fn->setAttr(tile::kDim0MajorAttrName, b.getUnitAttr());
+      mTile = arith::SubIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, qTiles, cst(1)), pid0);
+    }
+    mTile = arith::SelectOp::create(b, loc, hasRows, mTile, qTiles);
+  }
   // Grouped-query attention: query head h reads KV head h / (Hq / Hkv).
   Value kvHead = arith::DivUIOp::create(b, loc, head, cst(hq / hkv));
   Value q0 = arith::MulIOp::create(b, loc, mTile, cst(blockM));
@@ -164,7 +242,8 @@ func::FuncOp KernelBuilder::build(StringRef name) {
 
   auto qTileT = RankedTensorType::get({blockM, headDim}, elt);
   auto kvTileT = RankedTensorType::get({blockN, headDim}, elt);
-  Value qTile = tile::LoadOp::create(b, loc, qTileT, qView, bIdx, head, q0);
+  Value qTile =
+      tile::LoadOp::create(b, loc, qTileT, qView, viewBatch, head, q0);
 
   // KV tiles to visit. Masks are bottom-right aligned: row r's diagonal is
   // key r + (seq_kv - seq_q). Tiles wholly outside [lo, hi) are skipped,
@@ -190,14 +269,18 @@ func::FuncOp KernelBuilder::build(StringRef name) {
         b, loc, arith::DivSIOp::create(b, loc, first, cst(blockN)),
         cst(blockN));
   }
+  if (varlen) // no KV tiles for a program without rows
+    hi = arith::SelectOp::create(b, loc, hasRows, hi, lo);
 
   auto fin = buildOnlineSoftmaxLoop(
       b, loc, qTile, lo, hi, blockN, elt,
       {[&](Value k0) -> Value {
-         return tile::LoadOp::create(b, loc, kvTileT, kView, bIdx, kvHead, k0);
+         return tile::LoadOp::create(b, loc, kvTileT, kView, viewBatch, kvHead,
+                                     k0);
        },
        [&](Value k0) -> Value {
-         return tile::LoadOp::create(b, loc, kvTileT, vView, bIdx, kvHead, k0);
+         return tile::LoadOp::create(b, loc, kvTileT, vView, viewBatch, kvHead,
+                                     k0);
        },
        [&](Value s, Value k0) -> Value {
          auto score = tile::ScoreOp::create(
@@ -210,9 +293,9 @@ func::FuncOp KernelBuilder::build(StringRef name) {
          return score;
        }},
       sink);
-  tile::StoreOp::create(b, loc, fin.getOutput(), oView, bIdx, head, q0);
+  tile::StoreOp::create(b, loc, fin.getOutput(), oView, viewBatch, head, q0);
   if (att.getLse())
-    tile::StoreOp::create(b, loc, fin.getLse(), lseView, bIdx, head, q0);
+    tile::StoreOp::create(b, loc, fin.getLse(), lseView, viewBatch, head, q0);
   func::ReturnOp::create(b, loc);
   return fn;
 }

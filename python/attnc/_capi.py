@@ -55,6 +55,7 @@ class _Spec(ctypes.Structure):
         ("stages", ctypes.c_int64),
         ("warps", ctypes.c_int64),
         ("sinks", ctypes.c_int32),
+        ("varlen", ctypes.c_int32),
     ]
 
 
@@ -71,6 +72,11 @@ class _AttentionArgs(ctypes.Structure):
         ("workspace", ctypes.c_void_p),
         ("workspace_bytes", ctypes.c_size_t),
         ("sinks", ctypes.c_void_p),
+        ("cu_seqlens_q", ctypes.c_void_p),
+        ("cu_seqlens_k", ctypes.c_void_p),
+        ("varlen_batch", ctypes.c_int64),
+        ("max_seqlen_q", ctypes.c_int64),
+        ("max_seqlen_k", ctypes.c_int64),
     ]
 
 
@@ -369,6 +375,8 @@ class Spec:
     custom_ir: str = ""
     # Attention sinks: the launch passes one float32 logit per query head.
     sinks: bool = False
+    # Varlen prefill: packed [total, H, D] sequences with cu_seqlens.
+    varlen: bool = False
 
     def to_json(self):
         """The spec as a spec-file JSON object (text)."""
@@ -408,6 +416,7 @@ class Spec:
         spec.warps = self.warps
         spec.custom_ir = self.custom_ir.encode() if self.custom_ir else None
         spec.sinks = int(bool(self.sinks))
+        spec.varlen = int(bool(self.varlen))
         return spec
 
 
@@ -437,23 +446,43 @@ def _tensor_to_c(desc, name):
     return out
 
 
-def _args_to_c(q, k, v, o, lse, sinks=0):
+def _args_to_c(q, k, v, o, lse, sinks=0, varlen=None):
     args = _AttentionArgs(*(_tensor_to_c(t, n) for t, n in (
         (q, "q"), (k, "k"), (v, "v"), (o, "o"), (lse, "lse"))))
     args.sinks = sinks or None
+    if varlen is not None:
+        (args.cu_seqlens_q, args.cu_seqlens_k, args.varlen_batch,
+         args.max_seqlen_q, args.max_seqlen_k) = (
+             varlen.cu_seqlens_q or None, varlen.cu_seqlens_k or None,
+             int(varlen.batch), int(varlen.max_seqlen_q),
+             int(varlen.max_seqlen_k))
     return args
 
 
-def validate_attention(spec, q, k, v, o, lse=None, sinks=0):
+class VarlenDesc(NamedTuple):
+    """A varlen launch's sequences: the device addresses of the B + 1 i32
+    sequence starts of each side, B, and the longest lengths. With it, q,
+    k, v and o are the packed [total, H, D] tensors as [1, H, total, D]
+    descriptors and lse the [H, total_q] LSE as [1, H, total_q]."""
+
+    cu_seqlens_q: int
+    cu_seqlens_k: int
+    batch: int
+    max_seqlen_q: int
+    max_seqlen_k: int
+
+
+def validate_attention(spec, q, k, v, o, lse=None, sinks=0, varlen=None):
     """Checks launch arguments against ``spec`` with the runtime's own
     validation (attnc_attention_validate); needs no GPU and no torch.
 
     q, k, v, o, lse are TensorDesc (or anything with .data/.shape/.stride)
     in the logical [B, H, S, D] layout; lse is [B, H, S] or None; sinks an
-    integer address (0: none). Raises AttncError with the runtime's message;
-    returns None when valid."""
+    integer address (0: none); varlen a VarlenDesc for a varlen spec.
+    Raises AttncError with the runtime's message; returns None when
+    valid."""
     c_spec = spec._to_c()
-    args = _args_to_c(q, k, v, o, lse, sinks)
+    args = _args_to_c(q, k, v, o, lse, sinks, varlen)
     _check(lib().attnc_attention_validate(ctypes.byref(c_spec),
                                           ctypes.byref(args)),
            "attnc_attention_validate")
@@ -595,14 +624,15 @@ class Context:
         return out.value
 
     def launch(self, kernel, q, k, v, o, lse=None, stream=0, workspace=0,
-               workspace_bytes=0, sinks=0):
+               workspace_bytes=0, sinks=0, varlen=None):
         """Launches ``kernel`` on ``stream`` (an integer CUstream, 0: the
         legacy default stream); validates the arguments first. workspace:
         an optional device pointer of workspace_size() bytes, 256-byte
         aligned, zeroed before its first use (launches leave it zeroed).
         sinks: the device address of the float32 sink logits (one per
-        query head) of a kernel whose spec has sinks, else 0."""
-        args = _args_to_c(q, k, v, o, lse, sinks)
+        query head) of a kernel whose spec has sinks, else 0. varlen: a
+        VarlenDesc for a kernel whose spec has varlen."""
+        args = _args_to_c(q, k, v, o, lse, sinks, varlen)
         args.workspace = workspace or None
         args.workspace_bytes = int(workspace_bytes)
         _check(lib().attnc_attention_launch(self._handle, kernel,

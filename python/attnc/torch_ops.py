@@ -15,6 +15,10 @@ prints them):
 
 - attention(q, k, v, causal, window_left, window_right, softcap, scale,
   return_lse, arch, block_m, block_n, sinks=None) -> (o, lse)
+- attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+  max_seqlen_k, causal, window_left, window_right, softcap, scale,
+  return_lse, arch, block_m, block_n, sinks=None) -> (o, lse); lse is
+  [heads, total_q]
 - decode(q, k_cache, v_cache, block_table, kv_lens, max_kv_len, layout,
   causal, window_left, window_right, softcap, scale, return_lse, max_q_len,
   num_splits, workspace, arch, block_n, sinks=None) -> (o, lse); writes
@@ -42,11 +46,11 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _attention, _cache_ops, _decode, _rows
+from . import _attention, _cache_ops, _decode, _rows, _varlen
 from ._capi import AttncError
 
 # Every op this module registers, by name in torch.ops.attnc.
-OPS = ("attention", "decode", "kv_append", "merge_state", "silu_and_mul",
+OPS = ("attention", "attention_varlen", "decode", "kv_append", "merge_state", "silu_and_mul",
        "silu_and_mul_out", "gelu_and_mul", "gelu_and_mul_out",
        "fused_add_rms_norm", "fused_add_rms_norm_inplace",
        "fused_add_rms_norm_out", "rotary_embedding")
@@ -83,6 +87,38 @@ def _(q, k, v, causal, window_left, window_right, softcap, scale, return_lse,
         _attention.check_sinks(torch, sinks, q)
     return (torch.empty_like(q),
             _lse(q, (q.shape[0], q.shape[2], q.shape[1]), return_lse))
+
+
+# --- attention_varlen --------------------------------------------------------
+
+
+@torch.library.custom_op("attnc::attention_varlen", mutates_args=())
+def attention_varlen(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor,
+                     cu_seqlens_k: Tensor, max_seqlen_q: int,
+                     max_seqlen_k: int, causal: bool, window_left: int,
+                     window_right: int, softcap: Optional[float],
+                     scale: Optional[float], return_lse: bool,
+                     arch: Optional[str], block_m: int, block_n: int,
+                     sinks: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+    out = _varlen.launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                         max_seqlen_k, causal, (window_left, window_right),
+                         softcap, scale, return_lse, arch, block_m, block_n,
+                         sinks)
+    if return_lse:
+        return out
+    return out, _lse(q, None, False)
+
+
+@attention_varlen.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+      causal, window_left, window_right, softcap, scale, return_lse, arch,
+      block_m, block_n, sinks=None):
+    _varlen.check_varlen_shapes(q, k, v, cu_seqlens_q, cu_seqlens_k,
+                                max_seqlen_q, max_seqlen_k)
+    if sinks is not None:
+        _attention.check_sinks(torch, sinks, q.unsqueeze(0))
+    return (torch.empty_like(q),
+            _lse(q, (q.shape[1], q.shape[0]), return_lse))
 
 
 # --- decode ------------------------------------------------------------------

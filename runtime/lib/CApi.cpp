@@ -116,6 +116,7 @@ attnc::Result<attnc::KernelSpec> specFromC(const attnc_spec *in) {
   spec.tuning.stages = in->stages;
   spec.tuning.warps = in->warps;
   spec.sinks = in->sinks != 0;
+  spec.varlen = in->varlen != 0;
   return spec;
 }
 
@@ -136,6 +137,11 @@ attnc::AttentionArgs argsFromC(const attnc_attention_args &a) {
   args.workspace = a.workspace;
   args.workspaceBytes = a.workspace_bytes;
   args.sinks = a.sinks;
+  args.cuSeqlensQ = a.cu_seqlens_q;
+  args.cuSeqlensK = a.cu_seqlens_k;
+  args.varlenBatch = a.varlen_batch;
+  args.maxSeqlenQ = a.max_seqlen_q;
+  args.maxSeqlenK = a.max_seqlen_k;
   return args;
 }
 

@@ -516,6 +516,9 @@ Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
                       (kernel.spec_.op == "kv_append" ? "launchKVAppend"
                                                       : "launchMerge"));
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
+  // A varlen batch without sequences or query rows writes nothing.
+  if (kernel.spec_.varlen && (args.varlenBatch == 0 || args.maxSeqlenQ == 0))
+    return Status::ok();
   ATTNC_ASSIGN_OR_RETURN(
       LaunchGeometry geometry,
       attentionGeometry(
@@ -570,6 +573,8 @@ Result<size_t> Context::workspaceSize(const Kernel &kernel,
   if (kernel.combine_ || !abi::isAttentionFwdGridRule(kernel.meta_.gridRule))
     return size_t(0);
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
+  if (kernel.spec_.varlen) // varlen kernels have no stream-K tail
+    return size_t(0);
   ATTNC_ASSIGN_OR_RETURN(
       LaunchGeometry geometry,
       attentionGeometry(

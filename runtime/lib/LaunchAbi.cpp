@@ -111,6 +111,10 @@ const void *pointerValue(ParamSource source, const AttentionArgs &args) {
     return args.workspace;
   case ParamSource::Sinks:
     return args.sinks;
+  case ParamSource::CuSeqlensQ:
+    return args.cuSeqlensQ;
+  case ParamSource::CuSeqlensK:
+    return args.cuSeqlensK;
   default:
     return args.lse.data;
   }
@@ -133,12 +137,13 @@ int64_t integerValue(ParamSource source, const AttentionArgs &args,
     return sk.tilesMul;
   case ParamSource::SkTilesShr:
     return sk.tilesShr;
+  // Varlen: the number of sequences and the longest lengths.
   case ParamSource::Batch:
-    return args.q.shape[0];
+    return args.cuSeqlensQ ? args.varlenBatch : args.q.shape[0];
   case ParamSource::SeqQ:
-    return args.q.shape[2];
+    return args.cuSeqlensQ ? args.maxSeqlenQ : args.q.shape[2];
   case ParamSource::SeqKv:
-    return args.k.shape[2];
+    return args.cuSeqlensQ ? args.maxSeqlenK : args.k.shape[2];
   case ParamSource::QStrideB:
     return args.q.stride[0];
   case ParamSource::QStrideH:
@@ -343,9 +348,16 @@ Result<LaunchGeometry> attentionGeometry(const KernelMetadata &meta,
   if (meta.blockM < 1)
     return Status(ErrorCode::Unsupported,
                   "grid rule " + meta.gridRule + " needs block_m >= 1");
-  const int64_t seqQ = args.q.shape[2];
+  // Varlen: one program row per sequence, sized by the longest.
+  const bool varlen = args.cuSeqlensQ != nullptr;
+  if (varlen && persistent)
+    return Status(ErrorCode::Unsupported,
+                  "grid rule " + meta.gridRule +
+                      " cannot launch a varlen kernel (its items assume one "
+                      "length for every sequence)");
+  const int64_t seqQ = varlen ? args.maxSeqlenQ : args.q.shape[2];
   const int64_t heads = args.q.shape[1];
-  const int64_t batch = args.q.shape[0];
+  const int64_t batch = varlen ? args.varlenBatch : args.q.shape[0];
   const int64_t programs = seqQ / meta.blockM + (seqQ % meta.blockM != 0);
   LaunchGeometry geometry;
   if (persistent) {

@@ -101,6 +101,9 @@ std::string KernelSpec::canonical() const {
   // Only when set: the specs without sinks keep their strings (and keys).
   if (sinks)
     intField("sinks", 1);
+  // Likewise: the specs without varlen keep their keys.
+  if (varlen)
+    intField("varlen", 1);
   field("arch", arch);
   field("custom_ir", customIr.empty() ? "none" : xxh3_128(customIr).hex());
   intField("block_m", tuning.blockM);
@@ -199,6 +202,18 @@ Status validateSpec(const KernelSpec &spec) {
   if (spec.sinks && spec.op != "attention_fwd" && spec.op != "decode")
     return invalid("sinks are an attention_fwd and decode field; op \"" +
                    spec.op + "\" takes none");
+  if (spec.varlen) {
+    if (spec.op != "attention_fwd")
+      return invalid("varlen is an attention_fwd field; op \"" + spec.op +
+                     "\" takes none");
+    // A persistent item assumes one length for every sequence, and the
+    // TMA store of O writes whole boxes past a sequence's end.
+    if (spec.tuning.grid == "persistent" || spec.tuning.epilogue == "tma")
+      return invalid("varlen kernels support neither tuning.grid "
+                     "\"persistent\" nor tuning.epilogue \"tma\" (persistent "
+                     "items and the TMA store of O would cross sequence "
+                     "ends); leave them unset");
+  }
   if (!spec.tuning.kvSync.empty()) {
     if (!oneOf(spec.tuning.kvSync,
                {"barrier", "mbarrier", "producer", "pingpong", "tma"}))
@@ -441,6 +456,8 @@ Json specToJson(const KernelSpec &spec) {
   out.set("has_lse", spec.hasLse);
   if (spec.sinks)
     out.set("sinks", true);
+  if (spec.varlen)
+    out.set("varlen", true);
   out.set("arch", spec.arch);
   out.set("custom_ir", spec.customIr);
   out.set("tuning", std::move(tuning));
@@ -491,6 +508,7 @@ Result<KernelSpec> specFromJson(const Json &value, const std::string &where) {
   }
   reader.getBool("has_lse", spec.hasLse, false);
   reader.getBool("sinks", spec.sinks, false);
+  reader.getBool("varlen", spec.varlen, false);
   reader.getString("arch", spec.arch, false);
   reader.getString("custom_ir", spec.customIr, false);
   if (const Json *tuning =
@@ -569,6 +587,8 @@ size_t KernelSpecHash::operator()(const KernelSpec &spec) const {
   mix(spec.scale ? hashDouble(*spec.scale) : 0x5ca1e);
   mix(spec.hasLse);
   mix(spec.sinks);
+  if (spec.varlen)
+    mix(0x7a71e4);
   mix(hashString(spec.arch));
   mix(hashString(spec.customIr));
   mix(hashInt(spec.tuning.blockM));

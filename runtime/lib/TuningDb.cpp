@@ -192,6 +192,22 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
                    : "tiles";
       t.epilogue = "tma";
     }
+    // Varlen kernels: no TMA (its boxes would cross a sequence's end) and
+    // no persistent grid (its items assume one length). Of the schedules
+    // whose copies are bounded per row, the mbarrier rings at 192x64 were
+    // the fastest at every head dim (H200 B4 S4k, bench/NOTES-hopper.md
+    // "The schedules side by side": D128 434 / 357 TFLOP/s against
+    // pingpong's 353 / 329 at 128x128); 128 rows with a soft-cap, as
+    // above, and above D128, where three consumer warpgroups' 168
+    // registers spill 0.5-0.7 KiB at D256. One block per (query tile,
+    // head, sequence), O from registers.
+    if (spec.varlen && !t.kvSync.empty()) {
+      t.blockM = spec.softcap == 0.0 && spec.headDim <= 128 ? 192 : 128;
+      t.blockN = 64;
+      t.kvSync = "mbarrier";
+      t.grid = "tiles";
+      t.epilogue = "registers";
+    }
     return t;
   } else if (spec.headDim <= 128) {
     t.blockM = 128;

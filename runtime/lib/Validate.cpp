@@ -140,6 +140,61 @@ Status checkDisjoint(const char *output, const Extent &o, const char *other,
   return Status::ok();
 }
 
+// A varlen launch (spec.varlen): the packed tensors as [1, H, total, D]
+// views, B + 1 sequence starts per side, and the longest lengths that size
+// the grid. The starts' values live on the device and are not read here.
+Status validateVarlenSizes(const KernelSpec &spec, const AttentionArgs &args) {
+  if (!args.cuSeqlensQ || !args.cuSeqlensK)
+    return bad(std::string(args.cuSeqlensQ ? "cu_seqlens_k" : "cu_seqlens_q") +
+               ": data pointer is null but the kernel reads B + 1 i32 "
+               "sequence starts (spec varlen=true)");
+  for (auto [name, p] : {std::pair<const char *, const int32_t *>{
+                             "cu_seqlens_q", args.cuSeqlensQ},
+                         {"cu_seqlens_k", args.cuSeqlensK}})
+    if (reinterpret_cast<uintptr_t>(p) % alignof(int32_t))
+      return bad(std::string(name) + ": data pointer " + pointerText(p) +
+                 " is not 4-byte aligned");
+  if (args.varlenBatch < 0 || args.varlenBatch > 65535)
+    return bad("varlen batch (sequences) must be 0 to 65535 (grid z), got " +
+               std::to_string(args.varlenBatch));
+  for (auto [name, t] :
+       {std::pair<const char *, const TensorArg *>{"q", &args.q},
+        {"k", &args.k},
+        {"v", &args.v},
+        {"o", &args.o}})
+    if (t->shape[0] != 1)
+      return bad(std::string(name) +
+                 ".shape[0] must be 1 for a varlen kernel (packed [total, H, "
+                 "D] tensors as [1, H, total, D] views), got " +
+                 std::to_string(t->shape[0]));
+  if (spec.hasLse && args.lse.shape[0] != 1)
+    return bad("lse.shape[0] must be 1 for a varlen kernel (the [H, total_q] "
+               "LSE as a [1, H, total_q] view), got " +
+               std::to_string(args.lse.shape[0]));
+  const int64_t totalQ = args.q.shape[2], totalK = args.k.shape[2];
+  const std::pair<const char *, int64_t> sides[] = {{"q", args.maxSeqlenQ},
+                                                    {"k", args.maxSeqlenK}};
+  for (auto [side, maxLen] : sides) {
+    const int64_t total = side[0] == 'q' ? totalQ : totalK;
+    const std::string name = std::string("max_seqlen_") + side;
+    if (total < 0)
+      return bad(std::string(side) + ".shape[2] (total rows) is negative (" +
+                 std::to_string(total) + ")");
+    if (maxLen < 0 || maxLen > total)
+      return bad(name + " is " + std::to_string(maxLen) +
+                 "; it must be 0 to the total rows " + std::to_string(total) +
+                 " (no sequence is longer than the packed tensor)");
+    if (total > 0 && maxLen == 0 && args.varlenBatch > 0 && side[0] == 'q')
+      return bad(name + " is 0 but " + std::string(side) + " has " +
+                 std::to_string(total) +
+                 " rows: pass the longest sequence's length");
+    if (maxLen > abi::kMaxSeqLen)
+      return bad(name + " " + std::to_string(maxLen) +
+                 ": sequences longer than 2^30 are not supported");
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 Status validateSinks(const KernelSpec &spec, const float *sinks) {
@@ -163,20 +218,31 @@ Status validateAttentionArgs(const KernelSpec &spec,
   const TensorArg &o = args.o;
   const TensorArg &lse = args.lse;
 
+  const bool varlen = spec.varlen;
+  if (!varlen && (args.cuSeqlensQ || args.cuSeqlensK || args.varlenBatch ||
+                  args.maxSeqlenQ || args.maxSeqlenK))
+    return bad("cu_seqlens_q/k must be null and varlen_batch, max_seqlen_q/k "
+               "0 because the kernel was built without varlen (spec "
+               "varlen=false)");
+  if (varlen)
+    ATTNC_RETURN_IF_ERROR(validateVarlenSizes(spec, args));
+  // A varlen tensor with no rows (every sequence empty) is never read or
+  // written; its pointer may be null.
+  auto empty = [&](const TensorArg &t) { return varlen && t.shape[2] == 0; };
   for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
                          {"k", &k},
                          {"v", &v},
                          {"o", &o}})
-    if (!t->data)
+    if (!t->data && !empty(*t))
       return bad(std::string(name) + ": data pointer is null");
   // Sizes before layouts: they make the later messages meaningful.
   if (q.shape[0] < 1)
     return bad("batch must be >= 1 (q.shape[0] is " +
                std::to_string(q.shape[0]) + ")");
-  if (q.shape[2] < 1)
+  if (q.shape[2] < 1 && !varlen)
     return bad("seq_q must be >= 1 (q.shape[2] is " +
                std::to_string(q.shape[2]) + ")");
-  if (k.shape[2] < 1)
+  if (k.shape[2] < 1 && !varlen)
     return bad("seq_kv must be >= 1 (k.shape[2] is " +
                std::to_string(k.shape[2]) + ")");
   const int64_t batch = q.shape[0];
@@ -209,13 +275,18 @@ Status validateAttentionArgs(const KernelSpec &spec,
   ATTNC_RETURN_IF_ERROR(
       expectDim("o", o, 3, spec.headDim, "the kernel's spec head_dim"));
 
-  ATTNC_RETURN_IF_ERROR(checkLayout("q", q, elemSize, 4, 16));
-  ATTNC_RETURN_IF_ERROR(checkLayout("k", k, elemSize, 4, 16));
-  ATTNC_RETURN_IF_ERROR(checkLayout("v", v, elemSize, 4, 16));
-  ATTNC_RETURN_IF_ERROR(checkLayout("o", o, elemSize, 4, 16));
+  for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
+                         {"k", &k},
+                         {"v", &v},
+                         {"o", &o}})
+    if (!empty(*t))
+      ATTNC_RETURN_IF_ERROR(checkLayout(name, *t, elemSize, 4, 16));
   ATTNC_RETURN_IF_ERROR(checkNoSelfOverlap("o", o, 4));
-  const Extent qx = extentOf(q, elemSize, 4), kx = extentOf(k, elemSize, 4),
-               vx = extentOf(v, elemSize, 4), ox = extentOf(o, elemSize, 4);
+  auto extent = [&](const TensorArg &t, int64_t size, int rank) {
+    return empty(t) ? Extent{0, 0} : extentOf(t, size, rank);
+  };
+  const Extent qx = extent(q, elemSize, 4), kx = extent(k, elemSize, 4),
+               vx = extent(v, elemSize, 4), ox = extent(o, elemSize, 4);
   ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, "q", qx));
   ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, "k", kx));
   ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, "v", vx));
@@ -233,7 +304,7 @@ Status validateAttentionArgs(const KernelSpec &spec,
                  "built with has_lse=false");
     return Status::ok();
   }
-  if (!lse.data)
+  if (!lse.data && !(varlen && seqQ == 0))
     return bad("lse: data pointer is null but the kernel writes LSE "
                "(has_lse=true)");
   ATTNC_RETURN_IF_ERROR(expectDim("lse", lse, 0, batch, "q's batch"));
@@ -244,6 +315,8 @@ Status validateAttentionArgs(const KernelSpec &spec,
     return bad("lse is [B, H, S]: shape[3] and stride[3] must be 1 (got " +
                std::to_string(lse.shape[3]) + " and " +
                std::to_string(lse.stride[3]) + ")");
+  if (varlen && seqQ == 0)
+    return Status::ok();
   ATTNC_RETURN_IF_ERROR(checkLayout("lse", lse, 4, 3, 4));
   ATTNC_RETURN_IF_ERROR(checkNoSelfOverlap("lse", lse, 3));
   const Extent lx = extentOf(lse, 4, 3);

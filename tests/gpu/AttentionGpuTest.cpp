@@ -3,7 +3,8 @@
 // Loads the kernels from a bundle with the runtime alone, runs them on fresh
 // random inputs with NaN-poisoned outputs, and compares with the float64
 // reference: odd lengths, causal with Sq < Skv and Sq > Skv (fully masked
-// rows), windows, softcap, GQA/MQA, both layouts, large logits. `--bench`
+// rows), windows, softcap, GQA/MQA, both layouts, large logits, sinks, and
+// varlen batches (random lengths with 0 and 1; `--only varlen`). `--bench`
 // times the PEERS.md D=128 cells with CUDA events instead.
 //
 // Usage: attnc-gpu-attention --bundle DIR [--bench] [--only SUBSTR]
@@ -25,6 +26,7 @@
 #include "tests/gpu/GpuHarness.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +34,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -61,6 +64,9 @@ struct Case {
   // these built-in options would: the reference applies them.
   double regionSoftcap = 0;
   bool regionCausal = false;
+  // Varlen cases (spec.varlen): `batch` sequences with random lengths up to
+  // seqQ / seqKV (one 0 and one 1 among them), or keys = queries + this.
+  std::optional<int> varlenKeysMinusQueries;
 };
 
 /// attn IR for Hq/Hkv heads of dim d whose regions are written in math ops
@@ -643,6 +649,102 @@ std::vector<Case> correctnessCases() {
   c.spec.softcap = 20.0;
   c.spec.sinks = true;
   cs.push_back(c);
+  // Varlen prefill (packed sequences, cu_seqlens; runVarlenCase): random
+  // lengths with 0 and 1, padding rows before and after the sequences that
+  // must keep their poison, each sequence against float64 on its own. The
+  // sm_90a default (wgmma on the mbarrier rings) and sm_80's mma.sync.
+  c = {"varlen, GQA 8/2 D128 bf16 causal, B=5 up to 700/900",
+       spec(8, 2, 128, "bf16"),
+       5,
+       700,
+       900,
+       true};
+  c.spec.causal = true;
+  c.spec.varlen = true;
+  cs.push_back(c);
+  c = {"varlen, D128 causal, Skv = Sq + 37 (chunked prefill), B=4",
+       spec(4, 4, 128, "bf16"),
+       4,
+       500,
+       0,
+       true};
+  c.spec.causal = true;
+  c.spec.varlen = true;
+  c.varlenKeysMinusQueries = 37;
+  cs.push_back(c);
+  c = {"varlen, D64 fp16 window (100, 0) MQA 4/1, B=4 up to 513",
+       spec(4, 1, 64, "fp16"),
+       4,
+       513,
+       513,
+       true};
+  c.spec.windowLeft = 100;
+  c.spec.windowRight = 0;
+  c.spec.varlen = true;
+  cs.push_back(c);
+  c = {"varlen, D256 softcap 30 + sinks, Q x 4, B=3 up to 300",
+       spec(4, 2, 256, "bf16"),
+       3,
+       300,
+       300,
+       true};
+  c.spec.softcap = 30.0;
+  c.spec.sinks = true;
+  c.spec.varlen = true;
+  c.qScale = 4.f;
+  cs.push_back(c);
+  c = {"varlen, D192 causal + sinks, B=5 up to 400 (rows without keys)",
+       spec(4, 2, 192, "bf16"),
+       5,
+       400,
+       250,
+       true};
+  c.spec.causal = true;
+  c.spec.sinks = true;
+  c.spec.varlen = true;
+  cs.push_back(c);
+  c = {"varlen, sm_80 mma.sync, D128 GQA 4/2 causal + sinks, B=5 up to 600",
+       spec(4, 2, 128, "bf16"),
+       5,
+       600,
+       600,
+       true};
+  c.spec.arch = "sm_80";
+  c.spec.causal = true;
+  c.spec.sinks = true;
+  c.spec.varlen = true;
+  cs.push_back(c);
+  c = {"varlen, sm_80 mma.sync, D64 window (64, 16), Q x 8, B=5 up to 333",
+       spec(4, 4, 64, "bf16"),
+       5,
+       333,
+       333,
+       true};
+  c.spec.arch = "sm_80";
+  c.spec.windowLeft = 64;
+  c.spec.windowRight = 16;
+  c.spec.varlen = true;
+  c.qScale = 8.f;
+  cs.push_back(c);
+  // sm_90a's opt-in TMA schedule for varlen (tuning.kv_sync "tma"; in the
+  // tma step, --only tma, and with --only varlen): the TMA copies start at
+  // each sequence's first row and read past its end into the next one's.
+  // The first, third and fourth varlen cases above again.
+  for (size_t from : {cs.size() - 7, cs.size() - 5, cs.size() - 4}) {
+    Case t = cs[from];
+    t.name = "varlen tma" + t.name.substr(std::string("varlen").size());
+    t.spec.tuning.kvSync = "tma";
+    cs.push_back(t);
+  }
+  c = {"varlen, no keys in any sequence, B=3",
+       spec(4, 2, 128, "bf16"),
+       3,
+       200,
+       0,
+       true};
+  c.spec.varlen = true;
+  c.varlenKeysMinusQueries = -1000000;
+  cs.push_back(c);
   return cs;
 }
 
@@ -778,6 +880,23 @@ std::vector<Case> benchCases() {
         c.tiles = std::string(t.name) + " " + sync;
         cs.push_back(c);
       }
+  // Varlen against the dense kernel at the same tokens (issue #35: varlen
+  // within 3% of the padded dense kernel): B = 4 sequences of 4k tokens,
+  // packed, beside the dense default over the same memory layout (BSHD).
+  // `--bench --only varlen` runs both.
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true}) {
+      Case dense = cell(d, causal);
+      dense.tiles = "varlen dense";
+      cs.push_back(dense);
+      Case packed = cell(d, causal);
+      packed.spec.varlen = true;
+      packed.tiles = "varlen";
+      cs.push_back(packed);
+      packed.spec.tuning.kvSync = "tma";
+      packed.tiles = "varlen tma";
+      cs.push_back(packed);
+    }
   return cs;
 }
 
@@ -904,6 +1023,159 @@ test::AttentionComparison runCase(Context &ctx, const Case &c,
                                 c.seqQ, d);
 }
 
+/// `n` random lengths in [0, maxLen] with one 0 and one 1 among them.
+std::vector<int> randomLengths(int n, int maxLen, std::mt19937_64 &rng) {
+  std::uniform_int_distribution<int> len(0, std::max(maxLen, 0));
+  std::vector<int> out(n);
+  for (int &x : out)
+    x = len(rng);
+  if (n >= 2 && maxLen >= 1) {
+    std::uniform_int_distribution<int> at(0, n - 1);
+    int zero = at(rng), one = at(rng);
+    while (one == zero)
+      one = at(rng);
+    out[zero] = 0;
+    out[one] = 1;
+  }
+  return out;
+}
+
+/// A varlen case: packed [total, H, D] Q/K/V/O (rows of H·D elements) with
+/// padding rows before the first and after the last sequence, LSE [Hq,
+/// total_q]; O and LSE poisoned with NaN, each sequence compared with the
+/// float64 reference on its own (the worst sequence's errors are
+/// returned), and the padding rows must still be NaN (counted as
+/// maskedWrong otherwise).
+test::AttentionComparison runVarlenCase(Context &ctx, const Case &c,
+                                        std::mt19937_64 &rng) {
+  const DriverApi *api = &ctx.driver();
+  auto kernel = ctx.getKernel(c.spec);
+  if (!kernel.isOk()) {
+    std::fprintf(stderr, "getKernel: %s\n", kernel.status().message().c_str());
+    std::exit(1);
+  }
+  const KernelSpec &s = c.spec;
+  const bool bf16 = s.dtype == "bf16";
+  const int hq = s.heads, hkv = s.kvHeads, d = s.headDim;
+  std::vector<int> lensQ = randomLengths(c.batch, c.seqQ, rng), lensK;
+  if (c.varlenKeysMinusQueries)
+    for (int l : lensQ)
+      lensK.push_back(std::max(0, l + *c.varlenKeysMinusQueries));
+  else
+    lensK = randomLengths(c.batch, c.seqKV, rng);
+  const int padQ = 5, padK = 3;
+  std::vector<int32_t> cuQ{padQ}, cuK{padK};
+  for (int b = 0; b < c.batch; ++b) {
+    cuQ.push_back(cuQ.back() + lensQ[b]);
+    cuK.push_back(cuK.back() + lensK[b]);
+  }
+  const int totalQ = cuQ.back() + padQ, totalK = cuK.back() + padK;
+  std::printf("     lengths q/k:");
+  for (int b = 0; b < c.batch; ++b)
+    std::printf(" %d/%d", lensQ[b], lensK[b]);
+  std::printf("\n");
+  const int64_t sQ = int64_t(hq) * d, sK = int64_t(hkv) * d;
+  std::vector<uint16_t> q(size_t(totalQ) * sQ), k(size_t(totalK) * sK),
+      v(size_t(totalK) * sK), o(q.size());
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (auto &x : q)
+    x = test::toHalfBits(bf16, normal(rng) * c.qScale);
+  for (auto *t : {&k, &v})
+    for (auto &x : *t)
+      x = test::toHalfBits(bf16, normal(rng));
+  std::vector<float> lse(size_t(hq) * totalQ);
+  DeviceBuffer dq(api, q.size() * 2), dk(api, k.size() * 2),
+      dv(api, v.size() * 2), dout(api, o.size() * 2), dlse(api, lse.size() * 4),
+      dcuQ(api, cuQ.size() * 4), dcuK(api, cuK.size() * 4);
+  CHECK_CU(api->cuMemcpyHtoD(dq.ptr, q.data(), q.size() * 2));
+  CHECK_CU(api->cuMemcpyHtoD(dk.ptr, k.data(), k.size() * 2));
+  CHECK_CU(api->cuMemcpyHtoD(dv.ptr, v.data(), v.size() * 2));
+  CHECK_CU(api->cuMemcpyHtoD(dcuQ.ptr, cuQ.data(), cuQ.size() * 4));
+  CHECK_CU(api->cuMemcpyHtoD(dcuK.ptr, cuK.data(), cuK.size() * 4));
+  CHECK_CU(api->cuMemsetD8(dout.ptr, 0xFF, o.size() * 2));
+  CHECK_CU(api->cuMemsetD8(dlse.ptr, 0xFF, lse.size() * 4));
+  AttentionArgs args;
+  args.q = {dq.get(), {1, hq, totalQ, d}, {0, d, sQ, 1}};
+  args.k = {dk.get(), {1, hkv, totalK, d}, {0, d, sK, 1}};
+  args.v = {dv.get(), {1, hkv, totalK, d}, {0, d, sK, 1}};
+  args.o = {dout.get(), {1, hq, totalQ, d}, {0, d, sQ, 1}};
+  args.lse = {dlse.get(), {1, hq, totalQ, 1}, {0, totalQ, 1, 1}};
+  args.cuSeqlensQ = reinterpret_cast<const int32_t *>(dcuQ.ptr);
+  args.cuSeqlensK = reinterpret_cast<const int32_t *>(dcuK.ptr);
+  args.varlenBatch = c.batch;
+  args.maxSeqlenQ = *std::max_element(lensQ.begin(), lensQ.end());
+  args.maxSeqlenK = *std::max_element(lensK.begin(), lensK.end());
+  const std::vector<float> sinks = test::randomSinks(s.sinks, hq, rng);
+  DeviceBuffer dsinks(api, std::max<size_t>(sinks.size(), 1) * 4);
+  if (s.sinks) {
+    CHECK_CU(api->cuMemcpyHtoD(dsinks.ptr, sinks.data(), sinks.size() * 4));
+    args.sinks = reinterpret_cast<const float *>(dsinks.ptr);
+  }
+  Status st = ctx.launch(**kernel, args, nullptr);
+  if (!st.isOk()) {
+    std::fprintf(stderr, "launch: %s\n", st.message().c_str());
+    std::exit(1);
+  }
+  CHECK_CU(api->cuCtxSynchronize());
+  CHECK_CU(api->cuMemcpyDtoH(o.data(), dout.ptr, o.size() * 2));
+  CHECK_CU(api->cuMemcpyDtoH(lse.data(), dlse.ptr, lse.size() * 4));
+
+  test::AttentionComparison worst;
+  auto toDouble = [&](uint16_t x) {
+    return double(test::fromHalfBits(bf16, x));
+  };
+  for (int b = 0; b < c.batch; ++b) {
+    const int lq = lensQ[b];
+    if (lq == 0)
+      continue;
+    templates::ReferenceProblem p;
+    p.batch = 1;
+    p.headsQ = hq;
+    p.headsKV = hkv;
+    p.seqQ = lq;
+    p.seqKV = lensK[b];
+    p.headDim = d;
+    p.scale = s.effectiveScale();
+    p.softcap = s.softcap;
+    p.causal = s.causal;
+    p.windowLeft = int(s.windowLeft);
+    p.windowRight = int(s.windowRight);
+    p.sinks.assign(sinks.begin(), sinks.end());
+    std::vector<double> refO(size_t(hq) * lq * d), refLse(size_t(hq) * lq);
+    templates::referenceAttention(p, q.data() + cuQ[b] * sQ, {0, d, sQ},
+                                  k.data() + cuK[b] * sK, {0, d, sK},
+                                  v.data() + cuK[b] * sK, {0, d, sK}, toDouble,
+                                  refO.data(), refLse.data());
+    std::vector<uint16_t> seqO(o.begin() + cuQ[b] * sQ,
+                               o.begin() + cuQ[b + 1] * sQ);
+    std::vector<float> seqLse;
+    for (int h = 0; h < hq; ++h)
+      for (int i = 0; i < lq; ++i)
+        seqLse.push_back(lse[size_t(h) * totalQ + cuQ[b] + i]);
+    test::AttentionComparison r = test::compareAttention(
+        bf16, seqO, {0, d, sQ, 1}, seqLse, refO, refLse, 1, hq, lq, d);
+    worst.relL2 = std::max(worst.relL2, r.relL2);
+    worst.lseErr = std::max(worst.lseErr, r.lseErr);
+    worst.nonFinite += r.nonFinite;
+    worst.maskedRows += r.maskedRows;
+    worst.maskedWrong += r.maskedWrong;
+  }
+  // The padding rows: never written (O and LSE still NaN).
+  int written = 0;
+  for (int r = 0; r < totalQ; ++r) {
+    if (r >= cuQ.front() && r < cuQ.back())
+      continue;
+    for (int64_t x = 0; x < sQ; ++x)
+      written += !std::isnan(test::fromHalfBits(bf16, o[size_t(r) * sQ + x]));
+    for (int h = 0; h < hq; ++h)
+      written += !std::isnan(lse[size_t(h) * totalQ + r]);
+  }
+  if (written)
+    std::printf("     %d elements of the padding rows were written\n", written);
+  worst.maskedWrong += written;
+  return worst;
+}
+
 /// The GPU mapping the compiler chose for a case's kernel (its metadata).
 std::string mappingOf(Context &ctx, const Case &c) {
   auto kernel = ctx.getKernel(c.spec);
@@ -942,6 +1214,24 @@ double timeCase(Context &ctx, const Case &c, int reps, bool useWorkspace,
   args.k = {reinterpret_cast<void *>(dk.ptr), {c.batch, hq, c.seqKV, d}, st};
   args.v = {reinterpret_cast<void *>(dv.ptr), {c.batch, hq, c.seqKV, d}, st};
   args.o = {reinterpret_cast<void *>(dout.ptr), {c.batch, hq, c.seqQ, d}, st};
+  // Varlen: the same memory as B packed sequences of seq_q = seq_kv tokens.
+  std::vector<int32_t> cu;
+  for (int b = 0; b <= c.batch; ++b)
+    cu.push_back(int32_t(b) * c.seqQ);
+  DeviceBuffer dcu(api, cu.size() * 4);
+  if (c.spec.varlen) {
+    CHECK_CU(api->cuMemcpyHtoD(dcu.ptr, cu.data(), cu.size() * 4));
+    const int64_t total = int64_t(c.batch) * c.seqQ;
+    const std::array<int64_t, 4> packed = {0, d, int64_t(hq) * d, 1};
+    for (TensorArg *t : {&args.q, &args.k, &args.v, &args.o}) {
+      t->shape = {1, hq, total, d};
+      t->stride = packed;
+    }
+    args.cuSeqlensQ = args.cuSeqlensK =
+        reinterpret_cast<const int32_t *>(dcu.ptr);
+    args.varlenBatch = c.batch;
+    args.maxSeqlenQ = args.maxSeqlenK = c.seqQ;
+  }
   auto wsBytes = ctx.workspaceSize(**kernel, args);
   DeviceBuffer dws(api, wsBytes.isOk() ? *wsBytes : 0);
   *takesWorkspace = wsBytes.isOk() && *wsBytes > 0;
@@ -1065,7 +1355,9 @@ int main(int argc, char **argv) {
       continue;
     }
     std::printf("run  %s\n", c.name.c_str());
-    test::AttentionComparison r = runCase(contextFor(c.blocks), c, rng);
+    test::AttentionComparison r =
+        c.spec.varlen ? runVarlenCase(contextFor(c.blocks), c, rng)
+                      : runCase(contextFor(c.blocks), c, rng);
     bool ok = r.ok(1e-2, 1e-3);
     std::printf("%s %-48s [%s] rel L2 %.2e  LSE err %.2e  masked rows %d  "
                 "non-finite %d  masked wrong %d\n",

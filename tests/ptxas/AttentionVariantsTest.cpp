@@ -22,6 +22,7 @@
 #include "compiler/Driver/SpecCompiler.h"
 #include "compiler/Target/NVPTX/Ptxas.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
@@ -54,7 +55,9 @@ void assembles(const KernelSpec &spec, bool mustNotSpill,
   // per 64 rows and, kv_sync tma, the producer's), and shared memory that an
   // sm_80 block can have (163 KiB; sm_90: 227 KiB).
   const bool producer =
-      k->meta.mappingWhy.find("; kv_sync tma,") != std::string::npos;
+      k->meta.mappingWhy.find("; kv_sync tma,") != std::string::npos ||
+      k->meta.mappingWhy.find("; kv_sync pingpong,") != std::string::npos ||
+      k->meta.mappingWhy.find("; kv_sync producer,") != std::string::npos;
   CHECK(k->meta.block[0] == (k->meta.mapping == "wgmma"
                                  ? 2 * k->meta.blockM + (producer ? 128 : 0)
                                  : 32 * heuristicTuning(spec).warps));
@@ -68,10 +71,12 @@ void assembles(const KernelSpec &spec, bool mustNotSpill,
   REQUIRE(r.ok);
   REQUIRE(r.kernels.size() == 1);
   const KernelResources &res = r.kernels[0];
-  std::printf("%-6s %-4s D=%-3lld %-22s %3lld registers %6lld B smem, "
+  std::printf("%-6s %-4s D=%-3lld %s%-22s %3lld registers %6lld B smem, "
               "%6lld B dynamic smem, spills %lld/%lld B\n",
               ptxasArch.c_str(), spec.dtype.c_str(), (long long)spec.headDim,
-              spec.windowLeft >= 0 ? "window+softcap"
+              spec.varlen ? "varlen " : "",
+              spec.sinks             ? "sinks"
+              : spec.windowLeft >= 0 ? "window+softcap"
               : spec.causal  ? (spec.softcap ? "causal+softcap" : "causal")
               : spec.softcap ? "softcap"
                              : "no mask",
@@ -157,4 +162,105 @@ TEST_CASE("sm_80 D128 GQA 32/8 kernels do not spill",
     const bool sm80 = std::string(gpu) == "sm_80";
     assembles(causal, /*mustNotSpill=*/!sm80, sm80 ? 4 : -1, gpu);
   }
+}
+
+TEST_CASE("varlen attention kernels assemble for sm_80 and sm_90a without "
+          "spills",
+          "[ptxas][attention][varlen]") {
+  // Varlen kernels (packed sequences, cu_seqlens): mma.sync on sm_80, and
+  // on sm_90a wgmma on the mbarrier rings (no TMA, no persistent grid),
+  // with the same spill rules as the dense kernels of the same shape.
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    for (int64_t d : {64, 128, 192, 256}) {
+      KernelSpec plain = variant(d, "bf16", arch);
+      plain.varlen = true;
+      SpecCompiler compiler;
+      Result<CompiledKernel> k = compiler.compile(plain);
+      REQUIRE(k.isOk());
+      if (std::string(arch) == "sm_90a") {
+        CHECK(k->meta.mapping == "wgmma");
+        CHECK(k->meta.mappingWhy.find("kv_sync mbarrier, rescale") !=
+              std::string::npos);
+        CHECK(k->meta.mappingWhy.find("grid tiles, epilogue registers") !=
+              std::string::npos);
+      }
+      // The kernel takes the cu_seqlens last, by name.
+      REQUIRE(k->meta.params.size() >= 2);
+      CHECK(k->meta.params[k->meta.params.size() - 2].name == "cu_seqlens_q");
+      CHECK(k->meta.params.back().name == "cu_seqlens_k");
+      // sm_80 D128 (255 registers): the per-sequence view offsets cost the
+      // non-causal kernel the causal one's 4 B spill each way too.
+      const bool mma128 = d == 128 && std::string(arch) == "sm_80";
+      // sm_90a: every head dim (the dense kernels' TMA rings there do not
+      // spill either); sm_80: up to D128, as the dense kernels.
+      const bool required = std::string(arch) == "sm_90a" || d <= 128;
+      assembles(plain, required && !mma128, mma128 ? 4 : -1);
+      KernelSpec causal = plain;
+      causal.causal = true;
+      assembles(causal, required && !mma128, mma128 ? 4 : -1);
+      // Sinks and a sliding window (not at D256, where sm_90a falls back to
+      // mma.sync for a left bound): reported, not required.
+      KernelSpec sinks = causal;
+      sinks.sinks = true;
+      if (d != 256)
+        sinks.windowLeft = 64;
+      assembles(sinks, /*mustNotSpill=*/false);
+      // sm_90a's opt-in TMA schedule (kv_sync "tma": the copies' row
+      // coordinates take each sequence's first row), O from registers.
+      if (std::string(arch) == "sm_90a")
+        for (bool c : {false, true}) {
+          KernelSpec tma = plain;
+          tma.causal = c;
+          tma.tuning.kvSync = "tma";
+          Result<CompiledKernel> t = SpecCompiler().compile(tma);
+          REQUIRE(t.isOk());
+          CHECK(t->meta.mappingWhy.find("kv_sync tma, rescale") !=
+                std::string::npos);
+          CHECK(t->meta.mappingWhy.find("grid tiles, epilogue registers") !=
+                std::string::npos);
+          assembles(tma, /*mustNotSpill=*/true);
+        }
+    }
+  }
+}
+
+TEST_CASE("the kernel metadata lists every parameter the PTX entry takes",
+          "[ptxas][attention][params]") {
+  // The runtime packs exactly meta.params: the optional parameters the tile
+  // kernel adds (sinks, cu_seqlens) and those the wgmma mapping appends
+  // (tensor maps, the stream-K schedule and workspace) must all be there,
+  // in the entry's order (a sinks kernel once had no "sinks" in its
+  // metadata and was launched one pointer short).
+  auto entryParams = [](const std::string &ptx) {
+    size_t at = ptx.find(".entry ");
+    REQUIRE(at != std::string::npos);
+    size_t end = ptx.find(')', at);
+    size_t n = 0;
+    for (size_t p = ptx.find(".param", at); p < end;
+         p = ptx.find(".param", p + 1))
+      ++n;
+    return n;
+  };
+  for (const char *arch : {"sm_80", "sm_90a"})
+    for (bool sinks : {false, true})
+      for (bool varlen : {false, true})
+        for (bool causal : {false, true}) {
+          KernelSpec s = variant(128, "bf16", arch);
+          s.sinks = sinks;
+          s.varlen = varlen;
+          s.causal = causal;
+          INFO("spec " << s.canonical());
+          SpecCompiler compiler;
+          Result<CompiledKernel> k = compiler.compile(s);
+          REQUIRE(k.isOk());
+          CHECK(k->meta.params.size() == entryParams(k->ptx));
+          auto named = [&](const char *name) {
+            return std::count_if(
+                k->meta.params.begin(), k->meta.params.end(),
+                [&](const KernelParam &p) { return p.name == name; });
+          };
+          CHECK(named("sinks") == (sinks ? 1 : 0));
+          CHECK(named("cu_seqlens_q") == (varlen ? 1 : 0));
+          CHECK(named("cu_seqlens_k") == (varlen ? 1 : 0));
+        }
 }

@@ -267,6 +267,116 @@ def validate_sinks_against_the_spec():
                  "overlaps sinks", status=INVALID_ARGUMENT)
 
 
+# --- varlen: packed sequences with cu_seqlens --------------------------------
+
+
+VARLEN = attnc.Spec(heads=8, kv_heads=2, head_dim=64, varlen=True,
+                    has_lse=True)
+
+
+def packed(total_q=100, total_k=140, h=8, hkv=2, d=64, **kw):
+    return (FakeTensor((total_q, h, d), **kw), FakeTensor((total_k, hkv, d), **kw),
+            FakeTensor((total_k, hkv, d), **kw))
+
+
+def varlen_descs(q, k, v, o=None, lse=None):
+    from attnc import _varlen
+    o = o if o is not None else FakeTensor(q.shape, q.stride())
+    lse = lse if lse is not None else FakeTensor(
+        (q.shape[1], q.shape[0]), dtype="torch.float32")
+    return ([_varlen.describe_packed(t) for t in (q, k, v, o)],
+            _varlen.describe_varlen_lse(lse))
+
+
+def varlen_desc(batch=3, max_q=60, max_k=80, cu_q=0x7f0000200000,
+                cu_k=0x7f0000300000):
+    return attnc.VarlenDesc(cu_q, cu_k, batch, max_q, max_k)
+
+
+@test
+def validate_varlen_valid_and_packed_views():
+    # Packed [total, H, D] tensors become [1, H, total, D] views whose
+    # head and token strides are the tensor's; the LSE [H, total_q] becomes
+    # [1, H, total_q].
+    from attnc import _varlen
+    q, k, v = packed()
+    d, lse = varlen_descs(q, k, v)
+    assert tuple(d[0].shape) == (1, 8, 100, 64), d[0]
+    assert tuple(d[0].stride) == (0, 64, 512, 1), d[0]
+    assert tuple(lse.shape) == (1, 8, 100) and tuple(lse.stride) == (0, 100, 1)
+    attnc.validate_attention(VARLEN, *d, lse=lse, varlen=varlen_desc())
+    # Every sequence empty, with empty tensors whose pointers are null.
+    e = [FakeTensor((0, 8, 64), data=0), FakeTensor((0, 2, 64), data=0),
+         FakeTensor((0, 2, 64), data=0)]
+    d, lse = varlen_descs(*e, o=FakeTensor((0, 8, 64), data=0),
+                          lse=FakeTensor((8, 0), dtype="torch.float32",
+                                         data=0))
+    attnc.validate_attention(VARLEN, *d, lse=lse,
+                             varlen=varlen_desc(batch=2, max_q=0, max_k=0))
+    assert _varlen.check_varlen_shapes(
+        q, k, v, FakeTensor((4,), dtype="torch.int32"),
+        FakeTensor((4,), dtype="torch.int32"), 60, 80) == "bf16"
+
+
+@test
+def validate_varlen_rejects_bad_arguments():
+    q, k, v = packed()
+    d, lse = varlen_descs(q, k, v)
+
+    def check(varlen, *fragments, spec=VARLEN, descs=None, lse_desc=lse):
+        expect_error(lambda: attnc.validate_attention(
+            spec, *(descs or d), lse=lse_desc, varlen=varlen), *fragments,
+            status=INVALID_ARGUMENT)
+
+    check(None, "cu_seqlens_q: data pointer is null")
+    check(varlen_desc(cu_k=0), "cu_seqlens_k: data pointer is null")
+    check(varlen_desc(cu_q=0x7f0000200002), "cu_seqlens_q", "not 4-byte")
+    check(varlen_desc(max_q=101), "max_seqlen_q is 101", "total rows 100")
+    check(varlen_desc(max_k=-1), "max_seqlen_k is -1")
+    check(varlen_desc(max_q=0), "max_seqlen_q is 0 but q has 100 rows")
+    check(varlen_desc(batch=70000), "varlen batch", "65535")
+    # A dense [B, H, S, D] view is not a packed one.
+    dense = descs(*qkv())
+    check(varlen_desc(), "q.shape[0] must be 1 for a varlen kernel",
+          descs=dense, lse_desc=None)
+    # A spec without varlen takes no cu_seqlens.
+    check(varlen_desc(), "built without varlen",
+          spec=attnc.Spec(heads=8, kv_heads=2, head_dim=64, has_lse=True))
+    # The output may not overlap an input (as for dense kernels).
+    d2, _ = varlen_descs(q, k, v, o=q)
+    check(varlen_desc(), "overlaps q", descs=d2)
+
+
+@test
+def varlen_python_checks():
+    # attnc.attention_varlen's own checks, before any device or torch.
+    from attnc import _varlen
+    i32 = "torch.int32"
+    q, k, v = packed()
+    cu = FakeTensor((4,), dtype=i32)
+
+    def check(*fragments, **kw):
+        args = dict(q=q, k=k, v=v, cu_seqlens_q=cu, cu_seqlens_k=cu,
+                    max_seqlen_q=60, max_seqlen_k=80)
+        args.update(kw)
+        expect_error(lambda: _varlen.check_varlen_shapes(**args), *fragments)
+
+    check("expected 3 dims [total, heads, head_dim]",
+          q=FakeTensor((2, 50, 8, 64)))
+    check("cu_seqlens_q must be a 1-D torch.int32",
+          cu_seqlens_q=FakeTensor((4,), dtype="torch.int64"))
+    check("cu_seqlens_q has 4 entries but cu_seqlens_k 3",
+          cu_seqlens_k=FakeTensor((3,), dtype=i32))
+    check("max_seqlen_q is 101", max_seqlen_q=101)
+    check("max_seqlen_k must be an int", max_seqlen_k=1.5)
+    check("not a multiple of k/v's 3 heads", k=FakeTensor((140, 3, 64)),
+          v=FakeTensor((140, 3, 64)))
+    check("q.stride(2) (head_dim) is 2", q=FakeTensor((100, 8, 64),
+                                                      (1024, 128, 2)))
+    check("q has dtype torch.float32", q=FakeTensor((100, 8, 64),
+                                                    dtype="torch.float32"))
+
+
 @test
 def validate_null_pointer():
     q, k, v = qkv()

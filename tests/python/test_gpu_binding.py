@@ -3,7 +3,8 @@
 
 attnc.attention on real CUDA tensors against a float64 reference: BSHD and
 transposed-BHSD inputs, GQA, causal with Sq != Skv, window + softcap, LSE,
-fully masked rows, attention sinks (eager and under torch.compile); outputs
+fully masked rows, attention sinks (eager and under torch.compile), varlen
+batches (attnc.attention_varlen, random lengths with 0 and 1); outputs
 checked for NaN/Inf; the error paths that need a
 GPU (a CPU tensor, a kernel that is not bundled). Fresh random inputs each
 run. Exits 77 with "skipped: no CUDA device" without torch or a GPU. Needs
@@ -122,6 +123,74 @@ case("sinks, D64 fp16 BHSD view, Sq=100 Skv=1000", 1, 100, 1000, 6, 6, 64, torch
      sinks=True)
 case("sinks under torch.compile(fullgraph=True), GQA 8/2 D128 causal", 1, 300, 200, 8, 2, 128,
      torch.bfloat16, causal=True, sinks=True, compiled=True)
+
+def varlen_case(name, b, max_q, max_k, hq, hk, d, dtype, causal=False,
+                window=None, softcap=None, sinks=False, compiled=False,
+                keys_minus_queries=None):
+    """attnc.attention_varlen on packed sequences with random lengths (one 0
+    and one 1 among them) against reference() per sequence."""
+    g = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
+    lens_q = torch.randint(0, max_q + 1, (b,), generator=g, device="cuda").tolist()
+    lens_k = torch.randint(0, max_k + 1, (b,), generator=g, device="cuda").tolist()
+    zero, one = torch.randperm(b, generator=g, device="cuda")[:2].tolist()
+    lens_q[zero], lens_q[one] = 0, 1
+    lens_k[one], lens_k[zero] = 0, 1
+    if keys_minus_queries is not None:
+        lens_k = [max(0, n + keys_minus_queries) for n in lens_q]
+    cu_q = torch.tensor([0] + lens_q, device="cuda").cumsum(0).to(torch.int32)
+    cu_k = torch.tensor([0] + lens_k, device="cuda").cumsum(0).to(torch.int32)
+    tq, tk = int(cu_q[-1]), int(cu_k[-1])
+    q = torch.randn(tq, hq, d, device="cuda", dtype=dtype, generator=g)
+    k = torch.randn(tk, hk, d, device="cuda", dtype=dtype, generator=g)
+    v = torch.randn(tk, hk, d, device="cuda", dtype=dtype, generator=g)
+    s = None
+    if sinks:
+        s = 2 * torch.randn(hq, device="cuda", generator=g) + 2
+        s[2::3] += 10
+    def run(q, k, v, cu_q, cu_k, s):
+        return attnc.attention_varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k),
+                                      causal=causal, window=window, softcap=softcap,
+                                      return_lse=True, sinks=s)
+    if compiled:
+        run = torch.compile(run, fullgraph=True)
+    try:
+        o, lse = run(q, k, v, cu_q, cu_k, s)
+        torch.cuda.synchronize()
+    except attnc.AttncError as e:
+        check(name, False, str(e))
+        return
+    ok, worst_rel, worst_lse, detail = True, 0.0, 0.0, ""
+    for i in range(b):
+        q0, q1, k0, k1 = int(cu_q[i]), int(cu_q[i + 1]), int(cu_k[i]), int(cu_k[i + 1])
+        if q1 == q0:
+            continue
+        ro, rlse = reference(q[None, q0:q1], k[None, k0:k1], v[None, k0:k1], causal, window,
+                             softcap, s)
+        so, slse = o[q0:q1].double(), lse[:, q0:q1].double()
+        ro, rlse = ro[0], rlse[0]
+        finite = bool(torch.isfinite(so).all())
+        rel = float((so - ro).norm() / ro.norm().clamp_min(1e-300)) if ro.norm() > 0 else float(so.abs().max())
+        masked = torch.isinf(rlse)
+        lse_err = float((slse[~masked] - rlse[~masked]).abs().max()) if (~masked).any() else 0.0
+        masked_ok = bool((slse[masked] == rlse[masked]).all())
+        worst_rel, worst_lse = max(worst_rel, rel), max(worst_lse, lse_err)
+        if not (finite and masked_ok):
+            ok, detail = False, f"sequence {i}: finite {finite}, masked rows {masked_ok}; "
+    ok = ok and worst_rel <= 1e-2 and worst_lse <= 1e-3
+    check(name, ok, detail + f"lengths q/k {list(zip(lens_q, lens_k))}, worst rel L2 "
+          f"{worst_rel:.2e}, LSE err {worst_lse:.2e}")
+
+
+# Varlen prefill (FlashAttention's varlen contract): random lengths with 0
+# and 1, each sequence against float64 on its own.
+varlen_case("varlen, GQA 8/2 D128 bf16 causal, B=5", 5, 400, 500, 8, 2, 128, torch.bfloat16,
+            causal=True)
+varlen_case("varlen, D64 fp16 window (32, 0), Skv = Sq + 17, B=4", 4, 300, 0, 4, 4, 64,
+            torch.float16, window=(32, 0), keys_minus_queries=17)
+varlen_case("varlen, sinks GQA 4/2 D128 causal (rows without keys), B=5", 5, 300, 200, 4, 2, 128,
+            torch.bfloat16, causal=True, sinks=True)
+varlen_case("varlen under torch.compile(fullgraph=True), GQA 8/2 D128 causal", 3, 200, 200, 8, 2,
+            128, torch.bfloat16, causal=True, compiled=True)
 
 # Error paths that need a GPU.
 x = torch.randn(1, 16, 8, 128, device="cuda", dtype=torch.bfloat16)

@@ -39,7 +39,7 @@ except ImportError:
     sys.exit(77)
 
 import attnc  # noqa: E402
-from attnc import _attention, _cache_ops, _decode, _rows  # noqa: E402
+from attnc import _attention, _cache_ops, _decode, _rows, _varlen  # noqa: E402
 
 TESTS = []
 BF = torch.bfloat16
@@ -64,7 +64,7 @@ def expect_attnc_error(fn, fragment):
 
 def attention_ref(q, k, v, causal=False, window=None, softcap=None,
                   scale=None, return_lse=False, arch=None, block_m=0,
-                  block_n=0):
+                  block_n=0, score_mod=None, mask_mod=None, sinks=None):
     """float64 attention ([B, S, H, D]); no mask options beyond causal."""
     qd, kd, vd = (t.double().transpose(1, 2) for t in (q, k, v))
     group = qd.shape[1] // kd.shape[1]
@@ -87,7 +87,7 @@ def attention_ref(q, k, v, causal=False, window=None, softcap=None,
 def decode_ref(q, k_cache, v_cache, block_table, kv_lens, max_kv_len=None,
                layout="NHD", causal=False, window=None, softcap=None,
                scale=None, return_lse=False, max_q_len=None, num_splits=0,
-               workspace=None, arch=None, block_n=0):
+               workspace=None, arch=None, block_n=0, sinks=None):
     """A stand-in: o = 2 q (in the layout the real launch allocates),
     lse = kv_lens, the workspace's first byte written (it is mutable)."""
     q2 = _decode._relayout_q(q)[0]
@@ -164,10 +164,33 @@ def rope_ref(positions, query, key, head_size, cos_sin_cache, is_neox=True,
     return query, key
 
 
+def varlen_ref(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+               max_seqlen_k, causal=False, window=None, softcap=None,
+               scale=None, return_lse=False, arch=None, block_m=0, block_n=0,
+               sinks=None):
+    """A stand-in: attention_ref per sequence of the packed [total, H, D]
+    tensors; lse [H, total_q]."""
+    o = torch.empty_like(q)
+    o.zero_()
+    lse = torch.full((q.shape[1], q.shape[0]), float("-inf"))
+    for b in range(cu_seqlens_q.shape[0] - 1):
+        qs, qe = int(cu_seqlens_q[b]), int(cu_seqlens_q[b + 1])
+        ks, ke = int(cu_seqlens_k[b]), int(cu_seqlens_k[b + 1])
+        if qe == qs:
+            continue
+        ob, lb = attention_ref(q[qs:qe][None], k[ks:ke][None],
+                               v[ks:ke][None], causal=causal, scale=scale,
+                               return_lse=True)
+        o[qs:qe] = ob[0]
+        lse[:, qs:qe] = lb[0]
+    return (o, lse) if return_lse else o
+
+
 @contextlib.contextmanager
 def cpu_launches():
     """The ops' launch functions replaced by the stand-ins above."""
     patches = [(_attention, "launch", attention_ref),
+               (_varlen, "launch", varlen_ref),
                (_decode, "launch", decode_ref),
                (_cache_ops, "launch_kv_append", kv_append_ref),
                (_cache_ops, "launch_merge_state", merge_ref),
@@ -210,7 +233,7 @@ def paged(device="cpu", b=2, q_len=1, h=4, hk=2, d=32, page=4, pages=12):
 
 
 MUTATED = {
-    "attention": set(), "decode": {"workspace"},
+    "attention": set(), "attention_varlen": set(), "decode": {"workspace"},
     "kv_append": {"k_cache", "v_cache"}, "merge_state": set(),
     "silu_and_mul": set(), "silu_and_mul_out": {"out"},
     "gelu_and_mul": set(), "gelu_and_mul_out": {"out"},
@@ -276,6 +299,35 @@ def attention_fake_shapes_dtypes_strides():
                        "batch differs")
     expect_attnc_error(lambda: attnc.attention(q, k, v, window=(1, 2, 3)),
                        "window must be (left, right)")
+
+
+def packed(device="cpu", lens_q=(5, 0, 1, 9), lens_k=(7, 3, 0, 9), h=4,
+           hk=2, d=32):
+    cu = [[0], [0]]
+    for lq, lk in zip(lens_q, lens_k):
+        cu[0].append(cu[0][-1] + lq)
+        cu[1].append(cu[1][-1] + lk)
+    q = torch.randn(cu[0][-1], h, d, dtype=BF, device=device)
+    k = torch.randn(cu[1][-1], hk, d, dtype=BF, device=device)
+    cuq, cuk = (torch.tensor(c, dtype=torch.int32, device=device) for c in cu)
+    return (q, k, torch.randn_like(k), cuq, cuk, max(lens_q), max(lens_k))
+
+
+@test
+def attention_varlen_fake_shapes():
+    q, k, v, cuq, cuk, mq, mk = packed("meta")
+    o, lse = attnc.attention_varlen(q, k, v, cuq, cuk, mq, mk, causal=True,
+                                    return_lse=True)
+    assert o.shape == q.shape and o.dtype == q.dtype, o
+    assert lse.shape == (4, 15) and lse.dtype == torch.float32, lse.shape
+    o = attnc.attention_varlen(q, k, v, cuq, cuk, mq, mk, window=(8, None))
+    assert isinstance(o, torch.Tensor) and o.shape == q.shape
+    expect_attnc_error(lambda: attnc.attention_varlen(
+        q[None], k, v, cuq, cuk, mq, mk), "expected 3 dims")
+    expect_attnc_error(lambda: attnc.attention_varlen(
+        q, k, v, cuq.long(), cuk, mq, mk), "1-D torch.int32")
+    expect_attnc_error(lambda: attnc.attention_varlen(
+        q, k, v, cuq, cuk[:-1], mq, mk), "cu_seqlens_k 4")
 
 
 @test
@@ -412,6 +464,36 @@ def compile_fullgraph_traces_attnc_ops():
 
 
 @test
+def compile_fullgraph_traces_attention_varlen():
+    # A varlen call (max lengths as Python ints, cu_seqlens as tensors) is
+    # one torch.ops.attnc.attention_varlen node, with eager's results.
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def step(q, k, v, cuq, cuk):
+        o, lse = attnc.attention_varlen(q, k, v, cuq, cuk, 9, 9, causal=True,
+                                        return_lse=True)
+        return o * 2, lse
+
+    torch._dynamo.reset()
+    with cpu_launches():
+        q, k, v, cuq, cuk, _, _ = packed()
+        want = step(q, k, v, cuq, cuk)
+        got = torch.compile(step, fullgraph=True, backend=backend)(
+            q, k, v, cuq, cuk)
+    assert len(graphs) == 1, len(graphs)
+    targets = {str(n.target) for n in graphs[0].graph.nodes
+               if n.op == "call_function"}
+    assert "attnc.attention_varlen.default" in targets or \
+        "attnc.attention_varlen" in targets, sorted(targets)
+    for a, b in zip(got, want):
+        assert torch.equal(a, b), (a, b)
+
+
+@test
 def opcheck_every_op():
     from torch.library import opcheck
     ops = torch.ops.attnc
@@ -433,6 +515,10 @@ def opcheck_every_op():
                          0)),
         (ops.attention, (q, k, v, False, -1, -1, None, None, False, None, 0,
                          0)),
+        (ops.attention_varlen, (*packed(), True, -1, -1, None, None, True,
+                                None, 0, 0)),
+        (ops.attention_varlen, (*packed(), False, -1, -1, None, None, False,
+                                None, 0, 0)),
         (ops.decode, (dq, kc, vc, table, lens, 13, "NHD", False, -1, -1,
                       None, None, True, None, 0,
                       torch.zeros(256, dtype=torch.uint8), None, 0)),

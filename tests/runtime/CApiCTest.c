@@ -7,6 +7,7 @@
 #include "attnc/attnc.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,6 +62,40 @@ int main(void) {
              "\"kv_heads\": 2, \"head_dim\": 64, \"arch\": \"sm_90a\"}",
              0, NULL) == ATTNC_ERROR_NOT_FOUND);
   EXPECT(strstr(attnc_last_error(), "attnc_jit_enable") != NULL);
+
+  /* Varlen through the C structs: packed [total, H, D] tensors as
+   * [1, H, total, D] views and the cu_seqlens fields pass validation; a
+   * missing cu_seqlens_k is a clear error. Addresses only (never read). */
+  {
+    const int64_t tq = 100, tk = 140, d = 64;
+    attnc_tensor *views[4] = {&args.q, &args.k, &args.v, &args.o};
+    const int64_t heads[4] = {8, 2, 2, 8}, rows[4] = {tq, tk, tk, tq};
+    int i;
+    memset(&args, 0, sizeof(args));
+    spec.varlen = 1;
+    for (i = 0; i < 4; ++i) {
+      views[i]->data = (const void *)(uintptr_t)(0x100000u * (unsigned)(i + 1));
+      views[i]->shape[0] = 1;
+      views[i]->shape[1] = heads[i];
+      views[i]->shape[2] = rows[i];
+      views[i]->shape[3] = d;
+      views[i]->stride[0] = 0;
+      views[i]->stride[1] = d;
+      views[i]->stride[2] = heads[i] * d;
+      views[i]->stride[3] = 1;
+    }
+    args.cu_seqlens_q = (const int32_t *)(uintptr_t)0x700000u;
+    args.cu_seqlens_k = (const int32_t *)(uintptr_t)0x701000u;
+    args.varlen_batch = 3;
+    args.max_seqlen_q = 60;
+    args.max_seqlen_k = 80;
+    EXPECT(attnc_attention_validate(&spec, &args) == ATTNC_OK);
+    args.cu_seqlens_k = NULL;
+    EXPECT(attnc_attention_validate(&spec, &args) ==
+           ATTNC_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(attnc_last_error(), "cu_seqlens_k: data pointer is null") !=
+           NULL);
+  }
 
   if (failures == 0)
     printf("C ABI: all checks passed\n");

@@ -705,3 +705,108 @@ TEST_CASE("a launch without a workspace has no stream-K tail",
   CHECK(abi::streamKWorkspaceLayout(132, 128, 128).total ==
         1280 + 132 * 2 * 17 * 128 * 16);
 }
+
+namespace {
+/// A varlen launch: packed [total, H, D] tensors as [1, H, total, D] views
+/// (token stride H·D, head stride D), the LSE [Hq, total_q] as [1, Hq,
+/// total_q], 3 sequences of at most 70 / 90 rows.
+AttentionArgs varlenArgs(const KernelSpec &spec, int64_t totalQ,
+                         int64_t totalK) {
+  AttentionArgs args = contiguousArgs(spec, 1, totalQ, totalK);
+  for (TensorArg *t : {&args.q, &args.k, &args.v, &args.o})
+    t->stride = {0, spec.headDim, t->shape[1] * spec.headDim, 1};
+  if (spec.hasLse)
+    args.lse.stride = {0, totalQ, 1, 1};
+  args.cuSeqlensQ = reinterpret_cast<const int32_t *>(0x7000000);
+  args.cuSeqlensK = reinterpret_cast<const int32_t *>(0x7001000);
+  args.varlenBatch = 3;
+  args.maxSeqlenQ = 70;
+  args.maxSeqlenK = 90;
+  return args;
+}
+} // namespace
+
+TEST_CASE("varlen launches: validation, packing and the grid", "[launch]") {
+  KernelSpec spec = sampleSpec();
+  spec.hasLse = true;
+  spec.varlen = true;
+  CHECK(validateAttentionArgs(spec, varlenArgs(spec, 150, 200)).isOk());
+  // Every sequence empty: no rows, null pointers allowed.
+  {
+    AttentionArgs empty = varlenArgs(spec, 0, 0);
+    for (TensorArg *t : {&empty.q, &empty.k, &empty.v, &empty.o, &empty.lse})
+      t->data = nullptr;
+    empty.maxSeqlenQ = empty.maxSeqlenK = 0;
+    CHECK(validateAttentionArgs(spec, empty).isOk());
+  }
+  auto error = [&](std::function<void(AttentionArgs &)> mutate,
+                   const KernelSpec &s) {
+    AttentionArgs args = varlenArgs(s, 150, 200);
+    mutate(args);
+    Status status = validateAttentionArgs(s, args);
+    REQUIRE_FALSE(status.isOk());
+    CHECK(status.code() == ErrorCode::InvalidArgument);
+    return status.message().substr(kPrefix.size());
+  };
+  CHECK(error([](AttentionArgs &a) { a.cuSeqlensQ = nullptr; }, spec) ==
+        "cu_seqlens_q: data pointer is null but the kernel reads B + 1 i32 "
+        "sequence starts (spec varlen=true)");
+  CHECK(error(
+            [](AttentionArgs &a) {
+              a.cuSeqlensK = reinterpret_cast<const int32_t *>(0x7001002);
+            },
+            spec)
+            .find("cu_seqlens_k: data pointer") == 0);
+  CHECK(error([](AttentionArgs &a) { a.maxSeqlenQ = 151; }, spec) ==
+        "max_seqlen_q is 151; it must be 0 to the total rows 150 (no "
+        "sequence is longer than the packed tensor)");
+  CHECK(error([](AttentionArgs &a) { a.maxSeqlenQ = 0; }, spec) ==
+        "max_seqlen_q is 0 but q has 150 rows: pass the longest sequence's "
+        "length");
+  CHECK(error([](AttentionArgs &a) { a.varlenBatch = -1; }, spec) ==
+        "varlen batch (sequences) must be 0 to 65535 (grid z), got -1");
+  CHECK(error([](AttentionArgs &a) { a.q.shape[0] = 2; }, spec) ==
+        "q.shape[0] must be 1 for a varlen kernel (packed [total, H, D] "
+        "tensors as [1, H, total, D] views), got 2");
+  CHECK(error([](AttentionArgs &a) { a.lse.shape[2] = 149; }, spec) ==
+        "lse.shape[2] (seq) is 149 but q's seq_q is 150");
+  CHECK(error([](AttentionArgs &a) { a.q.stride[2] = 8 * 64 + 4; }, spec)
+            .find("q.stride[2] (seq)") == 0);
+  KernelSpec dense = spec;
+  dense.varlen = false;
+  CHECK(error([](AttentionArgs &) {}, dense) ==
+        "cu_seqlens_q/k must be null and varlen_batch, max_seqlen_q/k 0 "
+        "because the kernel was built without varlen (spec varlen=false)");
+
+  // Packing: batch is B and seq_q/seq_kv the longest lengths; the
+  // cu_seqlens go by name.
+  AttentionArgs args = varlenArgs(spec, 150, 200);
+  std::vector<KernelParam> params = attentionFwdV1Params();
+  params.push_back({"cu_seqlens_q", ParamKind::Ptr});
+  params.push_back({"cu_seqlens_k", ParamKind::Ptr});
+  Result<std::vector<ParamSlot>> plan = planAttentionParams(params);
+  REQUIRE(plan.isOk());
+  PackedParams packed;
+  REQUIRE(packAttentionParams(*plan, spec, args, packed).isOk());
+  REQUIRE(packed.count == 24);
+  CHECK(packed.storage[5] == 3);    // batch: the sequences
+  CHECK(packed.storage[6] == 70);   // seq_q: the longest query length
+  CHECK(packed.storage[7] == 90);   // seq_kv: the longest key length
+  CHECK(packed.storage[10] == 512); // q_stride_s: the token stride
+  CHECK(packed.storage[21] == 150); // lse_stride_h: total_q
+  CHECK(packed.storage[22] == 0x7000000);
+  CHECK(packed.storage[23] == 0x7001000);
+
+  // The grid: (ceil(max_seqlen_q / block_m), heads, B); no persistent grid.
+  KernelMetadata meta;
+  meta.gridRule = "attention_fwd_v1";
+  meta.blockM = 64;
+  meta.block = {128, 1, 1};
+  Result<LaunchGeometry> g = attentionGeometry(meta, args, 132);
+  REQUIRE(g.isOk());
+  CHECK(g->grid == std::array<uint32_t, 3>{2, 8, 3});
+  meta.gridRule = "attention_fwd_persistent_v1";
+  CHECK(attentionGeometry(meta, args, 132).status().message() ==
+        "grid rule attention_fwd_persistent_v1 cannot launch a varlen kernel "
+        "(its items assume one length for every sequence)");
+}

@@ -171,6 +171,14 @@ TEST_CASE("every spec field and the build id change the key", "[spec]") {
   CHECK(sinks.canonical().find(";sinks=1;") != std::string::npos);
   CHECK(keys.insert(cacheKey("b1", sinks.canonical())).second);
   CHECK(KernelSpecHash()(sinks) != KernelSpecHash()(base));
+  // Varlen likewise.
+  CHECK(base.canonical().find("varlen") == std::string::npos);
+  KernelSpec varlen = base;
+  varlen.varlen = true;
+  CHECK(varlen.canonical().find(";varlen=1;") != std::string::npos);
+  CHECK(keys.insert(cacheKey("b1", varlen.canonical())).second);
+  CHECK(KernelSpecHash()(varlen) != KernelSpecHash()(base));
+  CHECK_FALSE(varlen == base);
   // Custom IR content, not just presence, matters.
   KernelSpec ir1 = base, ir2 = base;
   ir1.customIr = "module { a }";
@@ -217,6 +225,27 @@ TEST_CASE("spec validation explains what is wrong", "[spec]") {
           s.sinks = true;
         }) == "invalid kernel spec: sinks are an attention_fwd and decode "
               "field; op \"kv_append\" takes none");
+  CHECK(error([](KernelSpec &s) {
+          s.op = "decode";
+          s.pageSize = 16;
+          s.varlen = true;
+        }) == "invalid kernel spec: varlen is an attention_fwd field; op "
+              "\"decode\" takes none");
+  CHECK(error([](KernelSpec &s) {
+          s.varlen = true;
+          s.tuning.grid = "persistent";
+        }) == "invalid kernel spec: varlen kernels support neither "
+              "tuning.grid \"persistent\" nor tuning.epilogue \"tma\" "
+              "(persistent items and the TMA store of O would cross "
+              "sequence ends); leave them unset");
+  {
+    // kv_sync "tma" is a varlen schedule (the TMA loads take each
+    // sequence's first row).
+    KernelSpec tma = sampleSpec();
+    tma.varlen = true;
+    tma.tuning.kvSync = "tma";
+    CHECK(validateSpec(tma).isOk());
+  }
   CHECK(error([](KernelSpec &s) { s.tuning.stages = -1; }) ==
         "invalid kernel spec: tuning.stages must be >= 0, 0 meaning default "
         "(got -1)");
@@ -233,6 +262,7 @@ TEST_CASE("specs round-trip through JSON", "[spec]") {
   full.customIr = "module {\n  \"quoted\" \\ \n}";
   full.tuning = {64, 128, 2, 4};
   full.sinks = true;
+  full.varlen = true;
   for (const KernelSpec &spec : {plain, full}) {
     Result<KernelSpec> back = specFromJson(specToJson(spec));
     REQUIRE(back.isOk());

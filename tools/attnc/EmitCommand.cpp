@@ -80,6 +80,10 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
   emit->add_flag("--sinks", o.attention.sinks,
                  "Attention sinks: one learnt logit per query head in the "
                  "softmax's denominator (the kernel takes a 'sinks' array)");
+  emit->add_flag("--varlen", o.attention.varlen,
+                 "Varlen prefill: packed [total, heads, head_dim] sequences "
+                 "with cu_seqlens_q/k (the kernel takes both arrays; no TMA "
+                 "or persistent grid)");
   emit->add_option("--arch", o.arch, "Target")
       ->check(CLI::IsMember({"sm_80", "sm_90a"}));
   emit->add_option("--emit", o.stage, "Stage to emit")

@@ -38,6 +38,8 @@ void addTuneCommand(CLI::App &app, TuneOptions &o) {
   plan->add_option("--dtype", p.spec.dtype)
       ->check(CLI::IsMember({"bf16", "fp16"}));
   plan->add_flag("--causal", p.spec.causal);
+  plan->add_flag("--varlen", p.spec.varlen,
+                 "varlen prefill (packed sequences; no TMA schedule)");
   plan->add_option("--page-size", p.spec.pageSize, "decode: tokens per page")
       ->check(CLI::PositiveNumber);
   plan->add_option("--arch", p.arch)->check(CLI::IsMember({"sm_80", "sm_90a"}));

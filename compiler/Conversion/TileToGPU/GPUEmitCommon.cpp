@@ -738,6 +738,14 @@ bool gpu_emit::hasStreamK(ModuleOp module, StringRef kernel) {
          });
 }
 
+bool gpu_emit::isVarlenKernel(func::FuncOp kernel) {
+  for (unsigned i = 0; i < kernel.getNumArguments(); ++i)
+    if (auto name = kernel.getArgAttrOfType<StringAttr>(i, "tile.param");
+        name && name.getValue() == abi::kAttentionCuSeqlensParams[0])
+      return true;
+  return false;
+}
+
 SmallVector<tile::LoadOp> gpu_emit::prefetchableLoads(scf::ForOp loop) {
   SmallVector<tile::LoadOp> out;
   for (auto load : loop.getBody()->getOps<tile::LoadOp>()) {

@@ -277,6 +277,10 @@ std::optional<KernelLaunchInfo> launchInfo(mlir::ModuleOp module,
 void recordStreamK(mlir::ModuleOp module, llvm::StringRef kernel);
 bool hasStreamK(mlir::ModuleOp module, llvm::StringRef kernel);
 
+/// Whether a tile kernel reads cu_seqlens (a varlen attention: each
+/// program's views start at its sequence's first row).
+bool isVarlenKernel(mlir::func::FuncOp kernel);
+
 } // namespace attnc::gpu_emit
 
 #endif

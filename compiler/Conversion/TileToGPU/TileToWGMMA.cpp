@@ -135,6 +135,18 @@ void MapTileToWGMMAPass::runOnOperation() {
                        << " bytes), more than the 227 KiB of shared "
                           "memory a block can have";
             }
+            // Varlen kernels address each sequence through its own view
+            // (its first row and length). A persistent item assumes one
+            // length for every sequence, and the TMA store of O writes
+            // whole boxes, past a sequence's end into the next one's rows.
+            // (TMA loads take the view's first row: WGMMAKVLoop.)
+            if (gpu_emit::isVarlenKernel(kernel) &&
+                (sched.getGrid() == tgpu::Grid::persistent || tmaEpilogue))
+              return kernel.emitError()
+                     << "the wgmma mapping takes a varlen kernel with grid "
+                        "tiles and epilogue registers, not grid "
+                     << tgpu::stringifyGrid(sched.getGrid()) << ", epilogue "
+                     << tgpu::stringifyEpilogue(sched.getEpilogue());
             if (sched.takesTurns() && launch.getBlockM() < 128)
               return kernel.emitError()
                      << "kv-sync " << tgpu::stringifyKVSync(sync)

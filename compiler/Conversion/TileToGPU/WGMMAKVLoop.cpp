@@ -205,8 +205,24 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   // the layout the descriptors read) into `buf` (+ `offset` bytes: a ring
   // stage), completing on `bar`, which first expects their bytes. Rows past
   // the sequence end read as zeros (the tensor map's bounds).
+  // A varlen kernel's views start at their sequence's first row (their
+  // offset, in rows of the view's row stride); the tensor maps address the
+  // whole packed tensor, so the box coordinates add that row. Rows past the
+  // sequence's end are then the next sequence's (or the tensor's last
+  // rows): Q rows past it are never stored, K's are masked by tile.score
+  // and V's weighted by P = 0.
+  const bool varlen = gpu_emit::isVarlenKernel(kernel);
+  auto firstRowOf = [&](tile::LoadOp load) -> Value {
+    auto meta = memref::ExtractStridedMetadataOp::create(
+        b, loc, map.lookup(load.getSource()));
+    // A zero row stride (every row the same memory) has offset 0.
+    Value stride = arith::MaxUIOp::create(b, loc, meta.getStrides()[2], idx(1));
+    return arith::DivUIOp::create(b, loc, meta.getOffset(), stride);
+  };
   auto tmaTile = [&](tile::LoadOp load, Value buf, Value row, Value offset,
                      Value bar, Value tensorMap) {
+    if (varlen)
+      row = add(row, firstRowOf(load));
     auto tt = load.getResult().getType();
     int64_t rows = tt.getDimSize(0), dim = tt.getDimSize(1);
     NVVM::MBarrierArriveExpectTxOp::create(

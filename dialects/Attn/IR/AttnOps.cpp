@@ -42,7 +42,11 @@ int64_t AttentionOp::getNumHeads() {
 int64_t AttentionOp::getNumKVHeads() {
   return getKey().getType().getDimSize(1);
 }
-int64_t AttentionOp::getHeadDim() { return getQuery().getType().getDimSize(3); }
+int64_t AttentionOp::getHeadDim() {
+  // [B, H, S, D], or [total, H, D] when varlen: the head dim is last.
+  auto qT = getQuery().getType();
+  return qT.getDimSize(qT.getRank() - 1);
+}
 Type AttentionOp::getElementType() {
   return getQuery().getType().getElementType();
 }
@@ -67,20 +71,25 @@ static LogicalResult verifySinks(Operation *op, Value sinks, int64_t hq) {
 }
 
 /// What attn.attention and attn.attention_bwd check alike: Q, K, V and the
-/// attributes.
+/// attributes. Varlen operands are packed [total, heads, head_dim], the
+/// others [batch, heads, seq, head_dim].
 static LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qT,
                                            RankedTensorType kT,
                                            RankedTensorType vT, FloatAttr scale,
                                            FloatAttr softcap, WindowAttr window,
-                                           bool causal) {
+                                           bool causal, bool varlen = false) {
   auto emitOpError = [&]() { return op->emitOpError(); };
   const std::pair<const char *, RankedTensorType> operands[] = {
       {"query", qT}, {"key", kT}, {"value", vT}};
+  const int64_t rank = varlen ? 3 : 4, dDim = rank - 1, sDim = varlen ? 0 : 2;
   for (auto [name, t] : operands)
-    if (t.getRank() != 4)
+    if (t.getRank() != rank)
       return emitOpError() << "expected " << name
-                           << " to have rank 4 ([batch, heads, seq, "
-                              "head_dim]), got rank "
+                           << (varlen ? " to have rank 3 ([total, heads, "
+                                        "head_dim], packed sequences of a "
+                                        "varlen batch), got rank "
+                                      : " to have rank 4 ([batch, heads, seq, "
+                                        "head_dim]), got rank ")
                            << t.getRank();
 
   Type elt = qT.getElementType();
@@ -93,7 +102,7 @@ static LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qT,
                            << " to match the query, got " << t.getElementType();
 
   for (auto [name, t] : operands)
-    if (t.isDynamicDim(1) || t.isDynamicDim(3))
+    if (t.isDynamicDim(1) || t.isDynamicDim(dDim))
       return emitOpError() << "expected " << name
                            << " to have static heads and head dim, got "
                            << Type(t);
@@ -110,30 +119,30 @@ static LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qT,
                          << ") must be a multiple of key/value heads (" << hk
                          << ") for grouped-query attention";
 
-  int64_t d = qT.getDimSize(3);
-  if (kT.getDimSize(3) != d)
-    return emitOpError() << "expected key head dim " << kT.getDimSize(3)
+  int64_t d = qT.getDimSize(dDim);
+  if (kT.getDimSize(dDim) != d)
+    return emitOpError() << "expected key head dim " << kT.getDimSize(dDim)
                          << " to match query head dim " << d;
-  if (vT.getDimSize(3) != d)
-    return emitOpError() << "expected value head dim " << vT.getDimSize(3)
+  if (vT.getDimSize(dDim) != d)
+    return emitOpError() << "expected value head dim " << vT.getDimSize(dDim)
                          << " to match query head dim " << d;
   if (!llvm::is_contained(kSupportedHeadDims, d))
     return emitOpError() << "head dim " << d
                          << " is not supported; expected one of 64, 96, 128, "
                             "192, 256";
 
-  if (!compatible(qT.getDimSize(0), kT.getDimSize(0)) ||
-      !compatible(kT.getDimSize(0), vT.getDimSize(0)))
+  if (!varlen && (!compatible(qT.getDimSize(0), kT.getDimSize(0)) ||
+                  !compatible(kT.getDimSize(0), vT.getDimSize(0))))
     return emitOpError() << "expected query, key and value batch sizes to "
                             "match, got "
                          << dimStr(qT.getDimSize(0)) << ", "
                          << dimStr(kT.getDimSize(0)) << " and "
                          << dimStr(vT.getDimSize(0));
-  if (!compatible(kT.getDimSize(2), vT.getDimSize(2)))
+  if (!compatible(kT.getDimSize(sDim), vT.getDimSize(sDim)))
     return emitOpError() << "expected key and value sequence lengths to "
                             "match, got "
-                         << dimStr(kT.getDimSize(2)) << " and "
-                         << dimStr(vT.getDimSize(2));
+                         << dimStr(kT.getDimSize(sDim)) << " and "
+                         << dimStr(vT.getDimSize(sDim));
 
   if (scale) {
     double v = scale.getValueAsDouble();
@@ -164,11 +173,54 @@ static RankedTensorType lseTypeOf(RankedTensorType qT) {
       Float32Type::get(qT.getContext()));
 }
 
+/// The [heads, total] f32 type of the row LSE of a packed varlen query of
+/// type qT ([total, heads, head_dim]; FlashAttention's varlen LSE layout).
+static RankedTensorType varlenLseTypeOf(RankedTensorType qT) {
+  return RankedTensorType::get({qT.getDimSize(1), qT.getDimSize(0)},
+                               Float32Type::get(qT.getContext()));
+}
+
+/// The varlen operands: both or neither, each a 1-D i32 tensor of B + 1
+/// sequence starts.
+static LogicalResult verifyCuSeqlens(AttentionOp op) {
+  Value cuQ = op.getCuSeqlensQ(), cuK = op.getCuSeqlensK();
+  if (!cuQ && !cuK)
+    return success();
+  if (!cuQ || !cuK)
+    return op.emitOpError() << "expected both cu_seqlens_q and cu_seqlens_k "
+                               "for a varlen attention, got only one";
+  auto i32 = IntegerType::get(op.getContext(), 32);
+  int64_t sizes[2];
+  const std::pair<const char *, Value> operands[] = {{"cu_seqlens_q", cuQ},
+                                                     {"cu_seqlens_k", cuK}};
+  for (auto [i, named] : llvm::enumerate(operands)) {
+    auto t = cast<RankedTensorType>(named.second.getType());
+    if (t.getRank() != 1 || t.getElementType() != i32)
+      return op.emitOpError()
+             << "expected " << named.first
+             << " to be a 1-D i32 tensor (B + 1 sequence starts), got "
+             << Type(t);
+    if (!t.isDynamicDim(0) && t.getDimSize(0) < 1)
+      return op.emitOpError()
+             << "expected " << named.first
+             << " to hold at least one entry (B + 1), got " << Type(t);
+    sizes[i] = t.getDimSize(0);
+  }
+  if (!compatible(sizes[0], sizes[1]))
+    return op.emitOpError() << "expected cu_seqlens_q and cu_seqlens_k of "
+                               "one size (B + 1), got "
+                            << sizes[0] << " and " << sizes[1];
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   auto qT = getQuery().getType();
+  if (failed(verifyCuSeqlens(*this)))
+    return failure();
+  const bool varlen = isVarlen();
   if (failed(verifyAttentionInputs(
           *this, qT, getKey().getType(), getValue().getType(), getScaleAttr(),
-          getSoftcapAttr(), getWindowAttr(), getCausal())))
+          getSoftcapAttr(), getWindowAttr(), getCausal(), varlen)))
     return failure();
 
   if (getOutput().getType() != qT)
@@ -180,10 +232,11 @@ LogicalResult AttentionOp::verify() {
     return failure();
 
   if (Value lse = getLse()) {
-    auto expected = lseTypeOf(qT);
+    auto expected = varlen ? varlenLseTypeOf(qT) : lseTypeOf(qT);
     if (lse.getType() != expected)
       return emitOpError() << "expected the lse type " << Type(expected)
-                           << " ([batch, heads, seq] in f32), got "
+                           << (varlen ? " ([heads, total] in f32), got "
+                                      : " ([batch, heads, seq] in f32), got ")
                            << lse.getType();
   }
   return success();

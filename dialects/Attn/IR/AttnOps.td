@@ -12,7 +12,8 @@ include "mlir/IR/OpBase.td"
 // attn.attention
 //===----------------------------------------------------------------------===//
 
-def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
+def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
+                                              AttrSizedOperandSegments]> {
   let summary = "Scaled dot-product attention, softmax(mod(Q·Kᵀ)) · V";
   let description = [{
     Computes `O = softmax(mask(score(scale · Q·Kᵀ))) · V` for every batch and
@@ -54,6 +55,21 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
         -> tensor<?x64x?x64xbf16>
     ```
 
+    Variable-length batches (FlashAttention's `flash_attn_varlen_func`): with
+    `varlen(%cu_seqlens_q, %cu_seqlens_k)` (`tensor<B+1 x i32>` each, or
+    dynamic), Q, K, V and O are packed `[total, heads, head_dim]` ("thd":
+    the tokens of every sequence one after another) and sequence `b` owns
+    query rows `[cu_seqlens_q[b], cu_seqlens_q[b+1])` and key rows
+    `[cu_seqlens_k[b], cu_seqlens_k[b+1])`. Each sequence is attended on its
+    own: `causal` and `window` are bottom-right aligned on its own lengths,
+    and the regions see `b` as the sequence and `i`, `j` as positions within
+    it. The LSE is `[Hq, total_q]` f32. Lengths may be zero.
+    ```mlir
+    %o, %lse = attn.attention %q, %k, %v varlen(%cuq, %cuk : tensor<?xi32>, tensor<?xi32>) {causal}
+        : tensor<?x32x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16>
+        -> tensor<?x32x128xbf16>, tensor<32x?xf32>
+    ```
+
     With a FlexAttention-style mask (a document mask on a 256-token stride):
     ```mlir
     %o = attn.attention %q, %k, %v : ... -> tensor<?x32x?x128xbf16>
@@ -73,6 +89,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
     AnyRankedTensor:$key,
     AnyRankedTensor:$value,
     Optional<AnyRankedTensor>:$sinks,
+    Optional<AnyRankedTensor>:$cu_seqlens_q,
+    Optional<AnyRankedTensor>:$cu_seqlens_k,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<Attn_WindowAttr>:$window,
@@ -83,7 +101,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
 
   let assemblyFormat = [{
     $query `,` $key `,` $value
-    (`sinks` `(` $sinks^ `:` type($sinks) `)`)? attr-dict
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q) `,`
+       type($cu_seqlens_k) `)`)? attr-dict
     `:` type($query) `,` type($key) `,` type($value)
     `->` type($output) (`,` type($lse)^)?
     (`score` $score^)? (`mask` $mask^)?
@@ -102,6 +122,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove]> {
     bool hasScoreMod() { return !getScore().empty(); }
     bool hasMaskMod() { return !getMask().empty(); }
     bool hasSinks() { return static_cast<bool>(getSinks()); }
+    /// Packed variable-length sequences (`varlen`): Q/K/V are
+    /// [total, heads, head_dim].
+    bool isVarlen() { return static_cast<bool>(getCuSeqlensQ()); }
   }];
 }
 

@@ -70,6 +70,9 @@ typedef struct attnc_spec {
   int64_t stages;
   int64_t warps;
   int32_t sinks; /* 0 | 1: attention sinks (op attention_fwd) */
+  /* 0 | 1: varlen prefill (op attention_fwd): packed sequences with
+   * cu_seqlens (attnc_attention_args.cu_seqlens_q...) */
+  int32_t varlen;
 } attnc_spec;
 
 /* A tensor in the logical [B, H, S, D] layout, strides in elements. LSE uses
@@ -91,6 +94,18 @@ typedef struct attnc_attention_args {
   /* Attention sinks: one f32 logit per query head, 4-byte aligned, when the
    * spec has sinks; NULL otherwise. */
   const float *sinks;
+  /* Varlen kernels (spec varlen = 1; FlashAttention's varlen contract):
+   * q, k, v and o are the packed [total, H, D] tensors as [1, H, total, D]
+   * views (shape[0] = 1), lse [Hq, total_q] f32 as [1, Hq, total_q];
+   * cu_seqlens_q/k: B + 1 i32 sequence starts in device memory (first 0,
+   * non-decreasing, last = total; not checked); varlen_batch = B;
+   * max_seqlen_q/k: the longest sequence of each side (the grid covers
+   * max_seqlen_q rows per sequence). All NULL / 0 for other kernels. */
+  const int32_t *cu_seqlens_q;
+  const int32_t *cu_seqlens_k;
+  int64_t varlen_batch;
+  int64_t max_seqlen_q;
+  int64_t max_seqlen_k;
 } attnc_attention_args;
 
 typedef struct attnc_context_options {

@@ -273,3 +273,67 @@ func.func @sinks_bf16(%q: tensor<?x4x?x64xbf16>, %kv: tensor<?x2x?x64xbf16>, %s:
   %o = attn.attention %q, %kv, %kv sinks(%s : tensor<4xbf16>) : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x4x?x64xbf16>
   return %o : tensor<?x4x?x64xbf16>
 }
+
+// -----
+
+func.func @varlen_one_cu(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %cu: tensor<?xi32>) {
+  // expected-error @+1 {{expected both cu_seqlens_q and cu_seqlens_k for a varlen attention, got only one}}
+  %o = "attn.attention"(%q, %k, %v, %cu) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0>}> ({}, {}) : (tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?xi32>) -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @varlen_rank4(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>) {
+  // expected-error @+1 {{expected query to have rank 3 ([total, heads, head_dim], packed sequences of a varlen batch), got rank 4}}
+  %o = attn.attention %q, %k, %v varlen(%cuq, %cuk : tensor<?xi32>, tensor<?xi32>) : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @varlen_i64(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %cuq: tensor<?xi64>, %cuk: tensor<?xi32>) {
+  // expected-error @+1 {{expected cu_seqlens_q to be a 1-D i32 tensor (B + 1 sequence starts), got 'tensor<?xi64>'}}
+  %o = attn.attention %q, %k, %v varlen(%cuq, %cuk : tensor<?xi64>, tensor<?xi32>) : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @varlen_sizes(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %cuq: tensor<5xi32>, %cuk: tensor<4xi32>) {
+  // expected-error @+1 {{expected cu_seqlens_q and cu_seqlens_k of one size (B + 1), got 5 and 4}}
+  %o = attn.attention %q, %k, %v varlen(%cuq, %cuk : tensor<5xi32>, tensor<4xi32>) : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @varlen_empty_cu(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %cuq: tensor<0xi32>, %cuk: tensor<0xi32>) {
+  // expected-error @+1 {{expected cu_seqlens_q to hold at least one entry (B + 1), got 'tensor<0xi32>'}}
+  %o = attn.attention %q, %k, %v varlen(%cuq, %cuk : tensor<0xi32>, tensor<0xi32>) : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @varlen_lse(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>) {
+  // expected-error @+1 {{expected the lse type 'tensor<8x?xf32>' ([heads, total] in f32), got 'tensor<?x8xf32>'}}
+  %o, %lse = attn.attention %q, %k, %v varlen(%cuq, %cuk : tensor<?xi32>, tensor<?xi32>) : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16> -> tensor<?x8x128xbf16>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @varlen_heads(%q: tensor<?x8x128xbf16>, %k: tensor<?x3x128xbf16>, %v: tensor<?x3x128xbf16>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>) {
+  // expected-error @+1 {{query heads (8) must be a multiple of key/value heads (3) for grouped-query attention}}
+  %o = attn.attention %q, %k, %v varlen(%cuq, %cuk : tensor<?xi32>, tensor<?xi32>) : tensor<?x8x128xbf16>, tensor<?x3x128xbf16>, tensor<?x3x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @packed_without_varlen(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>) {
+  // expected-error @+1 {{expected query to have rank 4 ([batch, heads, seq, head_dim]), got rank 3}}
+  %o = attn.attention %q, %k, %v : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}

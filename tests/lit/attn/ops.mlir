@@ -59,3 +59,24 @@ func.func @mqa_score_and_mask_mods(%q: tensor<1x8x?x256xbf16>, %k: tensor<1x1x?x
   }
   return %o : tensor<1x8x?x256xbf16>
 }
+
+// -----
+
+// Varlen: packed [total, heads, head_dim] sequences with cu_seqlens, sinks
+// and a mask region; the LSE is [heads, total_q].
+// CHECK-LABEL: func.func @varlen
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} sinks(%{{.*}} : tensor<8xf32>) varlen(%{{.*}}, %{{.*}} : tensor<?xi32>, tensor<?xi32>) {causal}
+// CHECK-SAME: -> tensor<?x8x128xbf16>, tensor<8x?xf32>
+func.func @varlen(%q: tensor<?x8x128xbf16>, %k: tensor<?x2x128xbf16>, %v: tensor<?x2x128xbf16>,
+                  %s: tensor<8xf32>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>)
+    -> (tensor<?x8x128xbf16>, tensor<8x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v sinks(%s : tensor<8xf32>) varlen(%cuq, %cuk : tensor<?xi32>, tensor<?xi32>) {causal}
+      : tensor<?x8x128xbf16>, tensor<?x2x128xbf16>, tensor<?x2x128xbf16>
+      -> tensor<?x8x128xbf16>, tensor<8x?xf32>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %keep = arith.cmpi ule, %j, %i : index
+    attn.yield %keep : i1
+  }
+  return %o, %lse : tensor<?x8x128xbf16>, tensor<8x?xf32>
+}

@@ -177,10 +177,21 @@ inline constexpr const char *kAttentionWorkspaceParam = "workspace";
 /// Attention sinks (attn.attention's `sinks`): an f32 array of one logit per
 /// query head, read by kernels whose spec has sinks.
 inline constexpr const char *kAttentionSinksParam = "sinks";
-inline constexpr std::array<ParamDesc, 15> kAttentionOptionalParams = {{
+/// Varlen kernels (attn.attention's `varlen`): the i32 arrays of B + 1
+/// sequence starts of the packed queries and keys, after the sinks. Such a
+/// kernel reads the contract's parameters as: `batch` the number of
+/// sequences B, `seq_q` and `seq_kv` the longest query and key lengths
+/// (the grid's first dimension is ceil(seq_q / block_m)), the `_stride_b`
+/// strides unused, and Q/K/V/O/LSE as [1, H, total, D] views whose
+/// sequence `b` starts at row cu_seqlens[b].
+inline constexpr std::array<const char *, 2> kAttentionCuSeqlensParams = {
+    "cu_seqlens_q", "cu_seqlens_k"};
+inline constexpr std::array<ParamDesc, 17> kAttentionOptionalParams = {{
     {"scale", ParamType::F32},
     {"softcap", ParamType::F32},
     {kAttentionSinksParam, ParamType::F32Ptr},
+    {kAttentionCuSeqlensParams[0], ParamType::I32Ptr},
+    {kAttentionCuSeqlensParams[1], ParamType::I32Ptr},
     {kAttentionTensorMapParams[0], ParamType::TensorMap},
     {kAttentionTensorMapParams[1], ParamType::TensorMap},
     {kAttentionTensorMapParams[2], ParamType::TensorMap},

@@ -54,6 +54,19 @@ struct AttentionArgs {
   // Attention sinks: one f32 logit per query head (spec.sinks: required,
   // 4-byte aligned; otherwise it must be null).
   const float *sinks = nullptr;
+  // Varlen kernels (spec.varlen; FlashAttention's flash_attn_varlen_func):
+  // q, k, v and o are the packed [total, H, D] tensors given as
+  // [1, H, total, D] views (shape[0] 1, stride[0] ignored), the LSE
+  // [Hq, total_q] as a [1, Hq, total_q] view; cuSeqlensQ and cuSeqlensK
+  // the B + 1 i32 sequence starts in device memory (0 first, non-decreasing,
+  // last = total: the kernel reads them, nothing checks their values);
+  // maxSeqlenQ and maxSeqlenK at least every sequence's length (the grid
+  // covers maxSeqlenQ rows per sequence). All must be null or 0 for a
+  // kernel without varlen.
+  const int32_t *cuSeqlensQ = nullptr;
+  const int32_t *cuSeqlensK = nullptr;
+  int64_t varlenBatch = 0; // B, the number of sequences
+  int64_t maxSeqlenQ = 0, maxSeqlenK = 0;
 };
 
 // Checks null pointers, shapes against the spec, batch/seq consistency,
@@ -116,6 +129,9 @@ enum class ParamSource : uint8_t {
   Softcap,
   // Attention sinks: AttentionArgs::sinks.
   Sinks,
+  // Varlen kernels: AttentionArgs::cuSeqlensQ and cuSeqlensK.
+  CuSeqlensQ,
+  CuSeqlensK,
   // TMA kernels (tuning.kv_sync "tma"): tensor maps of Q, K and V.
   QTensorMap,
   KTensorMap,

@@ -99,6 +99,11 @@ struct KernelSpec {
   // f32 logit per query head (AttentionArgs::sinks, DecodeArgs::sinks) that
   // joins the softmax's denominator.
   bool sinks = false;
+  // Varlen prefill (op attention_fwd; FlashAttention's
+  // flash_attn_varlen_func): packed [total, H, D] Q/K/V/O with
+  // cu_seqlens_q/k, one kernel for every batch composition
+  // (AttentionArgs::cuSeqlensQ...). Non-persistent grids only.
+  bool varlen = false;
   std::string arch = "sm_90a"; // "sm_80" | "sm_90a"
   std::string customIr;        // MLIR text when the spec came from a file
   TuningConfig tuning;
