@@ -149,9 +149,6 @@ def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
         scale = None
     custom_ir = ""
     if score_mod is not None or mask_mod is not None:
-        if sinks:
-            _fail("attention sinks with score_mod or mask_mod are not "
-                  "supported yet")
         from . import mods
 
         custom_ir = mods.attention_ir(
@@ -160,7 +157,7 @@ def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
             window=None if window is None else (left, right),
             softcap=softcap or None, scale=scale,
             return_lse=bool(return_lse), score_mod=score_mod,
-            mask_mod=mask_mod)
+            mask_mod=mask_mod, sinks=bool(sinks))
     return Spec(heads=int(q.shape[2]), kv_heads=int(k.shape[2]),
                 head_dim=int(q.shape[3]), dtype=dtype, causal=bool(causal),
                 has_lse=bool(return_lse), window_left=left,

@@ -308,10 +308,14 @@ def mask_region(mask_mod):
 
 def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
                  window=None, softcap=None, scale=None, return_lse=False,
-                 score_mod=None, mask_mod=None, name="attention_mod"):
+                 score_mod=None, mask_mod=None, sinks=False,
+                 name="attention_mod"):
     """The kernel function (MLIR text) of an attention with these options
     and mods: what KernelSpec.custom_ir holds. window: (left, right), -1 or
-    None for an unbounded side (with causal, (left, -1) means (left, 0))."""
+    None for an unbounded side (with causal, (left, -1) means (left, 0)).
+    sinks: the function takes one f32 logit per query head after v (the
+    launch's `sinks` tensor), merged after the mods have masked and scored
+    every key."""
     elt = {"bf16": "bf16", "fp16": "f16"}.get(dtype)
     if elt is None:
         raise TraceError("dtype must be bf16 or fp16, not %r" % (dtype,))
@@ -333,10 +337,14 @@ def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
         attrs.append("window = #attn.window<%d, %d>" % (left, right))
     results = t(heads) + (", " + lse_t if return_lse else "")
     outs = "%o, %lse" if return_lse else "%o"
-    text = ["func.func @%s(%%q: %s, %%k: %s, %%v: %s) -> (%s) {" %
-            (name, t(heads), t(kv_heads), t(kv_heads), results),
-            "  %s = attn.attention %%q, %%k, %%v%s" %
-            (outs, (" {" + ", ".join(attrs) + "}") if attrs else ""),
+    sinks_t = "tensor<%dxf32>" % heads
+    sinks_arg = ", %%sinks: %s" % sinks_t if sinks else ""
+    sinks_operand = " sinks(%%sinks : %s)" % sinks_t if sinks else ""
+    text = ["func.func @%s(%%q: %s, %%k: %s, %%v: %s%s) -> (%s) {" %
+            (name, t(heads), t(kv_heads), t(kv_heads), sinks_arg, results),
+            "  %s = attn.attention %%q, %%k, %%v%s%s" %
+            (outs, sinks_operand,
+             (" {" + ", ".join(attrs) + "}") if attrs else ""),
             "      : %s, %s, %s -> %s" % (t(heads), t(kv_heads), t(kv_heads),
                                           results)]
     regions = []
@@ -352,14 +360,17 @@ def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
 
 def bundle_spec(*, heads, kv_heads, head_dim, dtype="bf16", arch="sm_90a",
                 causal=False, window=None, softcap=None, scale=None,
-                return_lse=False, score_mod=None, mask_mod=None):
+                return_lse=False, score_mod=None, mask_mod=None,
+                sinks=False):
     """The spec (a dict for the "specs" list of `attnc bundle --specs`) of
     the kernel attnc.attention(..., score_mod=, mask_mod=) asks for with
     these options: its custom_ir is the mods' trace."""
     from ._attention import window_bounds
 
     left, right = window_bounds(window)
+    extra = {"sinks": True} if sinks else {}
     return {
+        **extra,
         "op": "attention_fwd", "dtype": dtype, "heads": int(heads),
         "kv_heads": int(kv_heads), "head_dim": int(head_dim),
         "causal": bool(causal), "window_left": left, "window_right": right,
@@ -369,5 +380,6 @@ def bundle_spec(*, heads, kv_heads, head_dim, dtype="bf16", arch="sm_90a",
         "custom_ir": attention_ir(
             heads=heads, kv_heads=kv_heads, head_dim=head_dim, dtype=dtype,
             causal=causal, window=window, softcap=softcap, scale=scale,
-            return_lse=return_lse, score_mod=score_mod, mask_mod=mask_mod),
+            return_lse=return_lse, score_mod=score_mod, mask_mod=mask_mod,
+            sinks=sinks),
     }

@@ -5,7 +5,8 @@ attnc.attention(score_mod=, mask_mod=) on CUDA tensors against a float64
 reference that applies the same bias and mask with torch: ALiBi with
 per-head slopes computed from h, a relative-position bias, soft-cap through
 tanh, document masking, prefix-LM, a sliding window as a mask, and a mask
-that leaves whole rows without a key (O = 0, LSE = -inf, no NaN). Fresh
+that leaves whole rows without a key (O = 0, LSE = -inf, no NaN), and
+the last two with attention sinks (those rows: O = 0, LSE = the sink). Fresh
 random inputs each run; NaN/Inf checked.
 
 `--write-specs FILE` writes the cases' kernel specs (attnc.mods.bundle_spec,
@@ -66,16 +67,24 @@ CASES = [
      1, 900, False),
     ("rows without keys (i % 7 == 3), D64", None, rows_without_keys, 2, 2, 64,
      "bf16", 1, 300, False),
+    # Attention sinks merged after the mods (a row without keys: O = 0,
+    # LSE = the head's sink).
+    ("ALiBi + rows without keys with sinks, GQA 8/2 D64", alibi,
+     rows_without_keys, 8, 2, 64, "bf16", 2, 333, False),
 ]
+
+
+def has_sinks(name):
+    return "with sinks" in name
 
 
 def specs():
     out = []
-    for (_, score, mask, hq, hk, d, dtype, _b, _s, causal) in CASES:
+    for (name, score, mask, hq, hk, d, dtype, _b, _s, causal) in CASES:
         out.append(mods.bundle_spec(heads=hq, kv_heads=hk, head_dim=d,
                                     dtype=dtype, arch="sm_90a", causal=causal,
                                     return_lse=True, score_mod=score,
-                                    mask_mod=mask))
+                                    mask_mod=mask, sinks=has_sinks(name)))
     return out
 
 
@@ -129,7 +138,7 @@ def torch_mask(name, i, j, causal):
         keep &= (j < 64) | (j <= i)
     if "sliding" in name:
         keep &= (j <= i) & (i - j < 100)
-    if "rows without keys" in name:
+    if "rows without keys" in name:  # (also the sinks case)
         keep &= (i % 7 != 3) & (j <= i)
     return keep
 
@@ -142,9 +151,13 @@ def run(case):
     q = torch.randn(b, s, hq, d, device="cuda", dtype=tdt, generator=g)
     k = torch.randn(b, s, hk, d, device="cuda", dtype=tdt, generator=g)
     v = torch.randn(b, s, hk, d, device="cuda", dtype=tdt, generator=g)
+    sinks = None
+    if has_sinks(name):  # near the rows' LSE, far above it every third head
+        sinks = 2 * torch.randn(hq, device="cuda", generator=g) + 2
+        sinks[2::3] += 10
     try:
         o, lse = attnc.attention(q, k, v, causal=causal, return_lse=True,
-                                 score_mod=score, mask_mod=mask)
+                                 score_mod=score, mask_mod=mask, sinks=sinks)
         torch.cuda.synchronize()
     except attnc.AttncError as e:
         check(name, False, str(e))
@@ -158,15 +171,23 @@ def run(case):
     h = torch.arange(hq, device="cuda", dtype=torch.float64)[:, None, None]
     sc = torch_bias(name, sc, h, i, j)
     ii, jj = i.long(), j.long()
-    sc = sc.masked_fill(~torch_mask(name, ii, jj, causal), float("-inf"))
+    keep = torch_mask(name, ii, jj, causal)
+    sc = sc.masked_fill(~keep, float("-inf"))
+    empty = ~keep.any(-1)  # [Sq]: rows without keys
+    if sinks is not None:  # one more column per head, of value zero
+        col = sinks.double()[None, :, None, None].expand(*sc.shape[:3], 1)
+        sc = torch.cat([sc, col], dim=-1)
+        vd = torch.cat([vd, vd.new_zeros(*vd.shape[:2], 1, d)], dim=2)
     rlse = torch.logsumexp(sc, dim=-1)
     p = torch.exp(sc - rlse[..., None]).nan_to_num(0.0)
     ro = (p @ vd).transpose(1, 2)
     finite = bool(torch.isfinite(o).all())
     rel = float((o.double() - ro).norm() / ro.norm().clamp_min(1e-300))
-    masked = torch.isinf(rlse)
-    masked_ok = bool((lse[masked] == float("-inf")).all()) and bool(
-        (o.transpose(1, 2)[masked] == 0).all())
+    masked = empty[None, None, :].expand_as(rlse)
+    want_lse = (torch.full_like(rlse, float("-inf")) if sinks is None else
+                sinks.double()[None, :, None].expand_as(rlse))
+    masked_ok = bool((lse[masked].double() == want_lse[masked]).all()) and \
+        bool((o.transpose(1, 2)[masked] == 0).all())
     lse_err = float((lse[~masked].double() - rlse[~masked]).abs().max())
     check(name, finite and rel <= 1e-2 and masked_ok and lse_err <= 1e-3,
           "rel L2 %.2e, LSE max err %.2e, masked rows %d, non-finite %s" %

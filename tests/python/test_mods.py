@@ -180,6 +180,10 @@ def compiles(attnc_bin, ptxas):
             heads=4, kv_heads=1, head_dim=128, causal=True, window=(64, -1),
             score_mod=SCORE_MODS["soft-cap 30 through tanh"],
             mask_mod=MASK_MODS["prefix-LM (prefix 24)"])),
+        ("ALiBi + documents with attention sinks, GQA 8/2 D64, LSE", dict(
+            heads=8, kv_heads=2, head_dim=64, return_lse=True, sinks=True,
+            score_mod=SCORE_MODS["alibi"],
+            mask_mod=MASK_MODS["documents of 100 tokens"])),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         for name, kw in cases:
@@ -204,21 +208,28 @@ def compiles(attnc_bin, ptxas):
 
 
 def bundles(attnc_bin):
-    """bundle_spec's dict is a spec `attnc bundle` compiles."""
+    """bundle_spec's dict is a spec `attnc bundle` compiles (with sinks
+    too: the spec and its IR must agree on them)."""
     import json
     spec = m.bundle_spec(heads=8, kv_heads=2, head_dim=64, causal=True,
                          window=(32, -1), return_lse=True,
                          score_mod=SCORE_MODS["alibi"],
                          mask_mod=MASK_MODS["documents of 100 tokens"])
+    with_sinks = m.bundle_spec(heads=8, kv_heads=2, head_dim=64,
+                               causal=True, sinks=True,
+                               score_mod=SCORE_MODS["alibi"])
+    check("bundle_spec with sinks says so in the spec and the IR",
+          with_sinks.get("sinks") is True
+          and "sinks(%sinks : tensor<8xf32>)" in with_sinks["custom_ir"])
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "specs.json")
         with open(path, "w") as f:
-            json.dump({"specs": [spec]}, f)
+            json.dump({"specs": [spec, with_sinks]}, f)
         r = subprocess.run([attnc_bin, "bundle", "--no-cubin", "--specs",
                             path, "-o", os.path.join(tmp, "cache")],
                            capture_output=True, text=True)
         check("attnc bundle compiles bundle_spec's spec",
-              r.returncode == 0 and "1 of 1 specs" in r.stdout,
+              r.returncode == 0 and "2 of 2 specs" in r.stdout,
               (r.stdout + r.stderr).strip().splitlines()[-1:][0]
               if (r.stdout + r.stderr).strip() else "")
 
