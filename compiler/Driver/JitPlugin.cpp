@@ -27,32 +27,44 @@ char *copyString(const std::string &text) {
   return out;
 }
 
-void fail(attnc_jit_output *out, const std::string &error) {
+void fail(attnc_jit_output *out, const attnc::Status &status) noexcept {
   out->ok = 0;
+  out->code = static_cast<int32_t>(status.code());
+  try {
+    out->error = copyString(status.message());
+  } catch (...) {
+    out->error = nullptr; // the runtime says the compiler gave no reason
+  }
+}
+
+void fail(attnc_jit_output *out, attnc::ErrorCode code,
+          const char *error) noexcept {
+  out->ok = 0;
+  out->code = static_cast<int32_t>(code);
   out->error = copyString(error);
 }
 
 void compileSpec(const char *specJson, attnc_jit_output *out) {
   *out = attnc_jit_output{};
   if (!specJson) {
-    fail(out, "attnc_jit: null spec");
+    fail(out, attnc::ErrorCode::InvalidArgument, "attnc_jit: null spec");
     return;
   }
   try {
     attnc::Result<attnc::Json> json = attnc::parseJson(specJson);
     if (!json.isOk()) {
-      fail(out, "attnc_jit: spec JSON: " + json.status().message());
+      fail(out, attnc::Status(json.status()).withContext("spec JSON"));
       return;
     }
     attnc::Result<attnc::KernelSpec> spec = attnc::specFromJson(*json);
     if (!spec.isOk()) {
-      fail(out, "attnc_jit: " + spec.status().message());
+      fail(out, spec.status());
       return;
     }
     attnc::SpecCompiler compiler;
     attnc::Result<attnc::CompiledKernel> kernel = compiler.compile(*spec);
     if (!kernel.isOk()) {
-      fail(out, kernel.status().message());
+      fail(out, kernel.status());
       return;
     }
     attnc::KernelMetadata meta = kernel->meta;
@@ -67,12 +79,14 @@ void compileSpec(const char *specJson, attnc_jit_output *out) {
       std::free(out->ptx);
       std::free(out->meta_json);
       *out = attnc_jit_output{};
-      fail(out, "attnc_jit: out of memory");
+      fail(out, attnc::ErrorCode::Internal, "attnc_jit: out of memory");
       return;
     }
     out->ok = 1;
   } catch (const std::exception &e) {
-    fail(out, std::string("attnc_jit: ") + e.what());
+    fail(out, attnc::ErrorCode::Internal, e.what());
+  } catch (...) { // nothing may cross the C boundary
+    fail(out, attnc::ErrorCode::Internal, "attnc_jit: unknown exception");
   }
 }
 

@@ -382,6 +382,8 @@ class Spec:
         """The spec as a spec-file JSON object (text)."""
         import json
         extra = {"sinks": True} if self.sinks else {}
+        if self.varlen:
+            extra["varlen"] = True
         return json.dumps({**extra,
             "op": self.op, "dtype": self.dtype, "heads": self.heads,
             "kv_heads": self.kv_heads, "head_dim": self.head_dim,

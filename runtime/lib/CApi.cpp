@@ -182,8 +182,9 @@ attnc_status attnc_jit_enable(const char *path) {
     auto library = attnc::loadJitCompiler(path ? path : "");
     if (!library.isOk())
       return fail(library.status());
-    attnc::setDefaultCompiler(library->compiler);
+    // One lock for both, so that jit_info describes the compiler in use.
     std::lock_guard<std::mutex> lock(jitInfoMutex());
+    attnc::setDefaultCompiler(library->compiler);
     jitInfo() = library->path + ": " + library->description;
     return ATTNC_OK;
   });
@@ -221,13 +222,22 @@ attnc_status attnc_precompile_json(const char *cache_dir, const char *spec_json,
       if (linker.isOk())
         options.cubinLinker = *linker;
     }
-    options.log = [](const std::string &message) {
+    std::string warnings; // also the reason a publish failed
+    options.log = [&](const std::string &message) {
       std::fprintf(stderr, "%s\n", message.c_str());
+      warnings += (warnings.empty() ? "" : "; ") + message;
     };
     auto resolved =
         attnc::resolveKernel(cache, *spec, attnc::defaultBuildId(), options);
     if (!resolved.isOk())
       return fail(resolved.status());
+    // Compiled but not cached (an unwritable cache): the point of a
+    // precompile is the cache entry, so that is a failure here.
+    if (resolved->entry.dir.empty())
+      return fail(ATTNC_ERROR_IO,
+                  "compiled '" + spec->canonical() +
+                      "' but could not cache it in '" + *root + "'" +
+                      (warnings.empty() ? "" : ": " + warnings));
     if (compiled)
       *compiled = resolved->compiled ? 1 : 0;
     return ATTNC_OK;

@@ -458,9 +458,9 @@ Result<const Kernel *> Context::getKernelFor(const KernelSpec &spec,
     warnOnce(line);
   }
   // A chosen variant that is neither cached nor compilable (a bundle made
-  // without it, no compiler in this process): the spec's own kernel, which
-  // is correct for every size, rather than no kernel. Found missing once,
-  // it is not looked up again.
+  // without it, no compiler in this process, or a compiler that refuses or
+  // fails on it): the spec's own kernel, which is correct for every size,
+  // rather than no kernel. Found missing once, it is not looked up again.
   bool knownMissing = false;
   if (!(tuned == spec)) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -468,8 +468,11 @@ Result<const Kernel *> Context::getKernelFor(const KernelSpec &spec,
   }
   Result<const Kernel *> kernel =
       knownMissing ? getKernel(spec) : getKernel(tuned);
-  if (!knownMissing && !kernel.isOk() &&
-      kernel.status().code() == ErrorCode::NotFound && !(tuned == spec)) {
+  const bool notBuildable =
+      !kernel.isOk() && (kernel.status().code() == ErrorCode::NotFound ||
+                         kernel.status().code() == ErrorCode::CompileError ||
+                         kernel.status().code() == ErrorCode::Unsupported);
+  if (!knownMissing && notBuildable && !(tuned == spec)) {
     Result<const Kernel *> own = getKernel(spec);
     if (own.isOk()) {
       warnOnce("attnc: the tuned variant of " + untunedSpecKey(spec) +

@@ -16,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <system_error>
+#include <thread>
 #include <unistd.h>
 
 namespace attnc {
@@ -433,22 +434,30 @@ Result<PruneResult> DiskCache::prune(uint64_t maxBytes) {
   return result;
 }
 
+// Unlock before closing: a child forked meanwhile shares the open file
+// description, and closing our descriptor alone would leave it holding the
+// lock for its whole life.
+static void releaseBuildLock(int fd) {
+  if (fd >= 0) {
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+  }
+}
+
 BuildLock &BuildLock::operator=(BuildLock &&other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0)
-      ::close(fd_); // releases the flock
+    releaseBuildLock(fd_);
     fd_ = other.fd_;
     other.fd_ = -1;
   }
   return *this;
 }
 
-BuildLock::~BuildLock() {
-  if (fd_ >= 0)
-    ::close(fd_);
-}
+BuildLock::~BuildLock() { releaseBuildLock(fd_); }
 
-Result<BuildLock> DiskCache::lockForBuild(std::string_view key) {
+Result<BuildLock> DiskCache::lockForBuild(
+    std::string_view key, std::chrono::milliseconds timeout,
+    const std::function<void(const std::string &)> &waiting) {
   if (!isCacheKey(key))
     return Status(ErrorCode::InvalidArgument,
                   "invalid cache key '" + std::string(key) + "'");
@@ -460,10 +469,30 @@ Result<BuildLock> DiskCache::lockForBuild(std::string_view key) {
     return Status(ErrorCode::IoError, "cannot open lock file '" + path +
                                           "': " + fs::errnoText(errno));
   BuildLock lock(fd);
-  while (::flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR)
+  // Polled, so that a holder that never lets go (a stopped process, a hung
+  // ptxas) costs a bounded wait: after `timeout` the caller builds without
+  // the lock (Timeout), and `waiting` hears once that it is waiting.
+  const auto start = std::chrono::steady_clock::now();
+  bool told = false;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR)
       return Status(ErrorCode::IoError,
                     "cannot lock '" + path + "': " + fs::errnoText(errno));
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (waited >= timeout)
+      return Status(
+          ErrorCode::Unsupported,
+          "another process has been building in '" + path + "' for " +
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::seconds>(waited)
+                      .count()) +
+              " s");
+    if (!told && waiting && waited >= std::chrono::seconds(2)) {
+      waiting("attnc: waiting for another process's build of " +
+              std::string(key) + " (lock " + path + ")");
+      told = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return lock;
 }

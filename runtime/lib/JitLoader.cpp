@@ -35,11 +35,17 @@ public:
       attnc_jit_output *out;
       ~Release() { plugin->free_output(out); }
     } release{plugin_, &out};
-    if (!out.ok)
-      return Status(ErrorCode::CompileError, out.error
-                                                 ? out.error
-                                                 : "the JIT compiler failed "
-                                                   "without saying why");
+    if (!out.ok) {
+      // The compiler's own code (Unsupported, InvalidArgument, ...) when it
+      // names one this runtime knows.
+      ErrorCode code =
+          out.code > 0 && out.code <= static_cast<int32_t>(ErrorCode::Internal)
+              ? static_cast<ErrorCode>(out.code)
+              : ErrorCode::CompileError;
+      return Status(code, out.error ? out.error
+                                    : "the JIT compiler failed without "
+                                      "saying why");
+    }
     if (!out.ptx || !out.meta_json)
       return Status(ErrorCode::CompileError,
                     "the JIT compiler returned no PTX or no metadata");
@@ -99,6 +105,15 @@ Result<JitLibrary> openPlugin(const std::string &path) {
     return Status(missing ? ErrorCode::NotFound : ErrorCode::InvalidArgument,
                   message);
   }
+  // A library refused below is closed again (its code never ran).
+  struct CloseUnlessKept {
+    void *handle;
+    bool keep = false;
+    ~CloseUnlessKept() {
+      if (!keep)
+        ::dlclose(handle);
+    }
+  } guard{handle};
   auto entry = reinterpret_cast<attnc_jit_plugin_entry_fn>(
       ::dlsym(handle, ATTNC_JIT_PLUGIN_ENTRY));
   if (!entry)
@@ -123,6 +138,7 @@ Result<JitLibrary> openPlugin(const std::string &path) {
   if (!plugin->compile || !plugin->free_output)
     return Status(ErrorCode::InvalidArgument,
                   "'" + path + "' has an incomplete plugin table");
+  guard.keep = true; // never closed: see PluginCompiler
   JitLibrary library;
   library.compiler = std::make_shared<PluginCompiler>(plugin);
   library.path = path;

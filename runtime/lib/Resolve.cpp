@@ -2,6 +2,9 @@
 
 #include "attnc/runtime/Resolve.h"
 
+#include <chrono>
+#include <cstdlib>
+
 namespace attnc {
 
 namespace {
@@ -9,6 +12,18 @@ namespace {
 void warn(const ResolveOptions &options, const std::string &message) {
   if (options.log)
     options.log(message);
+}
+
+// How long a miss waits for another process's build of the same key:
+// $ATTNC_BUILD_LOCK_TIMEOUT_S seconds, default 300.
+std::chrono::milliseconds buildLockTimeout() {
+  if (const char *env = std::getenv("ATTNC_BUILD_LOCK_TIMEOUT_S"))
+    if (char *end = nullptr; *env) {
+      double seconds = std::strtod(env, &end);
+      if (*end == '\0' && seconds >= 0)
+        return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1e3));
+    }
+  return std::chrono::minutes(5);
 }
 
 } // namespace
@@ -58,7 +73,11 @@ Result<ResolvedKernel> resolveKernel(DiskCache &cache, const KernelSpec &spec,
   // cannot hold the lock (read-only) costs duplicate work, not the kernel
   // (Unlocked, it says nothing: a cache that cannot be written warns at
   // publish.)
-  Result<BuildLock> lock = cache.lockForBuild(key);
+  Result<BuildLock> lock = cache.lockForBuild(
+      key, buildLockTimeout(), [&](const std::string &m) { warn(options, m); });
+  if (!lock.isOk() && lock.status().code() == ErrorCode::Unsupported)
+    warn(options, lock.status().message() + "; building " + key +
+                      " without waiting longer");
   if (lock.isOk()) {
     Result<CacheLookup> again = cache.lookup(key);
     if (again.isOk() && again->entry && again->entry->meta.spec == canonical &&

@@ -87,6 +87,30 @@ def a_bad_spec_is_a_clear_error():
 
 
 @test
+def precompile_into_a_cache_that_cannot_hold_it_is_an_error():
+    with tempfile.TemporaryDirectory() as tmp:
+        not_a_dir = os.path.join(tmp, "file")
+        with open(not_a_dir, "w") as f:
+            f.write("x")
+        tb.expect_error(
+            lambda: attnc.precompile(Spec(heads=8, kv_heads=8, head_dim=64),
+                                     cache_dir=not_a_dir, link_cubin=False),
+            "could not cache it", not_a_dir)
+
+
+@test
+def precompile_keeps_every_spec_field():
+    spec = Spec(heads=8, kv_heads=2, head_dim=64, causal=True, varlen=True,
+                sinks=True)
+    with tempfile.TemporaryDirectory() as cache:
+        assert attnc.precompile(spec, cache_dir=cache, link_cubin=False)
+        (entry,) = entries(cache)
+        meta = json.loads((entry / "meta.json").read_text())
+        assert "sinks=1" in meta["spec"] and "varlen=1" in meta["spec"], \
+            meta["spec"]
+
+
+@test
 def a_context_compiles_a_missing_kernel():
     with tempfile.TemporaryDirectory() as cache:
         # PTX only: the fake driver reads PTX, not cubins.

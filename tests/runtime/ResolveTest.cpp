@@ -7,6 +7,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <sys/wait.h>
 #include <thread>
@@ -243,4 +244,48 @@ TEST_CASE("concurrent misses of one spec compile once (processes)",
     CHECK(WEXITSTATUS(status) == 0);
   }
   CHECK(readFile(counter) == "c");
+}
+
+TEST_CASE("a build lock is released even when a forked child lives on",
+          "[resolve]") {
+  TempDir dir;
+  DiskCache cache(dir.path());
+  const std::string key = cacheKey("test-build", sampleSpec().canonical());
+  pid_t child = -1;
+  {
+    Result<BuildLock> held = cache.lockForBuild(key);
+    REQUIRE(held.isOk());
+    child = ::fork(); // shares the lock's open file description
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      ::sleep(5);
+      ::_exit(0);
+    }
+  } // released here while the child sleeps
+  Result<BuildLock> again =
+      cache.lockForBuild(key, std::chrono::milliseconds(500));
+  CHECK(again.isOk());
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+}
+
+TEST_CASE("a build lock held too long is given up with a reason, and the "
+          "waiter is told",
+          "[resolve]") {
+  TempDir dir;
+  DiskCache cache(dir.path());
+  const std::string key = cacheKey("test-build", sampleSpec().canonical());
+  Result<BuildLock> held = cache.lockForBuild(key);
+  REQUIRE(held.isOk());
+  std::vector<std::string> told;
+  Result<BuildLock> waited =
+      cache.lockForBuild(key, std::chrono::milliseconds(2300),
+                         [&](const std::string &m) { told.push_back(m); });
+  REQUIRE_FALSE(waited.isOk());
+  CHECK(waited.status().code() == ErrorCode::Unsupported);
+  CHECK(waited.status().message().find("another process has been building") !=
+        std::string::npos);
+  REQUIRE(told.size() == 1);
+  CHECK(told[0].find("waiting for another process's build of " + key) !=
+        std::string::npos);
 }

@@ -18,12 +18,14 @@ extern "C" {
 #endif
 
 /* Bumped on any change of the table or of what its strings hold. */
-#define ATTNC_JIT_PLUGIN_VERSION 1
+#define ATTNC_JIT_PLUGIN_VERSION 2
 
 /* What one compile returns. All strings are NUL-terminated and owned by the
    plugin until free_output. On failure (ok == 0) only error is set. */
 typedef struct attnc_jit_output {
   int32_t ok;
+  int32_t code;    /* on failure: the attnc_status (InvalidArgument,
+                      Unsupported, CompileError, ...) */
   char *ptx;       /* PTX text */
   size_t ptx_size; /* bytes, without the NUL */
   char *meta_json; /* the kernel's meta.json (files: {}) */

@@ -16,7 +16,9 @@
 #include "attnc/runtime/Metadata.h"
 #include "attnc/runtime/Status.h"
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -99,9 +101,14 @@ public:
   Result<CacheEntry> publish(std::string_view key,
                              const CompiledKernel &kernel);
 
-  // Blocks until this caller is the only one building `key` (see
-  // BuildLock); creates the root when needed.
-  Result<BuildLock> lockForBuild(std::string_view key);
+  // Waits until this caller is the only one building `key` (see
+  // BuildLock); creates the root when needed. After `timeout` gives up with
+  // Unsupported (the caller may build unlocked); `waiting`, when set, is
+  // told once after 2 s that it waits.
+  Result<BuildLock>
+  lockForBuild(std::string_view key,
+               std::chrono::milliseconds timeout = std::chrono::minutes(5),
+               const std::function<void(const std::string &)> &waiting = {});
 
   // Removes one entry (no error if absent). Anything at the key's path that
   // is not a directory of attnc's entry files is an error, left in place.
