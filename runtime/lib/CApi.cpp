@@ -14,6 +14,7 @@
 #include "attnc/runtime/JitLoader.h"
 #include "attnc/runtime/Json.h"
 #include "attnc/runtime/Resolve.h"
+#include "attnc/runtime/TuningDb.h"
 
 #include <cmath>
 #include <cstdio>
@@ -227,19 +228,35 @@ attnc_status attnc_precompile_json(const char *cache_dir, const char *spec_json,
       std::fprintf(stderr, "%s\n", message.c_str());
       warnings += (warnings.empty() ? "" : "; ") + message;
     };
-    auto resolved =
-        attnc::resolveKernel(cache, *spec, attnc::defaultBuildId(), options);
-    if (!resolved.isOk())
-      return fail(resolved.status());
-    // Compiled but not cached (an unwritable cache): the point of a
-    // precompile is the cache entry, so that is a failure here.
-    if (resolved->entry.dir.empty())
-      return fail(ATTNC_ERROR_IO,
-                  "compiled '" + spec->canonical() +
-                      "' but could not cache it in '" + *root + "'" +
-                      (warnings.empty() ? "" : ": " + warnings));
+    // The spec, and for a decode spec without tuning the variants the
+    // runtime's size rule may pick for it (as `attnc bundle` does), so that
+    // no launch of a warmed cache compiles.
+    std::vector<attnc::KernelSpec> all = {*spec};
+    if (spec->tuning == attnc::TuningConfig{})
+      for (const attnc::TuningConfig &t :
+           attnc::decodeSizeRuleVariants(*spec)) {
+        attnc::KernelSpec variant = *spec;
+        variant.tuning = t;
+        if (!(variant == *spec))
+          all.push_back(variant);
+      }
+    bool any = false;
+    for (const attnc::KernelSpec &one : all) {
+      auto resolved =
+          attnc::resolveKernel(cache, one, attnc::defaultBuildId(), options);
+      if (!resolved.isOk())
+        return fail(resolved.status());
+      // Compiled but not cached (an unwritable cache): the point of a
+      // precompile is the cache entry, so that is a failure here.
+      if (resolved->entry.dir.empty())
+        return fail(ATTNC_ERROR_IO,
+                    "compiled '" + one.canonical() +
+                        "' but could not cache it in '" + *root + "'" +
+                        (warnings.empty() ? "" : ": " + warnings));
+      any |= resolved->compiled;
+    }
     if (compiled)
-      *compiled = resolved->compiled ? 1 : 0;
+      *compiled = any ? 1 : 0;
     return ATTNC_OK;
   });
 }

@@ -66,14 +66,20 @@ def precompile_compiles_a_miss_once_into_the_cache():
 
 @test
 def precompile_takes_spec_json_of_every_op():
+    # Pages of 64: the size rule may pick a variant with 32-key tiles.
     decode = attnc._capi.DecodeSpec(heads=32, kv_heads=8, head_dim=128,
-                                    page_size=16)
+                                    page_size=64)
     rows = {"op": "silu_mul", "dtype": "bf16", "hidden": 4096,
             "arch": "sm_90a"}
     with tempfile.TemporaryDirectory() as cache:
         assert attnc.precompile(decode, cache_dir=cache, link_cubin=False)
+        # The decode spec and the variants its size rule may pick.
+        n_decode = len(entries(cache))
+        assert n_decode == 2, n_decode
         assert attnc.precompile(rows, cache_dir=cache, link_cubin=False)
-        assert len(entries(cache)) == 2
+        assert len(entries(cache)) == n_decode + 1
+        # All cached now: nothing compiles again.
+        assert attnc.precompile(decode, cache_dir=cache) is False
 
 
 @test

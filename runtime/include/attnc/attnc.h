@@ -138,9 +138,12 @@ ATTNC_API attnc_status attnc_jit_enable(const char *path);
 ATTNC_API const char *attnc_jit_info(void);
 /* Compiles one spec (JSON as in spec files) into the cache at cache_dir
  * (NULL: the default) with the enabled JIT compiler, without a GPU or a
- * driver; a cached spec is not compiled again. link_cubin 1: also store a
- * cubin (ptxas, else nvJitLink; none found is not an error). *compiled
- * (may be NULL) says whether this call ran the compiler. */
+ * driver; a cached spec is not compiled again. A decode spec without
+ * tuning brings the variants the runtime's size rule may pick for it (as
+ * `attnc bundle` does). link_cubin 1: also store a cubin (ptxas, else
+ * nvJitLink; none found is not an error). *compiled (may be NULL) says
+ * whether this call ran the compiler. A kernel that could not be cached
+ * is an error (ATTNC_ERROR_IO). */
 ATTNC_API attnc_status attnc_precompile_json(const char *cache_dir,
                                              const char *spec_json,
                                              int32_t link_cubin,
