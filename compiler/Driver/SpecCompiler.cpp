@@ -241,15 +241,15 @@ compileLseMerge(const attnc::KernelSpec &spec) {
 /// the runtime packs parameters by the metadata alone, and a kernel with a
 /// parameter it does not know reads garbage (or fails to launch). Counts
 /// and sizes (tensor maps: 128-byte aggregates).
-static attnc::Status checkParamsAgainstPtx(const std::string &ptx,
-                                           const attnc::KernelMetadata &meta) {
+static attnc::Status
+checkParamsAgainstPtx(const std::string &ptx, const std::string &entry,
+                      const std::vector<attnc::KernelParam> &params) {
   using attnc::ErrorCode;
   using attnc::Status;
-  const std::string head = ".entry " + meta.entry + "(";
+  const std::string head = ".entry " + entry + "(";
   size_t begin = ptx.find(head);
   if (begin == std::string::npos)
-    return Status(ErrorCode::CompileError,
-                  "the PTX has no .entry " + meta.entry);
+    return Status(ErrorCode::CompileError, "the PTX has no .entry " + entry);
   begin += head.size();
   size_t end = ptx.find(')', begin);
   std::vector<size_t> sizes; // bytes of each .param, in order
@@ -265,31 +265,42 @@ static attnc::Status checkParamsAgainstPtx(const std::string &ptx,
       sizes.push_back(4);
   }
   std::string listed;
-  for (const attnc::KernelParam &p : meta.params)
+  for (const attnc::KernelParam &p : params)
     listed += (listed.empty() ? "" : ", ") + p.name;
-  if (sizes.size() != meta.params.size())
+  if (sizes.size() != params.size())
     return Status(ErrorCode::CompileError,
-                  "kernel " + meta.entry + " takes " +
-                      std::to_string(sizes.size()) +
+                  "kernel " + entry + " takes " + std::to_string(sizes.size()) +
                       " parameters but its metadata lists " +
-                      std::to_string(meta.params.size()) + " (" + listed + ")");
+                      std::to_string(params.size()) + " (" + listed + ")");
   for (size_t i = 0; i < sizes.size(); ++i)
-    if (sizes[i] != attnc::paramKindSize(meta.params[i].kind))
-      return Status(
-          ErrorCode::CompileError,
-          "kernel " + meta.entry + "'s parameter " + std::to_string(i) +
-              " has " + std::to_string(sizes[i]) +
-              " bytes but the metadata's '" + meta.params[i].name + "' " +
-              std::to_string(attnc::paramKindSize(meta.params[i].kind)));
+    if (sizes[i] != attnc::paramKindSize(params[i].kind))
+      return Status(ErrorCode::CompileError,
+                    "kernel " + entry + "'s parameter " + std::to_string(i) +
+                        " has " + std::to_string(sizes[i]) +
+                        " bytes but the metadata's '" + params[i].name + "' " +
+                        std::to_string(attnc::paramKindSize(params[i].kind)));
   return Status::ok();
 }
 
 attnc::Result<attnc::CompiledKernel>
 attnc::SpecCompiler::compile(const KernelSpec &spec) {
   Result<CompiledKernel> kernel = compileOp(spec);
-  if (kernel.isOk())
-    ATTNC_RETURN_IF_ERROR(checkParamsAgainstPtx(kernel->ptx, kernel->meta)
-                              .withContext("spec '" + spec.canonical() + "'"));
+  if (!kernel.isOk())
+    return kernel;
+  const std::string where = "spec '" + spec.canonical() + "'";
+  ATTNC_RETURN_IF_ERROR(checkParamsAgainstPtx(kernel->ptx, kernel->meta.entry,
+                                              kernel->meta.params)
+                            .withContext(where));
+  // Decode's second kernel: the combine contract's parameters, then the
+  // sinks when the spec has them (runtime/lib/Decode.cpp packs them so).
+  if (spec.op == "decode") {
+    std::vector<KernelParam> combine = decodeCombineV1Params();
+    if (spec.sinks)
+      combine.push_back({abi::kAttentionSinksParam, ParamKind::Ptr});
+    ATTNC_RETURN_IF_ERROR(
+        checkParamsAgainstPtx(kernel->ptx, abi::kDecodeCombineEntry, combine)
+            .withContext(where));
+  }
   return kernel;
 }
 

@@ -89,6 +89,12 @@ TEST_CASE("decode variants assemble for sm_80 and sm_90a without spills",
     spec.tuning = {.blockN = 64, .stages = 3, .warps = 2};
     spec.causal = true;
     assembles(spec);
+    // Sinks: the combine kernel takes them after its contract's parameters
+    // (SpecCompiler checks both kernels' PTX parameters against what the
+    // runtime packs).
+    spec = decode(64, 8, 64, "bf16", 16, 1, arch);
+    spec.sinks = true;
+    assembles(spec);
   }
 }
 
