@@ -84,19 +84,25 @@ def check_inputs(q, k, v):
     return check_shapes(q, k, v)
 
 
+def check_dtypes(q, k, v):
+    """One supported dtype for q, k and v; returns its runtime name."""
+    dtype = _DTYPES.get(str(q.dtype))
+    if dtype is None:
+        _fail("q has dtype %s; supported: torch.bfloat16, torch.float16"
+              % (q.dtype,))
+    for name, t in (("k", k), ("v", v)):
+        if str(t.dtype) != str(q.dtype):
+            _fail("q has dtype %s but %s has %s; q, k and v must have one "
+                  "dtype" % (q.dtype, name, t.dtype))
+    return dtype
+
+
 def check_shapes(q, k, v):
     """check_inputs() without the devices (the fake kernel's checks, which
     also run on meta tensors): dtypes, ranks, shapes, head-dim strides.
     Returns the runtime dtype name."""
     named = (("q", q), ("k", k), ("v", v))
-    dtype = _DTYPES.get(str(q.dtype))
-    if dtype is None:
-        _fail("q has dtype %s; supported: torch.bfloat16, torch.float16"
-              % (q.dtype,))
-    for name, t in named[1:]:
-        if str(t.dtype) != str(q.dtype):
-            _fail("q has dtype %s but %s has %s; q, k and v must have one "
-                  "dtype" % (q.dtype, name, t.dtype))
+    dtype = check_dtypes(q, k, v)
     for name, t in named:
         if len(t.shape) != 4:
             _fail("%s has shape %s (%d dims); expected 4 dims [batch, seq, "

@@ -8,12 +8,11 @@ are tested without torch or a GPU.
 """
 
 from . import _route
-from ._attention import (_byref, _contexts, arch_for_capability, check_sinks,
-                         context, sinks_key, window_bounds)
+from ._attention import (_byref, _contexts, arch_for_capability, check_dtypes,
+                         check_sinks, context, sinks_key, window_bounds)
 from ._capi import (AttncError, Spec, TensorDesc, VarlenDesc, _args_to_c,
                     _check, lib)
 
-_DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}
 # (dtype, device, heads, head dim, options) -> (context, kernel): the kernel
 # lookup of a call like this one (the lengths do not enter: one kernel
 # serves every batch composition).
@@ -30,14 +29,7 @@ def check_varlen_shapes(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     longest lengths (what needs no device). Returns the runtime dtype
     name."""
     named = (("q", q), ("k", k), ("v", v))
-    dtype = _DTYPES.get(str(q.dtype))
-    if dtype is None:
-        _fail("q has dtype %s; supported: torch.bfloat16, torch.float16"
-              % (q.dtype,))
-    for name, t in named[1:]:
-        if str(t.dtype) != str(q.dtype):
-            _fail("q has dtype %s but %s has %s; q, k and v must have one "
-                  "dtype" % (q.dtype, name, t.dtype))
+    dtype = check_dtypes(q, k, v)
     for name, t in named:
         if len(t.shape) != 3:
             _fail("%s has shape %s (%d dims); expected 3 dims [total, heads, "

@@ -231,15 +231,8 @@ attnc_status attnc_precompile_json(const char *cache_dir, const char *spec_json,
     // The spec, and for a decode spec without tuning the variants the
     // runtime's size rule may pick for it (as `attnc bundle` does), so that
     // no launch of a warmed cache compiles.
-    std::vector<attnc::KernelSpec> all = {*spec};
-    if (spec->tuning == attnc::TuningConfig{})
-      for (const attnc::TuningConfig &t :
-           attnc::decodeSizeRuleVariants(*spec)) {
-        attnc::KernelSpec variant = *spec;
-        variant.tuning = t;
-        if (!(variant == *spec))
-          all.push_back(variant);
-      }
+    std::vector<attnc::KernelSpec> all = attnc::sizeRuleVariantSpecs(*spec);
+    all.insert(all.begin(), *spec);
     bool any = false;
     for (const attnc::KernelSpec &one : all) {
       auto resolved =

@@ -43,14 +43,16 @@ Result<ResolvedKernel> resolveKernel(DiskCache &cache, const KernelSpec &spec,
   if (!lookup.isOk())
     warn(options, "attnc: cannot read cache entry " + key + " (" +
                       lookup.status().message() + "); compiling");
+  // Same key, different contents: a foreign or hand-edited entry.
+  auto ours = [&](const CacheEntry &entry) {
+    return entry.meta.spec == canonical && entry.meta.buildId == buildId;
+  };
   CacheLookup found = lookup.isOk() ? std::move(lookup).value() : CacheLookup{};
   if (!found.problem.empty())
     warn(options, "attnc: cache entry " + key + " was damaged (" +
                       found.problem + "); removed it, rebuilding");
   if (found.entry) {
-    const KernelMetadata &meta = found.entry->meta;
-    // Same key, different contents: a foreign or hand-edited entry.
-    if (meta.spec == canonical && meta.buildId == buildId)
+    if (ours(*found.entry))
       return ResolvedKernel{std::move(*found.entry), false};
     warn(options, "attnc: cache entry " + key +
                       " holds another spec or build id; removed it, "
@@ -69,10 +71,9 @@ Result<ResolvedKernel> resolveKernel(DiskCache &cache, const KernelSpec &spec,
                       "import)");
 
   // One build per key at a time across threads and processes: wait for a
-  // concurrent build of the same key, then take its entry. A cache that
-  // cannot hold the lock (read-only) costs duplicate work, not the kernel
-  // (Unlocked, it says nothing: a cache that cannot be written warns at
-  // publish.)
+  // concurrent build of the same key, then take its entry. Without the lock
+  // (a read-only cache, silently: its publish warns; a holder past the
+  // timeout, with a warning) the cost is duplicate work, not the kernel.
   Result<BuildLock> lock = cache.lockForBuild(
       key, buildLockTimeout(), [&](const std::string &m) { warn(options, m); });
   if (!lock.isOk() && lock.status().code() == ErrorCode::Unsupported)
@@ -80,8 +81,7 @@ Result<ResolvedKernel> resolveKernel(DiskCache &cache, const KernelSpec &spec,
                       " without waiting longer");
   if (lock.isOk()) {
     Result<CacheLookup> again = cache.lookup(key);
-    if (again.isOk() && again->entry && again->entry->meta.spec == canonical &&
-        again->entry->meta.buildId == buildId)
+    if (again.isOk() && again->entry && ours(*again->entry))
       return ResolvedKernel{std::move(*again->entry), false};
   }
 

@@ -272,6 +272,19 @@ std::vector<TuningConfig> decodeSizeRuleVariants(const KernelSpec &spec) {
   return {};
 }
 
+std::vector<KernelSpec> sizeRuleVariantSpecs(const KernelSpec &spec) {
+  std::vector<KernelSpec> out;
+  if (!(spec.tuning == TuningConfig{}))
+    return out;
+  for (const TuningConfig &t : decodeSizeRuleVariants(spec)) {
+    KernelSpec variant = spec;
+    variant.tuning = t;
+    if (!(variant == spec))
+      out.push_back(std::move(variant));
+  }
+  return out;
+}
+
 TuningChoice chooseTuning(const TuningDb *db, const std::string &gpu,
                           const KernelSpec &spec, const ProblemSize &size,
                           int smCount) {

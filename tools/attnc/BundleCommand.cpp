@@ -56,17 +56,10 @@ int runBundle(const BundleOptions &o) {
   // without its own tuning go in too: a bundle holds every kernel the
   // runtime can ask for its specs.
   const size_t listed = specs->size();
-  for (size_t i = 0; i < listed; ++i) {
-    const KernelSpec spec = (*specs)[i];
-    if (!(spec.tuning == TuningConfig{}))
-      continue;
-    for (const TuningConfig &t : decodeSizeRuleVariants(spec)) {
-      KernelSpec variant = spec;
-      variant.tuning = t;
+  for (size_t i = 0; i < listed; ++i)
+    for (KernelSpec &variant : sizeRuleVariantSpecs((*specs)[i]))
       if (std::find(specs->begin(), specs->end(), variant) == specs->end())
-        specs->push_back(variant);
-    }
-  }
+        specs->push_back(std::move(variant));
   if (specs->size() > listed)
     fmt::print(stderr,
                "attnc: bundle: {} listed specs and {} variants the decode "

@@ -126,6 +126,10 @@ decodeSizeRule(const KernelSpec &spec, const ProblemSize &size, int smCount);
 /// bundle of `spec` must hold beside the spec itself, so that the runtime
 /// never asks for a variant nobody compiled.
 std::vector<TuningConfig> decodeSizeRuleVariants(const KernelSpec &spec);
+/// Those variants as specs (none when `spec` names its own tuning, which
+/// the runtime then always uses): what `attnc bundle` and a precompile add
+/// beside `spec`.
+std::vector<KernelSpec> sizeRuleVariantSpecs(const KernelSpec &spec);
 
 /// The spec's own tuning when it has one; else the database's entry for
 /// (gpu, arch, spec, bucket of `size`); else decodeSizeRule (when smCount
