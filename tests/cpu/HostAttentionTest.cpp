@@ -11,6 +11,7 @@
 #include "compiler/Target/Host/HostJIT.h"
 #include "templates/ReferenceAttention.h"
 #include "tests/common/AttentionCheck.h"
+#include "tests/cpu/CompileForHost.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -71,20 +72,8 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   registerAllDialects(registry);
   mlir::MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
-  auto module = c.ir.empty()
-                    ? buildAttentionModule(ctx, cfg)
-                    : mlir::parseSourceString<mlir::ModuleOp>(c.ir, &ctx);
-  REQUIRE(module);
-  mlir::PassManager pm(&ctx);
-  buildTilePipeline(pm, {c.blockM, c.blockN});
-  REQUIRE(mlir::succeeded(pm.run(*module)));
-  std::string entry; // the tile kernel keeps the attention function's name
-  module->walk([&](mlir::func::FuncOp fn) {
-    if (fn->hasAttr("tile.launch"))
-      entry = fn.getName().str();
-  });
-  REQUIRE(!entry.empty());
-  auto kernel = HostKernel::compile(*module, entry);
+  auto kernel =
+      test::compileAttentionForHost(ctx, cfg, c.ir, c.blockM, c.blockN);
   if (!kernel)
     FAIL(llvm::toString(kernel.takeError()));
 
