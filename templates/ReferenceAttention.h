@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -36,6 +37,11 @@ struct ReferenceProblem {
   bool causal = false;
   int windowLeft = -1, windowRight = -1; ///< -1: unbounded
   std::vector<double> sinks;             ///< empty, or one logit per headsQ
+  /// FlexAttention-style mods (unset: none), applied after the soft-cap:
+  /// the score of (s, b, h, i, j), and whether row i keeps key j of (b, h,
+  /// i, j) besides the causal and window bounds.
+  std::function<double(double, int, int, int, int)> scoreMod;
+  std::function<bool(int, int, int, int)> maskMod;
 };
 
 /// Element strides of a logical [B, H, S, D] tensor (head-dim stride 1).
@@ -87,7 +93,7 @@ void referenceAttention(const ReferenceProblem &p, const T *q,
         // Pass 1: scores and their maximum.
         double maxScore = negInf;
         for (int j = 0; j < p.seqKV; ++j) {
-          if (!keyVisible(p, i, j)) {
+          if (!keyVisible(p, i, j) || (p.maskMod && !p.maskMod(b, h, i, j))) {
             scores[j] = negInf;
             continue;
           }
@@ -98,6 +104,8 @@ void referenceAttention(const ReferenceProblem &p, const T *q,
           double s = p.scale * dot;
           if (p.softcap > 0.0)
             s = p.softcap * std::tanh(s / p.softcap);
+          if (p.scoreMod)
+            s = p.scoreMod(s, b, h, i, j);
           scores[j] = s;
           maxScore = std::max(maxScore, s);
         }

@@ -72,6 +72,18 @@ struct CompileSession {
   ScopedDiagnosticHandler collect;
 };
 
+/// The metadata's name of a captured tensor's element type (the names the
+/// C ABI's attnc_capture.dtype uses).
+std::string captureDtypeName(Type t) {
+  if (t.isBF16())
+    return "bf16";
+  if (t.isF16())
+    return "f16";
+  if (t.isF32())
+    return "f32";
+  return "i" + std::to_string(t.getIntOrFloatBitWidth());
+}
+
 } // namespace
 
 attnc::AttentionConfig attnc::attentionConfigOf(const KernelSpec &spec) {
@@ -349,11 +361,16 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   int64_t headDim = spec.headDim;
   int64_t elementBits = 16;
   bool sinks = false, varlen = false;
+  std::vector<CaptureDesc> captures;
   module->walk([&](attn::AttentionOp op) {
     headDim = op.getHeadDim();
     elementBits = op.getElementType().getIntOrFloatBitWidth();
     sinks = op.hasSinks();
     varlen = op.isVarlen();
+    for (Value capture : op.getCaptures()) {
+      auto t = cast<RankedTensorType>(capture.getType());
+      captures.push_back({captureDtypeName(t.getElementType()), t.getRank()});
+    }
   });
   // The runtime passes (and checks) the sinks by the spec's word.
   if (sinks != spec.sinks)
@@ -511,6 +528,16 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   if (varlen)
     for (const char *name : abi::kAttentionCuSeqlensParams)
       meta.params.push_back({name, ParamKind::Ptr});
+  // The captured tensors' data, sizes and strides (TileAttention), and what
+  // the runtime checks each launch's tensors against.
+  meta.captures = captures;
+  for (unsigned k = 0; k < captures.size(); ++k) {
+    meta.params.push_back({abi::captureParamName({k}), ParamKind::Ptr});
+    for (auto part : {abi::CapturePart::Size, abi::CapturePart::Stride})
+      for (unsigned d = 0; d < captures[k].rank; ++d)
+        meta.params.push_back(
+            {abi::captureParamName({k, part, d}), ParamKind::I64});
+  }
   // kv_sync "tma": the tensor maps the mapping appended (q_tmap, k_tmap,
   // v_tmap), each for boxes of the kernel's tile rows.
   if (choice.mapping == GPUMapping::WGMMA && tmaSchedule)

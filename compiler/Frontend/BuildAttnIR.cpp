@@ -73,7 +73,8 @@ attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
       body->getArgument(1), body->getArgument(2),
       config.sinks ? body->getArgument(3) : Value(),
       config.varlen ? body->getArgument(cuArg) : Value(),
-      config.varlen ? body->getArgument(cuArg + 1) : Value(), scale,
+      config.varlen ? body->getArgument(cuArg + 1) : Value(),
+      /*captures=*/ValueRange(), scale,
       config.causal ? b.getUnitAttr() : UnitAttr(), window, softcap);
   func::ReturnOp::create(b, loc, op->getResults());
 

@@ -58,7 +58,7 @@ private:
   /// sequence of a packed varlen batch).
   Value view(Value ptr, int64_t heads, Value seq, ArrayRef<Value> strides,
              bool withDim, Value firstRow = Value());
-  void cloneRegion(Region &from, Region &to);
+  void cloneRegion(Region &from, Region &to, ValueRange captureViews);
 
   OpBuilder &b;
   attn::AttentionOp att;
@@ -99,11 +99,29 @@ Value KernelBuilder::view(Value ptr, int64_t heads, Value seq,
                                            strideVals);
 }
 
-void KernelBuilder::cloneRegion(Region &from, Region &to) {
+/// A score or mask region into tile.score's: attn.yield becomes tile.yield,
+/// and the captured tensors become their kernel parameters' memref views
+/// (the block arguments after the indices change type, tensor.extract
+/// becomes memref.load).
+void KernelBuilder::cloneRegion(Region &from, Region &to,
+                                ValueRange captureViews) {
   if (from.empty())
     return;
   IRMapping mapping;
   from.cloneInto(&to, mapping);
+  Block &block = to.front();
+  const unsigned first = block.getNumArguments() - captureViews.size();
+  for (auto [i, view] : llvm::enumerate(captureViews))
+    block.getArgument(first + i).setType(view.getType());
+  SmallVector<tensor::ExtractOp> extracts;
+  to.walk([&](tensor::ExtractOp x) { extracts.push_back(x); });
+  for (tensor::ExtractOp x : extracts) {
+    OpBuilder xb(x);
+    x.replaceAllUsesWith(
+        memref::LoadOp::create(xb, x.getLoc(), x.getTensor(), x.getIndices())
+            .getResult());
+    x.erase();
+  }
   to.walk([&](attn::YieldOp y) {
     OpBuilder yb(y);
     tile::YieldOp::create(yb, y.getLoc(), y.getValues());
@@ -122,6 +140,15 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   const unsigned cuArg = params.size();
   if (varlen)
     params.append(2, abiParamType(ctx, abi::ParamType::I32Ptr, elt));
+  // Each captured tensor: its data, then its sizes and strides
+  // (abi::captureParamName).
+  static_assert(attn::AttentionOp::kMaxCaptures == abi::kMaxCaptures);
+  const unsigned captureArg = params.size();
+  for (Value capture : att.getCaptures()) {
+    auto t = cast<RankedTensorType>(capture.getType());
+    params.push_back(MemRefType::get({}, t.getElementType()));
+    params.append(2 * t.getRank(), b.getI64Type());
+  }
   auto fn =
       func::FuncOp::create(b, loc, name, FunctionType::get(ctx, params, {}));
   fn->setAttr("tile.launch",
@@ -135,6 +162,19 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   if (varlen)
     for (auto [i, name] : llvm::enumerate(abi::kAttentionCuSeqlensParams))
       fn.setArgAttr(cuArg + i, "tile.param", b.getStringAttr(name));
+  for (unsigned k = 0, at = captureArg; k < att.getCaptures().size(); ++k) {
+    auto param = [&](abi::CapturePart part, unsigned dim) {
+      fn.setArgAttr(at++, "tile.param",
+                    b.getStringAttr(abi::captureParamName({k, part, dim})));
+    };
+    param(abi::CapturePart::Data, 0);
+    auto rank =
+        cast<RankedTensorType>(att.getCaptures()[k].getType()).getRank();
+    for (unsigned d = 0; d < rank; ++d)
+      param(abi::CapturePart::Size, d);
+    for (unsigned d = 0; d < rank; ++d)
+      param(abi::CapturePart::Stride, d);
+  }
 
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -225,6 +265,24 @@ func::FuncOp KernelBuilder::build(StringRef name) {
     }
     mTile = arith::SelectOp::create(b, loc, hasRows, mTile, qTiles);
   }
+  // The captured tensors as strided views of their parameters.
+  SmallVector<Value> captureViews;
+  for (unsigned at = captureArg; Value capture : att.getCaptures()) {
+    auto t = cast<RankedTensorType>(capture.getType());
+    const int64_t rank = t.getRank(), dyn = ShapedType::kDynamic;
+    SmallVector<OpFoldResult> sizes, strides;
+    for (int64_t d = 0; d < rank; ++d) {
+      sizes.push_back(index(arg(at + 1 + d)));
+      strides.push_back(index(arg(at + 1 + rank + d)));
+    }
+    auto type = MemRefType::get(
+        SmallVector<int64_t>(rank, dyn), t.getElementType(),
+        StridedLayoutAttr::get(b.getContext(), 0,
+                               SmallVector<int64_t>(rank, dyn)));
+    captureViews.push_back(memref::ReinterpretCastOp::create(
+        b, loc, type, arg(at), b.getIndexAttr(0), sizes, strides));
+    at += 1 + 2 * rank;
+  }
   // Grouped-query attention: query head h reads KV head h / (Hq / Hkv).
   Value kvHead = arith::DivUIOp::create(b, loc, head, cst(hq / hkv));
   Value q0 = arith::MulIOp::create(b, loc, mTile, cst(blockM));
@@ -285,11 +343,11 @@ func::FuncOp KernelBuilder::build(StringRef name) {
        [&](Value s, Value k0) -> Value {
          auto score = tile::ScoreOp::create(
              b, loc, s.getType(), s, bIdx, head, q0, k0, seqQ, seqKV,
-             b.getF32FloatAttr(att.getEffectiveScale()),
+             captureViews, b.getF32FloatAttr(att.getEffectiveScale()),
              att.getCausal() ? b.getUnitAttr() : UnitAttr(), window,
              att.getSoftcapAttr());
-         cloneRegion(att.getScore(), score.getScoreMod());
-         cloneRegion(att.getMask(), score.getMaskMod());
+         cloneRegion(att.getScore(), score.getScoreMod(), captureViews);
+         cloneRegion(att.getMask(), score.getMaskMod(), captureViews);
          return score;
        }},
       sink);

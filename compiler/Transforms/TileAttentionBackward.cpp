@@ -274,7 +274,7 @@ void BackwardBuilder::buildMain(StringRef name) {
     Value s = tile::DotOp::create(b, loc, sT, qTile, kTile, Value(),
                                   /*transpose_b=*/true);
     Value t = tile::ScoreOp::create(
-        b, loc, sT, s, bIdx, head, q0, k0, seqQ, seqKV,
+        b, loc, sT, s, bIdx, head, q0, k0, seqQ, seqKV, ValueRange(),
         b.getF32FloatAttr(scale), op.getCausal() ? b.getUnitAttr() : UnitAttr(),
         window, op.getSoftcapAttr());
     Value p = tile::ProbsFromLseOp::create(b, loc, sT, t, lse);

@@ -131,6 +131,44 @@ attnc::TensorArg tensorFromC(const attnc_tensor &t) {
   return out;
 }
 
+/// The C captures as the runtime's, into `storage` (the launch's args point
+/// at it); more than abi::kMaxCaptures, a negative count or a rank outside
+/// 1 to 4 is an error.
+using CaptureStorage = std::array<attnc::CaptureArg, attnc::abi::kMaxCaptures>;
+attnc::Status capturesFromC(const attnc_attention_args &a,
+                            CaptureStorage &storage,
+                            attnc::AttentionArgs &args) {
+  if (a.num_captures < 0 ||
+      a.num_captures > int64_t(attnc::abi::kMaxCaptures) ||
+      (a.num_captures > 0 && !a.captures))
+    return attnc::Status(attnc::ErrorCode::InvalidArgument,
+                         "num_captures is " + std::to_string(a.num_captures) +
+                             " with captures " + (a.captures ? "set" : "NULL") +
+                             "; expected 0 to " +
+                             std::to_string(attnc::abi::kMaxCaptures) +
+                             " captured tensors");
+  for (int64_t i = 0; i < a.num_captures; ++i) {
+    const attnc_capture &c = a.captures[i];
+    attnc::CaptureArg &out = storage[i];
+    if (c.rank < 1 || c.rank > 4 || !c.dtype)
+      return attnc::Status(attnc::ErrorCode::InvalidArgument,
+                           "capture " + std::to_string(i) + ": rank " +
+                               std::to_string(c.rank) + " and dtype " +
+                               (c.dtype ? c.dtype : "NULL") +
+                               "; expected rank 1 to 4 and a dtype");
+    out.data = c.data;
+    out.dtype = c.dtype;
+    out.rank = c.rank;
+    for (int d = 0; d < 4; ++d) {
+      out.shape[d] = c.shape[d];
+      out.stride[d] = c.stride[d];
+    }
+  }
+  args.captures = storage.data();
+  args.numCaptures = static_cast<size_t>(a.num_captures);
+  return attnc::Status::ok();
+}
+
 attnc::AttentionArgs argsFromC(const attnc_attention_args &a) {
   attnc::AttentionArgs args{tensorFromC(a.q), tensorFromC(a.k),
                             tensorFromC(a.v), tensorFromC(a.o),
@@ -443,7 +481,11 @@ attnc_status attnc_attention_launch(attnc_context *ctx,
   return guarded([&]() -> attnc_status {
     if (!ctx || !kernel || !args)
       return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx, kernel or args is NULL");
-    return report(ctx->impl->launch(*kernelFromC(kernel), argsFromC(*args),
+    attnc::AttentionArgs cxx = argsFromC(*args);
+    CaptureStorage captures;
+    if (attnc::Status s = capturesFromC(*args, captures, cxx); !s.isOk())
+      return fail(s);
+    return report(ctx->impl->launch(*kernelFromC(kernel), cxx,
                                     static_cast<CUstream>(stream)));
   });
 }

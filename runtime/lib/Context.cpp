@@ -519,6 +519,8 @@ Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
                       (kernel.spec_.op == "kv_append" ? "launchKVAppend"
                                                       : "launchMerge"));
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
+  ATTNC_RETURN_IF_ERROR(
+      validateCaptures(kernel.meta_.captures, kernel.spec_, args));
   // A varlen batch without sequences or query rows writes nothing.
   if (kernel.spec_.varlen && (args.varlenBatch == 0 || args.maxSeqlenQ == 0))
     return Status::ok();

@@ -263,6 +263,26 @@ planAttentionParams(const std::vector<KernelParam> &params) {
                       std::to_string(kMaxKernelParams));
   std::vector<ParamSlot> plan;
   for (const KernelParam &param : params) {
+    // A captured tensor's data, size or stride (validateMetadata checked
+    // the index and dim against the metadata's captures).
+    if (std::optional<abi::CaptureParam> cp =
+            abi::parseCaptureParam(param.name)) {
+      const bool data = cp->part == abi::CapturePart::Data;
+      if (param.kind != (data ? ParamKind::Ptr : ParamKind::I64))
+        return Status(ErrorCode::Unsupported,
+                      "kernel parameter '" + param.name + "' has kind " +
+                          paramKindName(param.kind) + "; expected " +
+                          (data ? "ptr" : "i64"));
+      ParamSlot slot{data ? ParamSource::CaptureData
+                     : cp->part == abi::CapturePart::Size
+                         ? ParamSource::CaptureSize
+                         : ParamSource::CaptureStride,
+                     param.kind, abi::kAttentionCapturePrefix};
+      slot.capture = static_cast<uint8_t>(cp->index);
+      slot.dim = static_cast<uint8_t>(cp->dim);
+      plan.push_back(slot);
+      continue;
+    }
     std::optional<NamedSource> source = findSource(param.name);
     if (!source)
       return Status(ErrorCode::Unsupported,
@@ -278,6 +298,14 @@ planAttentionParams(const std::vector<KernelParam> &params) {
   return plan;
 }
 
+/// The captured tensor a capture slot reads (validateCaptures checked that
+/// the launch has each of the kernel's; a launch without them packs zeros).
+static const CaptureArg &captureAt(const AttentionArgs &args,
+                                   const ParamSlot &slot) {
+  static const CaptureArg none;
+  return slot.capture < args.numCaptures ? args.captures[slot.capture] : none;
+}
+
 Status packAttentionParams(const std::vector<ParamSlot> &plan,
                            const KernelSpec &spec, const AttentionArgs &args,
                            PackedParams &out, const DriverApi *driver,
@@ -291,12 +319,18 @@ Status packAttentionParams(const std::vector<ParamSlot> &plan,
     out.pointers[i] = &storage;
     switch (slot.kind) {
     case ParamKind::Ptr: {
-      const void *p = pointerValue(slot.source, args);
+      const void *p = slot.source == ParamSource::CaptureData
+                          ? captureAt(args, slot).data
+                          : pointerValue(slot.source, args);
       std::memcpy(&storage, &p, sizeof(p));
       break;
     }
     case ParamKind::I64: {
-      int64_t value = integerValue(slot.source, args, schedule);
+      int64_t value = slot.source == ParamSource::CaptureSize
+                          ? captureAt(args, slot).shape[slot.dim]
+                      : slot.source == ParamSource::CaptureStride
+                          ? captureAt(args, slot).stride[slot.dim]
+                          : integerValue(slot.source, args, schedule);
       std::memcpy(&storage, &value, sizeof(value));
       break;
     }

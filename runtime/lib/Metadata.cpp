@@ -3,6 +3,7 @@
 #include "attnc/runtime/Metadata.h"
 
 #include "attnc/abi/GridRules.h"
+#include "attnc/abi/LaunchParams.h"
 #include "attnc/abi/TensorMaps.h"
 #include "attnc/runtime/JsonReader.h"
 
@@ -63,6 +64,13 @@ bool isIdentifier(const std::string &s) {
   return true;
 }
 
+bool isCaptureDtype(const std::string &dtype) {
+  for (const char *name : {"f32", "f16", "bf16", "i32", "i64", "i8"})
+    if (dtype == name)
+      return true;
+  return false;
+}
+
 bool isHex128(const std::string &s) {
   if (s.size() != 32)
     return false;
@@ -114,6 +122,33 @@ Status validateMetadata(const KernelMetadata &meta) {
                      std::to_string(abi::kTensorMapMaxBoxRows) +
                      ", and only a tensormap has box_rows");
   }
+  if (meta.captures.size() > abi::kMaxCaptures)
+    return invalid("captures: " + std::to_string(meta.captures.size()) +
+                   " captured tensors; at most " +
+                   std::to_string(abi::kMaxCaptures));
+  for (const CaptureDesc &capture : meta.captures)
+    if (!isCaptureDtype(capture.dtype) || capture.rank < 1 ||
+        capture.rank > int64_t(abi::kMaxCaptureRank))
+      return invalid("captures: dtype \"" + capture.dtype + "\" and rank " +
+                     std::to_string(capture.rank) +
+                     " (expected f32, f16, bf16, i32, i64 or i8, rank 1 to " +
+                     std::to_string(abi::kMaxCaptureRank) + ")");
+  // A captured tensor's parameters name one of the captures listed and one
+  // of its dims; its data is a pointer, its sizes and strides i64.
+  for (const KernelParam &param : meta.params) {
+    std::optional<abi::CaptureParam> cp = abi::parseCaptureParam(param.name);
+    if (!cp)
+      continue;
+    const bool data = cp->part == abi::CapturePart::Data;
+    if (cp->index >= meta.captures.size() ||
+        (!data && int64_t(cp->dim) >= meta.captures[cp->index].rank) ||
+        param.kind != (data ? ParamKind::Ptr : ParamKind::I64))
+      return invalid("parameter \"" + param.name +
+                     "\" does not fit the captures listed (" +
+                     std::to_string(meta.captures.size()) +
+                     " captured tensors; data is ptr, sizes and strides "
+                     "i64)");
+  }
   std::set<std::string> files;
   for (const FileChecksum &file : meta.files) {
     if (file.name.empty() || file.name.find('/') != std::string::npos ||
@@ -141,6 +176,13 @@ Json metadataToJson(const KernelMetadata &meta) {
       p.set("box_rows", param.boxRows);
     params.push(std::move(p));
   }
+  Json captures = Json::array();
+  for (const CaptureDesc &capture : meta.captures) {
+    Json c = Json::object();
+    c.set("dtype", capture.dtype);
+    c.set("rank", capture.rank);
+    captures.push(std::move(c));
+  }
   Json files = Json::object();
   for (const FileChecksum &file : meta.files) {
     Json f = Json::object();
@@ -161,6 +203,8 @@ Json metadataToJson(const KernelMetadata &meta) {
     out.set("kv_stages", meta.kvStages);
   out.set("dynamic_smem", meta.dynamicSmem);
   out.set("params", std::move(params));
+  if (!meta.captures.empty())
+    out.set("captures", std::move(captures));
   out.set("spec", meta.spec);
   out.set("build_id", meta.buildId);
   if (!meta.mapping.empty())
@@ -217,6 +261,19 @@ Result<KernelMetadata> metadataFromJson(const Json &value,
                           "\" (expected ptr, i64, i32, f32 or tensormap)");
       param.kind = *parsed;
       meta.params.push_back(std::move(param));
+    }
+  }
+  if (const Json *captures =
+          reader.getValue("captures", Json::Kind::Array, false)) {
+    const Json::Array &items = captures->asArray();
+    for (size_t i = 0; i < items.size(); ++i) {
+      JsonObjectReader captureReader(items[i], where + ".captures[" +
+                                                   std::to_string(i) + "]");
+      CaptureDesc capture;
+      captureReader.getString("dtype", capture.dtype, true);
+      captureReader.getInt("rank", capture.rank, true);
+      ATTNC_RETURN_IF_ERROR(captureReader.finish());
+      meta.captures.push_back(std::move(capture));
     }
   }
   reader.getString("spec", meta.spec, true);

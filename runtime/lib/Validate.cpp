@@ -209,6 +209,68 @@ Status validateSinks(const KernelSpec &spec, const float *sinks) {
   return Status::ok();
 }
 
+Status validateCaptures(const std::vector<CaptureDesc> &expected,
+                        const KernelSpec &spec, const AttentionArgs &args) {
+  if (args.numCaptures != expected.size() ||
+      (args.numCaptures && !args.captures))
+    return bad("the kernel's mods read " + std::to_string(expected.size()) +
+               " captured tensor(s); the launch passes " +
+               std::to_string(args.captures ? args.numCaptures : 0));
+  // The outputs' bytes, as validateAttentionArgs checked them.
+  const bool varlenEmpty = spec.varlen && args.q.shape[2] == 0;
+  const Extent ox =
+      varlenEmpty ? Extent{0, 0} : extentOf(args.o, elementSize(spec), 4);
+  const Extent lx =
+      spec.hasLse && !varlenEmpty ? extentOf(args.lse, 4, 3) : Extent{0, 0};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const CaptureArg &c = args.captures[i];
+    const std::string name = "capture " + std::to_string(i);
+    if (c.dtype != expected[i].dtype || c.rank != expected[i].rank)
+      return bad(name + " is " + std::string(c.dtype) + " of rank " +
+                 std::to_string(c.rank) + " but the kernel reads " +
+                 expected[i].dtype + " of rank " +
+                 std::to_string(expected[i].rank));
+    const int64_t size = c.dtype == "f32" || c.dtype == "i32" ? 4
+                         : c.dtype == "i64"                   ? 8
+                         : c.dtype == "i8"                    ? 1
+                                                              : 2;
+    if (!c.data)
+      return bad(name + ": data pointer is null");
+    if (reinterpret_cast<uintptr_t>(c.data) % size != 0)
+      return bad(name + ": data pointer " + pointerText(c.data) +
+                 " is not aligned to its " + std::to_string(size) +
+                 "-byte elements");
+    TensorArg t;
+    t.data = c.data;
+    for (int d = 0; d < 4; ++d) {
+      t.shape[d] = d < c.rank ? c.shape[d] : 1;
+      t.stride[d] = d < c.rank ? c.stride[d] : 0;
+      if (d < c.rank && (c.shape[d] < 1 || c.stride[d] < 0))
+        return bad(name + ".shape[" + std::to_string(d) +
+                   "] = " + std::to_string(c.shape[d]) + ", .stride[" +
+                   std::to_string(d) + "] = " + std::to_string(c.stride[d]) +
+                   ": sizes must be >= 1 and strides >= 0");
+    }
+    int64_t maxOffset = 0, term;
+    uintptr_t end;
+    for (int d = 0; d < c.rank; ++d)
+      if (__builtin_mul_overflow(c.shape[d] - 1, c.stride[d], &term) ||
+          __builtin_add_overflow(maxOffset, term, &maxOffset))
+        return bad(name + ": shape and strides address beyond 2^63 elements");
+    if (__builtin_add_overflow(maxOffset, int64_t(1), &term) ||
+        __builtin_mul_overflow(term, size, &term) ||
+        __builtin_add_overflow(reinterpret_cast<uintptr_t>(c.data),
+                               static_cast<uintptr_t>(term), &end))
+      return bad(name + ": data pointer " + pointerText(c.data) +
+                 " plus the tensor's extent wraps past the end of the "
+                 "address space");
+    const Extent cx = extentOf(t, size, 4);
+    ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, name.c_str(), cx));
+    ATTNC_RETURN_IF_ERROR(checkDisjoint("lse", lx, name.c_str(), cx));
+  }
+  return Status::ok();
+}
+
 Status validateAttentionArgs(const KernelSpec &spec,
                              const AttentionArgs &args) {
   const int64_t elemSize = elementSize(spec);

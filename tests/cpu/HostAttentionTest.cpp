@@ -18,16 +18,33 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <random>
 
 using namespace attnc;
 
 namespace {
+
+/// One captured tensor of a case: its bytes (kept alive by the closures of
+/// the reference's mods too), shape and strides in elements.
+struct HostCapture {
+  std::shared_ptr<std::vector<uint8_t>> bytes;
+  std::vector<int64_t> shape, strides;
+};
+
+/// Fresh random captured tensors for one run, in the IR's order; sets the
+/// reference's mods to read the same values.
+using MakeCaptures = std::function<std::vector<HostCapture>(
+    std::mt19937_64 &, int batch, int seqQ, int seqKV,
+    templates::ReferenceProblem &)>;
 
 struct Case {
   std::string name;
@@ -39,6 +56,8 @@ struct Case {
   // attn IR with score/mask regions to compile instead of `config`'s
   // built-in op; `config` then describes the reference's equivalent.
   std::string ir;
+  // The IR's captured tensors and the reference's mods (unset: none).
+  MakeCaptures captures;
 };
 
 uint64_t seedFromEnvOrClock() {
@@ -100,11 +119,15 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
                                o.sb(),  o.sh(), o.ss(),  int64_t(hq) * c.seqQ,
                                c.seqQ};
   const std::vector<float> sinks = test::randomSinks(cfg.sinks, hq, rng);
-  if (sinks.empty()) {
+  templates::ReferenceProblem p;
+  std::vector<HostCapture> captures;
+  if (c.captures)
+    captures = c.captures(rng, c.batch, c.seqQ, c.seqKV, p);
+  if (sinks.empty() && captures.empty()) {
     (*kernel)->runAttentionFwd(q.data.data(), k.data.data(), v.data.data(),
                                o.data.data(), lse.data(), scalars);
   } else {
-    // The launch ABI's parameters, then the optional `sinks`.
+    // The launch ABI's parameters, then the optional `sinks` and captures.
     std::vector<uint64_t> words;
     for (const void *p :
          {(const void *)q.data.data(), (const void *)k.data.data(),
@@ -113,12 +136,20 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
       HostKernel::pointerWords(words, p);
     for (int64_t s : scalars)
       words.push_back(uint64_t(s));
-    HostKernel::pointerWords(words, sinks.data());
+    if (!sinks.empty())
+      HostKernel::pointerWords(words, sinks.data());
+    // Each captured tensor: data, sizes, strides (abi::captureParamName).
+    for (const HostCapture &capture : captures) {
+      HostKernel::pointerWords(words, capture.bytes->data());
+      for (int64_t size : capture.shape)
+        words.push_back(uint64_t(size));
+      for (int64_t stride : capture.strides)
+        words.push_back(uint64_t(stride));
+    }
     (*kernel)->runWords(words);
   }
 
   // float64 reference on the same (rounded) inputs.
-  templates::ReferenceProblem p;
   p.batch = c.batch;
   p.headsQ = hq;
   p.headsKV = hkv;
@@ -326,6 +357,154 @@ func.func @math_regions(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
     c.config.softcap = 15.f;
     c.config.sinks = true;
     c.qScale = 8.f;
+    cases.push_back(c);
+  }
+  // Captured tensors (attn.attention's captures): ALiBi from random
+  // per-head slopes and a document mask from random [B, S] document ids
+  // (i32) on causal GQA; a relative-position table read through transposed
+  // strides, a per-head bf16 bias and an i8 row mask that leaves whole rows
+  // without a key, with Sq != Skv.
+  {
+    Case c{"captures: ALiBi slopes [H] f32 + document ids [B, S] i32, causal "
+           "GQA 4/2",
+           config(4, 2, 64, "bf16"),
+           2,
+           77,
+           77,
+           true};
+    c.ir = R"mlir(
+func.func @alibi_documents(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
+                           %v: tensor<?x2x?x64xbf16>, %slopes: tensor<?xf32>,
+                           %doc: tensor<?x?xi32>)
+    -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v captures(%slopes, %doc : tensor<?xf32>, tensor<?x?xi32>) {causal}
+      : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+      -> tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>
+  score {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %sl: tensor<?xf32>, %d: tensor<?x?xi32>):
+    %m = tensor.extract %sl[%h] : tensor<?xf32>
+    %dist = arith.subi %i, %j : index
+    %di = arith.index_cast %dist : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %bias = arith.mulf %m, %df : f32
+    %r = arith.subf %s, %bias : f32
+    attn.yield %r : f32
+  } mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %sl: tensor<?xf32>, %d: tensor<?x?xi32>):
+    %di = tensor.extract %d[%b, %i] : tensor<?x?xi32>
+    %dj = tensor.extract %d[%b, %j] : tensor<?x?xi32>
+    %same = arith.cmpi eq, %di, %dj : i32
+    attn.yield %same : i1
+  }
+  return %o, %lse : tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>
+}
+)mlir";
+    c.config.causal = true;
+    c.captures = [](std::mt19937_64 &rng, int batch, int seqQ, int,
+                    templates::ReferenceProblem &p) {
+      const int heads = 4;
+      auto slopes = std::make_shared<std::vector<uint8_t>>(heads * 4);
+      std::uniform_real_distribution<float> unit(0.05f, 1.f);
+      std::vector<float> s(heads);
+      for (float &x : s)
+        x = unit(rng);
+      std::memcpy(slopes->data(), s.data(), heads * 4);
+      // Document ids: each sequence cut at 1-5 random boundaries.
+      auto doc =
+          std::make_shared<std::vector<uint8_t>>(size_t(batch) * seqQ * 4);
+      std::vector<int32_t> ids(size_t(batch) * seqQ);
+      std::uniform_int_distribution<int> cut(1, seqQ - 1), count(1, 5);
+      for (int b = 0; b < batch; ++b) {
+        std::vector<int> cuts;
+        for (int n = count(rng); n > 0; --n)
+          cuts.push_back(cut(rng));
+        for (int i = 0; i < seqQ; ++i)
+          ids[size_t(b) * seqQ + i] = int32_t(std::count_if(
+              cuts.begin(), cuts.end(), [&](int at) { return at <= i; }));
+      }
+      std::memcpy(doc->data(), ids.data(), ids.size() * 4);
+      p.scoreMod = [s](double x, int, int h, int i, int j) {
+        return x - double(s[h]) * double(i - j);
+      };
+      p.maskMod = [ids, seqQ](int b, int, int i, int j) {
+        return ids[size_t(b) * seqQ + i] == ids[size_t(b) * seqQ + j];
+      };
+      return std::vector<HostCapture>{{slopes, {heads}, {1}},
+                                      {doc, {batch, seqQ}, {seqQ, 1}}};
+    };
+    cases.push_back(c);
+  }
+  {
+    Case c{"captures: relative-position table [H, Sq+Skv-1] f32 (transposed "
+           "strides) + per-head bias bf16 + i8 row mask, Sq<Skv",
+           config(3, 3, 64, "bf16"),
+           1,
+           45,
+           70,
+           false};
+    c.ir = R"mlir(
+func.func @relative_rows(%q: tensor<?x3x?x64xbf16>, %k: tensor<?x3x?x64xbf16>,
+                         %v: tensor<?x3x?x64xbf16>, %table: tensor<?x?xf32>,
+                         %hb: tensor<?xbf16>, %rows: tensor<?xi8>)
+    -> (tensor<?x3x?x64xbf16>, tensor<?x3x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v captures(%table, %hb, %rows : tensor<?x?xf32>, tensor<?xbf16>, tensor<?xi8>)
+      : tensor<?x3x?x64xbf16>, tensor<?x3x?x64xbf16>, tensor<?x3x?x64xbf16>
+      -> tensor<?x3x?x64xbf16>, tensor<?x3x?xf32>
+  score {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<?x?xf32>, %hbias: tensor<?xbf16>, %r: tensor<?xi8>):
+    %c69 = arith.constant 69 : index
+    %d = arith.subi %i, %j : index
+    %e = arith.addi %d, %c69 : index
+    %rel = tensor.extract %t[%h, %e] : tensor<?x?xf32>
+    %hv = tensor.extract %hbias[%h] : tensor<?xbf16>
+    %hf = arith.extf %hv : bf16 to f32
+    %x = arith.addf %s, %rel : f32
+    %y = arith.addf %x, %hf : f32
+    attn.yield %y : f32
+  } mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %t: tensor<?x?xf32>, %hbias: tensor<?xbf16>, %r: tensor<?xi8>):
+    %keep = tensor.extract %r[%i] : tensor<?xi8>
+    %zero = arith.constant 0 : i8
+    %on = arith.cmpi ne, %keep, %zero : i8
+    attn.yield %on : i1
+  }
+  return %o, %lse : tensor<?x3x?x64xbf16>, tensor<?x3x?xf32>
+}
+)mlir";
+    c.captures = [](std::mt19937_64 &rng, int, int seqQ, int seqKV,
+                    templates::ReferenceProblem &p) {
+      const int heads = 3, span = seqQ + seqKV - 1;
+      // [H, span] stored as [span, H]: strides (1, H).
+      std::normal_distribution<float> normal(0.f, 1.f);
+      std::vector<float> table(size_t(heads) * span);
+      for (float &x : table)
+        x = normal(rng);
+      auto tableBytes =
+          std::make_shared<std::vector<uint8_t>>(table.size() * 4);
+      std::memcpy(tableBytes->data(), table.data(), table.size() * 4);
+      std::vector<uint16_t> hb(heads);
+      std::vector<float> hbf(heads);
+      for (int h = 0; h < heads; ++h) {
+        hb[h] = test::toHalfBits(true, 2.f * normal(rng));
+        hbf[h] = test::fromHalfBits(true, hb[h]);
+      }
+      auto hbBytes = std::make_shared<std::vector<uint8_t>>(heads * 2);
+      std::memcpy(hbBytes->data(), hb.data(), heads * 2);
+      // Every fifth row (at a random phase) keeps no key.
+      auto rows = std::make_shared<std::vector<uint8_t>>(seqQ);
+      int phase = std::uniform_int_distribution<int>(0, 4)(rng);
+      for (int i = 0; i < seqQ; ++i)
+        (*rows)[i] = (i % 5 == phase) ? 0 : uint8_t(1 + i % 200);
+      std::vector<uint8_t> keep(*rows);
+      p.scoreMod = [table, hbf, seqKV](double x, int, int h, int i, int j) {
+        return x + double(table[size_t(i - j + seqKV - 1) * 3 + h]) +
+               double(hbf[h]);
+      };
+      p.maskMod = [keep](int, int, int i, int) { return keep[i] != 0; };
+      return std::vector<HostCapture>{{tableBytes, {heads, span}, {1, heads}},
+                                      {hbBytes, {heads}, {1}},
+                                      {rows, {seqQ}, {1}}};
+    };
     cases.push_back(c);
   }
   for (const Case &c : cases)

@@ -261,7 +261,7 @@ TEST_CASE("unknown or mistyped parameters are rejected at load", "[launch]") {
   REQUIRE_FALSE(mistyped.isOk());
   CHECK(mistyped.status().message() ==
         "kernel parameter 'batch' has kind ptr; expected i64 or i32");
-  std::vector<KernelParam> tooMany(65, {"q", ParamKind::Ptr});
+  std::vector<KernelParam> tooMany(kMaxKernelParams + 1, {"q", ParamKind::Ptr});
   CHECK_FALSE(planAttentionParams(tooMany).isOk());
 }
 
@@ -809,4 +809,114 @@ TEST_CASE("varlen launches: validation, packing and the grid", "[launch]") {
   CHECK(attentionGeometry(meta, args, 132).status().message() ==
         "grid rule attention_fwd_persistent_v1 cannot launch a varlen kernel "
         "(its items assume one length for every sequence)");
+}
+
+TEST_CASE("captured tensors: names, validation and packing", "[launch]") {
+  // The parameter names round-trip, and only those names parse.
+  for (abi::CaptureParam p :
+       {abi::CaptureParam{0, abi::CapturePart::Data, 0},
+        abi::CaptureParam{7, abi::CapturePart::Size, 3},
+        abi::CaptureParam{3, abi::CapturePart::Stride, 0}})
+    CHECK(abi::parseCaptureParam(abi::captureParamName(p)) == p);
+  CHECK(abi::captureParamName({1, abi::CapturePart::Stride, 2}) ==
+        "capture1_stride2");
+  for (const char *other :
+       {"capture", "capture8", "capture0_size4", "capture0_sizes0",
+        "capture0_size0x", "captures", "capture10", "q"})
+    CHECK_FALSE(abi::parseCaptureParam(other).has_value());
+
+  KernelSpec spec = sampleSpec();
+  spec.hasLse = true;
+  const std::vector<CaptureDesc> expected = {{"f32", 1}, {"i32", 2}};
+  AttentionArgs args = contiguousArgs(spec, 2, 100, 300);
+  CaptureArg captures[2];
+  captures[0].data = ptr(0x9000000);
+  captures[0].dtype = "f32";
+  captures[0].rank = 1;
+  captures[0].shape[0] = 8;
+  captures[0].stride[0] = 1;
+  captures[1].data = ptr(0x9100000);
+  captures[1].dtype = "i32";
+  captures[1].rank = 2;
+  captures[1].shape[0] = 2;
+  captures[1].shape[1] = 100;
+  captures[1].stride[0] = 1; // transposed: any strides
+  captures[1].stride[1] = 2;
+  args.captures = captures;
+  args.numCaptures = 2;
+  CHECK(validateCaptures(expected, spec, args).isOk());
+
+  auto error = [&](std::function<void(AttentionArgs &, CaptureArg *)> mutate) {
+    CaptureArg copy[2] = {captures[0], captures[1]};
+    AttentionArgs a = args;
+    a.captures = copy;
+    mutate(a, copy);
+    Status status = validateCaptures(expected, spec, a);
+    REQUIRE_FALSE(status.isOk());
+    CHECK(status.code() == ErrorCode::InvalidArgument);
+    return status.message().substr(kPrefix.size());
+  };
+  CHECK(error([](AttentionArgs &a, CaptureArg *) { a.numCaptures = 1; }) ==
+        "the kernel's mods read 2 captured tensor(s); the launch passes 1");
+  CHECK(error([](AttentionArgs &a, CaptureArg *) { a.captures = nullptr; }) ==
+        "the kernel's mods read 2 captured tensor(s); the launch passes 0");
+  CHECK(error([](AttentionArgs &, CaptureArg *c) { c[1].dtype = "i64"; }) ==
+        "capture 1 is i64 of rank 2 but the kernel reads i32 of rank 2");
+  CHECK(error([](AttentionArgs &, CaptureArg *c) { c[0].rank = 2; }) ==
+        "capture 0 is f32 of rank 2 but the kernel reads f32 of rank 1");
+  CHECK(error([](AttentionArgs &, CaptureArg *c) { c[0].data = nullptr; }) ==
+        "capture 0: data pointer is null");
+  CHECK(
+      error([](AttentionArgs &, CaptureArg *c) { c[1].data = ptr(0x9100002); })
+          .find("capture 1: data pointer 0x9100002 is not aligned to its "
+                "4-byte elements") == 0);
+  CHECK(error([](AttentionArgs &, CaptureArg *c) { c[1].shape[1] = 0; }) ==
+        "capture 1.shape[1] = 0, .stride[1] = 2: sizes must be >= 1 and "
+        "strides >= 0");
+  CHECK(error([](AttentionArgs &, CaptureArg *c) {
+          c[0].stride[0] = -1;
+        }).find("sizes must be >= 1 and strides >= 0") != std::string::npos);
+  CHECK(error([](AttentionArgs &, CaptureArg *c) {
+          c[0].shape[0] = int64_t(1) << 62;
+          c[0].stride[0] = 4;
+        }) == "capture 0: shape and strides address beyond 2^63 elements");
+  // A capture may not share memory with an output.
+  CHECK(error([&](AttentionArgs &a, CaptureArg *c) {
+          c[0].data = a.o.data;
+        }).find("o [") == 0);
+  CHECK(error([&](AttentionArgs &a, CaptureArg *c) {
+          c[1].data = a.lse.data;
+        }).find("lse [") == 0);
+  // A kernel without captures refuses them.
+  CHECK_FALSE(validateCaptures({}, spec, args).isOk());
+
+  // Packing: each capture's data, sizes and strides by name, after the
+  // contract's parameters.
+  std::vector<KernelParam> params = attentionFwdV1Params();
+  for (const char *name : {"capture0", "capture0_size0", "capture0_stride0",
+                           "capture1", "capture1_size0", "capture1_size1",
+                           "capture1_stride0", "capture1_stride1"})
+    params.push_back(
+        {name, abi::parseCaptureParam(name)->part == abi::CapturePart::Data
+                   ? ParamKind::Ptr
+                   : ParamKind::I64});
+  Result<std::vector<ParamSlot>> plan = planAttentionParams(params);
+  REQUIRE(plan.isOk());
+  PackedParams packed;
+  REQUIRE(packAttentionParams(*plan, spec, args, packed).isOk());
+  REQUIRE(packed.count == 30);
+  CHECK(packed.storage[22] == 0x9000000);
+  CHECK(packed.storage[23] == 8);
+  CHECK(packed.storage[24] == 1);
+  CHECK(packed.storage[25] == 0x9100000);
+  CHECK(packed.storage[26] == 2);
+  CHECK(packed.storage[27] == 100);
+  CHECK(packed.storage[28] == 1);
+  CHECK(packed.storage[29] == 2);
+  // A capture's data must be a pointer and its sizes i64.
+  params[22].kind = ParamKind::I64;
+  Result<std::vector<ParamSlot>> bad = planAttentionParams(params);
+  REQUIRE_FALSE(bad.isOk());
+  CHECK(bad.status().message() ==
+        "kernel parameter 'capture0' has kind i64; expected ptr");
 }

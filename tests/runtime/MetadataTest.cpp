@@ -138,6 +138,42 @@ TEST_CASE("metadata round-trips", "[metadata]") {
   CHECK(back->kvStages == 2);
   CHECK(*back == meta);
   CHECK(writeMetadata(sampleMeta()).find("block_n") == std::string::npos);
+
+  // Captured tensors: their dtypes and ranks, written when there are some;
+  // their parameters must fit them.
+  meta = sampleMeta();
+  meta.params = attentionFwdV1Params();
+  meta.captures = {{"f32", 1}, {"i8", 2}};
+  for (const char *name : {"capture0", "capture0_size0", "capture0_stride0",
+                           "capture1", "capture1_size0", "capture1_size1",
+                           "capture1_stride0", "capture1_stride1"})
+    meta.params.push_back({name, std::string(name).size() <= 8
+                                     ? ParamKind::Ptr
+                                     : ParamKind::I64});
+  back = parseMetadata(writeMetadata(meta));
+  REQUIRE(back.isOk());
+  CHECK(*back == meta);
+  CHECK(writeMetadata(sampleMeta()).find("captures") == std::string::npos);
+  auto rejects = [&](KernelMetadata m, const char *why) {
+    Status status = validateMetadata(m);
+    CHECK_FALSE(status.isOk());
+    CHECK(status.message().find(why) != std::string::npos);
+  };
+  KernelMetadata m = meta;
+  m.captures[1].dtype = "f64";
+  rejects(m, "captures: dtype \"f64\" and rank 2");
+  m = meta;
+  m.captures[0].rank = 5;
+  rejects(m, "captures: dtype \"f32\" and rank 5");
+  m = meta;
+  m.captures.pop_back(); // capture1's parameters name a capture not listed
+  rejects(m, "parameter \"capture1\" does not fit the captures listed");
+  m = meta;
+  m.params.push_back({"capture0_size1", ParamKind::I64}); // rank 1
+  rejects(m, "parameter \"capture0_size1\" does not fit");
+  m = meta;
+  m.params[22].kind = ParamKind::I64; // capture0's data
+  rejects(m, "parameter \"capture0\" does not fit");
 }
 
 TEST_CASE("a decode split kernel's metadata carries its K/V tile and ring",

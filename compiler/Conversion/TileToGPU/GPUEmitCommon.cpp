@@ -137,12 +137,17 @@ Value gpu_emit::log2(OpBuilder &b, Location loc, Value x) {
   return nvvmUnary(b, loc, "llvm.nvvm.lg2.approx.f", x);
 }
 
-/// Clones a scalar region with its arguments bound to `args`; returns what
-/// its tile.yield yields.
-static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
+/// Clones a scalar region of `op` with its arguments bound to `args`, then
+/// its captures' memrefs (as the walk mapped them); returns what its
+/// tile.yield yields.
+static Value inlineRegion(OpBuilder &b, tile::ScoreOp op, Region &region,
+                          ValueRange args, const IRMapping &map) {
   Block &block = region.front();
   IRMapping m;
-  m.map(block.getArguments(), args);
+  m.map(block.getArguments().take_front(args.size()), args);
+  for (auto [arg, capture] : llvm::zip_equal(
+           block.getArguments().drop_front(args.size()), op.getCaptures()))
+    m.map(arg, map.lookup(capture));
   for (Operation &op : block.without_terminator())
     b.clone(op, m);
   return m.lookup(cast<tile::YieldOp>(block.getTerminator()).getValues()[0]);
@@ -183,7 +188,7 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
     x = arith::MulFOp::create(b, loc, t, f32Const(b, loc, c));
   }
   if (!op.getScoreMod().empty())
-    x = inlineRegion(b, op.getScoreMod(), {x, batch, head, row, key});
+    x = inlineRegion(b, op, op.getScoreMod(), {x, batch, head, row, key}, map);
 
   if (!masks)
     return plain ? x
@@ -227,7 +232,7 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
         b, loc, arith::CmpIPredicate::sge, key,
         arith::SubIOp::create(b, loc, diag, constant(left))));
   if (!op.getMaskMod().empty())
-    andWith(inlineRegion(b, op.getMaskMod(), {batch, head, row, key}));
+    andWith(inlineRegion(b, op, op.getMaskMod(), {batch, head, row, key}, map));
   Value log2x =
       plain ? x : arith::MulFOp::create(b, loc, x, f32Const(b, loc, kLog2e));
   return arith::SelectOp::create(

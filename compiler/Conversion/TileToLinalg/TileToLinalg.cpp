@@ -201,12 +201,15 @@ struct LowerDot : OpRewritePattern<tile::DotOp> {
   }
 };
 
-/// Clones a scalar region's ops, mapping its block arguments to `args`,
-/// and returns the value its tile.yield yields.
-Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
+/// Clones a scalar region's ops, mapping its block arguments to `args` and
+/// then to `captures` (the captured tensors' memrefs), and returns the value
+/// its tile.yield yields.
+Value inlineRegion(OpBuilder &b, Region &region, ArrayRef<Value> args,
+                   ValueRange captures) {
   Block &block = region.front();
   IRMapping mapping;
-  mapping.map(block.getArguments(), args);
+  mapping.map(block.getArguments().take_front(args.size()), args);
+  mapping.map(block.getArguments().drop_front(args.size()), captures);
   for (Operation &op : block.without_terminator())
     b.clone(op, mapping);
   auto yield = cast<tile::YieldOp>(block.getTerminator());
@@ -245,7 +248,8 @@ struct LowerScore : OpRewritePattern<tile::ScoreOp> {
           }
           if (!op.getScoreMod().empty())
             s = inlineRegion(b, op.getScoreMod(),
-                             {s, op.getBatch(), op.getHead(), row, key});
+                             {s, op.getBatch(), op.getHead(), row, key},
+                             op.getCaptures());
           // Visible: key < seq_kv, and within [diag - left, diag + right]
           // where diag = row + seq_kv - seq_q.
           Value visible = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt,
@@ -271,7 +275,8 @@ struct LowerScore : OpRewritePattern<tile::ScoreOp> {
             visible = arith::AndIOp::create(
                 b, l, visible,
                 inlineRegion(b, op.getMaskMod(),
-                             {op.getBatch(), op.getHead(), row, key}));
+                             {op.getBatch(), op.getHead(), row, key},
+                             op.getCaptures()));
           Value log2 = arith::MulFOp::create(b, l, s, f32Const(b, l, kLog2e));
           Value out = arith::SelectOp::create(
               b, l, visible, log2,

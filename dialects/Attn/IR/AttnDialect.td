@@ -16,7 +16,8 @@ def Attn_Dialect : Dialect {
   }];
   let cppNamespace = "::attnc::attn";
   let dependentDialects = ["::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
   let useDefaultAttributePrinterParser = 1;
 }
 

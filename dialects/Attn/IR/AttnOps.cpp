@@ -1,6 +1,7 @@
 //===- AttnOps.cpp - verifiers and helpers of attn ops --------------------===//
 #include "dialects/Attn/IR/AttnOps.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
@@ -282,32 +283,83 @@ LogicalResult AttentionBwdOp::verify() {
   return success();
 }
 
-/// Checks one scalar region: its block arguments and what it yields.
+/// Element types a captured tensor may have (what the kernels can load).
+static bool isCaptureElementType(Type t) {
+  return t.isF32() || t.isF16() || t.isBF16() || t.isInteger(32) ||
+         t.isInteger(64) || t.isInteger(8);
+}
+
+/// Checks the captured tensors: at most kMaxCaptures, rank 1 to 4, an
+/// element type the kernels load.
+static LogicalResult verifyCaptures(AttentionOp op) {
+  if (op.getCaptures().size() > AttentionOp::kMaxCaptures)
+    return op.emitOpError() << "takes " << op.getCaptures().size()
+                            << " captured tensors; at most "
+                            << AttentionOp::kMaxCaptures << " are supported";
+  for (auto [i, capture] : llvm::enumerate(op.getCaptures())) {
+    auto t = cast<RankedTensorType>(capture.getType());
+    if (t.getRank() < 1 || t.getRank() > 4 ||
+        !isCaptureElementType(t.getElementType()))
+      return op.emitOpError()
+             << "captured tensor #" << i << " has type " << Type(t)
+             << "; expected rank 1 to 4 and element type f32, f16, bf16, "
+                "i32, i64 or i8";
+  }
+  if (!op.getCaptures().empty() && !op.hasScoreMod() && !op.hasMaskMod())
+    return op.emitOpError()
+           << "takes captured tensors but has no score or mask region to "
+              "read them";
+  return success();
+}
+
+/// Checks one scalar region: its block arguments (`argTypes`, then one per
+/// captured tensor), its ops and what it yields.
 static LogicalResult verifyScalarRegion(AttentionOp op, Region &region,
-                                        StringRef name, ArrayRef<Type> argTypes,
+                                        StringRef name,
+                                        SmallVector<Type> argTypes,
                                         Type yieldType, StringRef argsDoc) {
   if (region.empty())
     return success();
   if (!region.hasOneBlock())
     return op.emitOpError()
            << "expected the " << name << " region to have a single block";
+  const unsigned firstCapture = argTypes.size();
+  llvm::append_range(argTypes, op.getCaptures().getTypes());
   Block &block = region.front();
   if (TypeRange(block.getArgumentTypes()) != TypeRange(argTypes))
     return op.emitOpError()
-           << "expected the " << name << " region to take " << argsDoc;
+           << "expected the " << name << " region to take " << argsDoc
+           << (op.getCaptures().empty()
+                   ? ""
+                   : ", then the captured tensors in the order of the "
+                     "op's captures");
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
   if (!yield || yield.getValues().size() != 1 ||
       yield.getValues()[0].getType() != yieldType)
     return op.emitOpError()
            << "expected the " << name << " region to yield one " << yieldType;
   for (Operation &nested : block.without_terminator()) {
+    // A captured tensor's element: tensor.extract of a capture argument.
+    if (auto extract = dyn_cast<tensor::ExtractOp>(nested)) {
+      auto arg = dyn_cast<BlockArgument>(extract.getTensor());
+      if (!arg || arg.getOwner() != &block || arg.getArgNumber() < firstCapture)
+        return nested.emitOpError()
+               << "in the " << name
+               << " region must read one of the captured tensors (a block "
+                  "argument after the indices)";
+      continue;
+    }
     StringRef ns =
         nested.getDialect() ? nested.getDialect()->getNamespace() : StringRef();
     if ((ns != "arith" && ns != "math") || !isPure(&nested))
       return nested.emitOpError()
              << "is not allowed in the " << name
-             << " region: only pure arith and math ops can be lowered to "
-                "every target";
+             << " region: only pure arith and math ops, and tensor.extract "
+                "of a captured tensor, can be lowered to every target";
+    if (llvm::any_of(nested.getResultTypes(), llvm::IsaPred<ShapedType>))
+      return nested.emitOpError()
+             << "in the " << name
+             << " region must compute scalars (one element at a time)";
   }
   return success();
 }
@@ -316,6 +368,8 @@ LogicalResult AttentionOp::verifyRegions() {
   MLIRContext *ctx = getContext();
   Type f32 = Float32Type::get(ctx), idx = IndexType::get(ctx);
   Type i1 = IntegerType::get(ctx, 1);
+  if (failed(verifyCaptures(*this)))
+    return failure();
   if (failed(verifyScalarRegion(
           *this, getScore(), "score", {f32, idx, idx, idx, idx}, f32,
           "(f32, index, index, index, index): the score and its batch, head, "

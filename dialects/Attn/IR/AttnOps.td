@@ -70,6 +70,23 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
         -> tensor<?x32x128xbf16>, tensor<32x?xf32>
     ```
 
+    Captured tensors (FlexAttention's tensors a mod closes over: ALiBi
+    slopes, document ids, bias tables): `captures(%t0, ... : types)` takes
+    ranked tensors (rank 1 to 4, element f32, f16, bf16, i32, i64 or i8),
+    and both regions take them, in that order, after their index
+    arguments; the regions read them with `tensor.extract` (no bounds
+    check: an index outside the tensor reads outside it).
+    ```mlir
+    %o = attn.attention %q, %k, %v captures(%slopes : tensor<?xf32>)
+        : ... -> tensor<?x32x?x128xbf16>
+    score {
+    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index,
+         %sl: tensor<?xf32>):
+      %m = tensor.extract %sl[%h] : tensor<?xf32>
+      ...
+    }
+    ```
+
     With a FlexAttention-style mask (a document mask on a 256-token stride):
     ```mlir
     %o = attn.attention %q, %k, %v : ... -> tensor<?x32x?x128xbf16>
@@ -91,6 +108,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
     Optional<AnyRankedTensor>:$sinks,
     Optional<AnyRankedTensor>:$cu_seqlens_q,
     Optional<AnyRankedTensor>:$cu_seqlens_k,
+    Variadic<AnyRankedTensor>:$captures,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<Attn_WindowAttr>:$window,
@@ -103,7 +121,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
     $query `,` $key `,` $value
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q) `,`
-       type($cu_seqlens_k) `)`)? attr-dict
+       type($cu_seqlens_k) `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)? attr-dict
     `:` type($query) `,` type($key) `,` type($value)
     `->` type($output) (`,` type($lse)^)?
     (`score` $score^)? (`mask` $mask^)?
@@ -119,6 +138,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
     int64_t getNumKVHeads();
     int64_t getHeadDim();
     ::mlir::Type getElementType();
+    /// The most captured tensors one op takes (each is 1 + 2 x rank kernel
+    /// parameters).
+    static constexpr unsigned kMaxCaptures = 8;
     bool hasScoreMod() { return !getScore().empty(); }
     bool hasMaskMod() { return !getMask().empty(); }
     bool hasSinks() { return static_cast<bool>(getSinks()); }

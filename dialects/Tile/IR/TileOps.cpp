@@ -95,6 +95,17 @@ LogicalResult ScoreOp::verify() {
   if (getPacked() && (!getScoreMod().empty() || !getMaskMod().empty()))
     return emitOpError() << "packed rows (several heads per tile) cannot "
                             "take score or mask regions";
+  // Each region: its scalar arguments, then the captures' memrefs.
+  for (auto [region, scalars] :
+       {std::pair<Region *, unsigned>{&getScoreMod(), 5}, {&getMaskMod(), 4}}) {
+    if (region->empty())
+      continue;
+    TypeRange args(region->front().getArgumentTypes());
+    if (args.size() != scalars + getCaptures().size() ||
+        args.drop_front(scalars) != TypeRange(getCaptures().getTypes()))
+      return emitOpError() << "expected each region to take its "
+                           << "indices, then the captures' memrefs";
+  }
   return success();
 }
 

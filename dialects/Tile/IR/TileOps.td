@@ -121,6 +121,10 @@ def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
     `packed`: the rows hold the query rows of several heads, head-major
     (decode's GQA packing): row `q0 + i` is query position
     `(q0 + i) mod seq_q` for the masks.
+
+    `captures`: the memrefs (views of kernel parameters) of the attention's
+    captured tensors; both regions take them after their indices and read
+    them with `memref.load`.
     ```mlir
     %t = tile.score %s, %b, %h, %q0, %k0, %sq, %skv {scale = 0.088 : f32, causal}
         : tensor<64x64xf32>
@@ -128,6 +132,7 @@ def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
   }];
   let arguments = (ins AnyStaticShapeTensor:$scores, Index:$batch, Index:$head,
                        Index:$q0, Index:$k0, Index:$seq_q, Index:$seq_kv,
+                       Variadic<AnyMemRef>:$captures,
                        F32Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<Attn_WindowAttr>:$window,
                        OptionalAttr<F32Attr>:$softcap,
@@ -135,7 +140,9 @@ def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
   let results = (outs AnyStaticShapeTensor:$result);
   let regions = (region AnyRegion:$score_mod, AnyRegion:$mask_mod);
   let assemblyFormat = [{
-    $scores `,` $batch `,` $head `,` $q0 `,` $k0 `,` $seq_q `,` $seq_kv attr-dict `:` type($scores)
+    $scores `,` $batch `,` $head `,` $q0 `,` $k0 `,` $seq_q `,` $seq_kv
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    attr-dict `:` type($scores)
     (`score` $score_mod^)? (`mask` $mask_mod^)?
   }];
   let hasVerifier = 1;

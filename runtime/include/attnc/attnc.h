@@ -83,6 +83,19 @@ typedef struct attnc_tensor {
   int64_t stride[4];
 } attnc_tensor;
 
+/* A tensor a score or mask mod reads (attn.attention's captures: ALiBi
+ * slopes, document ids, bias tables), in device memory. dtype is the
+ * kernel's ("f32" | "f16" | "bf16" | "i32" | "i64" | "i8"), rank 1 to 4,
+ * shape and stride in elements (entries past the rank ignored). The kernel
+ * does not bounds-check its mods' indices. */
+typedef struct attnc_capture {
+  const void *data;
+  const char *dtype;
+  int32_t rank;
+  int64_t shape[4];
+  int64_t stride[4];
+} attnc_capture;
+
 typedef struct attnc_attention_args {
   attnc_tensor q, k, v, o, lse; /* lse.data NULL unless has_lse */
   /* Optional (NULL: none): the stream-K tail's workspace of a persistent
@@ -106,6 +119,11 @@ typedef struct attnc_attention_args {
   int64_t varlen_batch;
   int64_t max_seqlen_q;
   int64_t max_seqlen_k;
+  /* The captured tensors of a kernel whose mods read some, in the order of
+   * the IR's captures (checked at launch against the kernel's metadata);
+   * NULL and 0 otherwise. */
+  const attnc_capture *captures;
+  int64_t num_captures;
 } attnc_attention_args;
 
 typedef struct attnc_context_options {
@@ -187,7 +205,8 @@ ATTNC_API const char *attnc_kernel_entry(const attnc_kernel *kernel);
 ATTNC_API const char *attnc_kernel_key(const attnc_kernel *kernel);
 
 /* Checks the spec (as attnc_get_kernel would; op attention_fwd) and the
- * launch arguments against it, aliasing outputs included; needs no GPU. */
+ * launch arguments against it, aliasing outputs included; needs no GPU.
+ * Captured tensors are checked at launch, against the kernel's metadata. */
 ATTNC_API attnc_status attnc_attention_validate(
     const attnc_spec *spec, const attnc_attention_args *args);
 /* The workspace a launch with these arguments can take (0: none; see

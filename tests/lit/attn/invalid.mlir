@@ -212,7 +212,7 @@ func.func @region_op(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v:
   %o = attn.attention %q, %k, %v : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
   mask {
   ^bb0(%b: index, %h: index, %i: index, %j: index):
-    // expected-error @+1 {{'tensor.empty' op is not allowed in the mask region: only pure arith and math ops can be lowered to every target}}
+    // expected-error @+1 {{'tensor.empty' op is not allowed in the mask region: only pure arith and math ops, and tensor.extract of a captured tensor, can be lowered to every target}}
     %e = tensor.empty() : tensor<4xf32>
     %t = arith.cmpi ule, %j, %i : index
     attn.yield %t : i1
@@ -278,7 +278,7 @@ func.func @sinks_bf16(%q: tensor<?x4x?x64xbf16>, %kv: tensor<?x2x?x64xbf16>, %s:
 
 func.func @varlen_one_cu(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %cu: tensor<?xi32>) {
   // expected-error @+1 {{expected both cu_seqlens_q and cu_seqlens_k for a varlen attention, got only one}}
-  %o = "attn.attention"(%q, %k, %v, %cu) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0>}> ({}, {}) : (tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?xi32>) -> tensor<?x8x128xbf16>
+  %o = "attn.attention"(%q, %k, %v, %cu) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0>}> ({}, {}) : (tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?xi32>) -> tensor<?x8x128xbf16>
   return
 }
 
@@ -335,5 +335,67 @@ func.func @varlen_heads(%q: tensor<?x8x128xbf16>, %k: tensor<?x3x128xbf16>, %v: 
 func.func @packed_without_varlen(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>) {
   // expected-error @+1 {{expected query to have rank 4 ([batch, heads, seq, head_dim]), got rank 3}}
   %o = attn.attention %q, %k, %v : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @capture_args(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %c: tensor<?xf32>) {
+  // expected-error @+1 {{expected the mask region to take (index, index, index, index): the batch, head, query and key indices, then the captured tensors in the order of the op's captures}}
+  %o = attn.attention %q, %k, %v captures(%c : tensor<?xf32>) : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %t = arith.cmpi ule, %j, %i : index
+    attn.yield %t : i1
+  }
+  return
+}
+
+// -----
+
+func.func @capture_type(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %c: tensor<?xf64>) {
+  // expected-error @+1 {{captured tensor #0 has type 'tensor<?xf64>'; expected rank 1 to 4 and element type f32, f16, bf16, i32, i64 or i8}}
+  %o = attn.attention %q, %k, %v captures(%c : tensor<?xf64>) : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %x: tensor<?xf64>):
+    %t = arith.cmpi ule, %j, %i : index
+    attn.yield %t : i1
+  }
+  return
+}
+
+// -----
+
+func.func @capture_rank(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %c: tensor<f32>) {
+  // expected-error @+1 {{captured tensor #0 has type 'tensor<f32>'; expected rank 1 to 4}}
+  %o = attn.attention %q, %k, %v captures(%c : tensor<f32>) : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %x: tensor<f32>):
+    %t = arith.cmpi ule, %j, %i : index
+    attn.yield %t : i1
+  }
+  return
+}
+
+// -----
+
+func.func @capture_unread(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %c: tensor<?xf32>) {
+  // expected-error @+1 {{takes captured tensors but has no score or mask region to read them}}
+  %o = attn.attention %q, %k, %v captures(%c : tensor<?xf32>) : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @region_tensor_constant(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %c: tensor<?xi32>) {
+  %o = attn.attention %q, %k, %v captures(%c : tensor<?xi32>) : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %x: tensor<?xi32>):
+    // expected-error @+1 {{'arith.constant' op in the mask region must compute scalars (one element at a time)}}
+    %cst = arith.constant dense<[1, 2]> : tensor<2xi32>
+    %e = tensor.extract %cst[%i] : tensor<2xi32>
+    %t = arith.cmpi ule, %j, %i : index
+    attn.yield %t : i1
+  }
   return
 }

@@ -80,3 +80,35 @@ func.func @varlen(%q: tensor<?x8x128xbf16>, %k: tensor<?x2x128xbf16>, %v: tensor
   }
   return %o, %lse : tensor<?x8x128xbf16>, tensor<8x?xf32>
 }
+
+// Captured tensors: per-head ALiBi slopes and [B, S] document ids, read by
+// both regions with tensor.extract after their indices.
+// CHECK-LABEL: func @captured_tensors
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} captures(%{{.*}}, %{{.*}} : tensor<?xf32>, tensor<?x?xi32>) {causal}
+// CHECK: ^bb0(%{{.*}}: f32, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %[[SL:.*]]: tensor<?xf32>, %{{.*}}: tensor<?x?xi32>):
+// CHECK: tensor.extract %[[SL]][%{{.*}}] : tensor<?xf32>
+// CHECK: } mask {
+// CHECK: ^bb0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: tensor<?xf32>, %[[DOC:.*]]: tensor<?x?xi32>):
+// CHECK: tensor.extract %[[DOC]][%{{.*}}, %{{.*}}] : tensor<?x?xi32>
+func.func @captured_tensors(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>,
+                            %slopes: tensor<?xf32>, %doc: tensor<?x?xi32>) -> tensor<?x8x?x64xbf16> {
+  %o = attn.attention %q, %k, %v captures(%slopes, %doc : tensor<?xf32>, tensor<?x?xi32>) {causal}
+      : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
+  score {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %sl: tensor<?xf32>, %d: tensor<?x?xi32>):
+    %m = tensor.extract %sl[%h] : tensor<?xf32>
+    %dist = arith.subi %i, %j : index
+    %di = arith.index_cast %dist : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %bias = arith.mulf %m, %df : f32
+    %r = arith.subf %s, %bias : f32
+    attn.yield %r : f32
+  } mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %sl: tensor<?xf32>, %d: tensor<?x?xi32>):
+    %di = tensor.extract %d[%b, %i] : tensor<?x?xi32>
+    %dj = tensor.extract %d[%b, %j] : tensor<?x?xi32>
+    %same = arith.cmpi eq, %di, %dj : i32
+    attn.yield %same : i1
+  }
+  return %o : tensor<?x8x?x64xbf16>
+}

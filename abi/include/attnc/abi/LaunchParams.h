@@ -19,6 +19,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace attnc::abi {
@@ -186,6 +188,68 @@ inline constexpr const char *kAttentionSinksParam = "sinks";
 /// sequence `b` starts at row cu_seqlens[b].
 inline constexpr std::array<const char *, 2> kAttentionCuSeqlensParams = {
     "cu_seqlens_q", "cu_seqlens_k"};
+/// Captured tensors (attn.attention's `captures`, the tensors a score or
+/// mask mod reads), after the cu_seqlens: capture k (0-based, in the op's
+/// order) is `capture<k>` (its data pointer), then `capture<k>_size<d>` for
+/// each of its dims d, then `capture<k>_stride<d>` (i64, in elements). The
+/// metadata lists each capture's element type and rank.
+enum class CapturePart : uint8_t { Data, Size, Stride };
+struct CaptureParam {
+  unsigned index = 0;
+  CapturePart part = CapturePart::Data;
+  unsigned dim = 0;
+  bool operator==(const CaptureParam &) const = default;
+};
+inline constexpr std::string_view kAttentionCapturePrefix = "capture";
+/// Eight captures of rank 4 take 72 parameters.
+inline constexpr unsigned kMaxCaptures = 8;
+inline constexpr unsigned kMaxCaptureRank = 4;
+
+inline std::string captureParamName(CaptureParam p) {
+  std::string name =
+      std::string(kAttentionCapturePrefix) + std::to_string(p.index);
+  if (p.part != CapturePart::Data)
+    name += (p.part == CapturePart::Size ? "_size" : "_stride") +
+            std::to_string(p.dim);
+  return name;
+}
+
+/// The capture parameter `name` stands for, if it is one (the inverse of
+/// captureParamName, for indices below kMaxCaptures and dims below
+/// kMaxCaptureRank).
+inline std::optional<CaptureParam> parseCaptureParam(std::string_view name) {
+  if (name.substr(0, kAttentionCapturePrefix.size()) != kAttentionCapturePrefix)
+    return std::nullopt;
+  name.remove_prefix(kAttentionCapturePrefix.size());
+  auto digit = [&](unsigned limit) -> std::optional<unsigned> {
+    if (name.size() < 1 || name[0] < '0' || name[0] > '9' ||
+        unsigned(name[0] - '0') >= limit)
+      return std::nullopt;
+    unsigned v = unsigned(name[0] - '0');
+    name.remove_prefix(1);
+    return v;
+  };
+  std::optional<unsigned> index = digit(kMaxCaptures);
+  if (!index)
+    return std::nullopt;
+  if (name.empty())
+    return CaptureParam{*index, CapturePart::Data, 0};
+  CapturePart part;
+  if (name.substr(0, 5) == "_size") {
+    part = CapturePart::Size;
+    name.remove_prefix(5);
+  } else if (name.substr(0, 7) == "_stride") {
+    part = CapturePart::Stride;
+    name.remove_prefix(7);
+  } else {
+    return std::nullopt;
+  }
+  std::optional<unsigned> dim = digit(kMaxCaptureRank);
+  if (!dim || !name.empty())
+    return std::nullopt;
+  return CaptureParam{*index, part, *dim};
+}
+
 inline constexpr std::array<ParamDesc, 17> kAttentionOptionalParams = {{
     {"scale", ParamType::F32},
     {"softcap", ParamType::F32},

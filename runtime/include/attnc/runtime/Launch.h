@@ -43,6 +43,18 @@ struct TensorArg {
   std::array<int64_t, 4> stride{};
 };
 
+// A tensor a score or mask mod reads (KernelMetadata::captures): device
+// memory of `dtype` ("f32", "f16", "bf16", "i32", "i64" or "i8"), `rank`
+// dims of `shape` elements each, `stride` in elements (entries past the
+// rank are ignored).
+struct CaptureArg {
+  const void *data = nullptr;
+  std::string_view dtype;
+  int rank = 0;
+  int64_t shape[4] = {0, 0, 0, 0};
+  int64_t stride[4] = {0, 0, 0, 0};
+};
+
 struct AttentionArgs {
   TensorArg q, k, v, o, lse;
   // Optional: the stream-K tail's workspace of a persistent kernel
@@ -67,6 +79,10 @@ struct AttentionArgs {
   const int32_t *cuSeqlensK = nullptr;
   int64_t varlenBatch = 0; // B, the number of sequences
   int64_t maxSeqlenQ = 0, maxSeqlenK = 0;
+  // The captured tensors of a kernel whose mods read some, in the order of
+  // its metadata's captures (none: null and 0).
+  const CaptureArg *captures = nullptr;
+  size_t numCaptures = 0;
 };
 
 // Checks null pointers, shapes against the spec, batch/seq consistency,
@@ -77,6 +93,14 @@ struct AttentionArgs {
 // own memory (no zero or overlapping strides) and overlap no other tensor.
 // Each error names the tensor and the dimension.
 Status validateAttentionArgs(const KernelSpec &spec, const AttentionArgs &args);
+
+// The captured tensors against the kernel's (`expected`, from its
+// metadata): their count, each one's dtype and rank, a non-null data pointer
+// aligned to its element, sizes >= 1, strides >= 0, an extent that does not
+// wrap, and no overlap with o or lse. The kernel does not bounds-check its
+// mods' indices: a mod that indexes past a tensor reads past it.
+Status validateCaptures(const std::vector<CaptureDesc> &expected,
+                        const KernelSpec &spec, const AttentionArgs &args);
 
 // Attention sinks of an attention or decode launch: given iff the spec has
 // sinks, and then 4-byte aligned.
@@ -149,6 +173,12 @@ enum class ParamSource : uint8_t {
   SkTilesMul,
   SkTilesShr,
   Workspace,
+  // Captured tensors of mods (abi::captureParamName): a tensor's data, one
+  // of its sizes, one of its strides (ParamSlot::capture and ::dim say
+  // which).
+  CaptureData,
+  CaptureSize,
+  CaptureStride,
 };
 
 // The stream-K tail's schedule of one launch of a persistent kernel (its
@@ -171,9 +201,13 @@ struct ParamSlot {
   ParamKind kind;
   std::string_view name; // static storage; for error messages
   int64_t boxRows = 0;   // TensorMap: the box's rows (KernelParam)
+  // CaptureData/Size/Stride: which captured tensor, which dim.
+  uint8_t capture = 0, dim = 0;
 };
 
-inline constexpr size_t kMaxKernelParams = 64;
+// The contract's 22, the optional ones and eight captured tensors of rank
+// 4 (72) fit.
+inline constexpr size_t kMaxKernelParams = 128;
 
 // Resolved once when a kernel is loaded: every name must be known and its
 // kind must fit the value (pointers as ptr, sizes/strides as i64 or i32,

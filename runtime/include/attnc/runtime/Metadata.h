@@ -43,6 +43,15 @@ struct KernelParam {
   bool operator==(const KernelParam &) const = default;
 };
 
+// A captured tensor of a score/mask mod (attn.attention's `captures`): its
+// element type ("f32", "f16", "bf16", "i32", "i64" or "i8") and rank (1 to
+// 4). Its parameters are abi::captureParamName's.
+struct CaptureDesc {
+  std::string dtype;
+  int64_t rank = 0;
+  bool operator==(const CaptureDesc &) const = default;
+};
+
 struct FileChecksum {
   std::string name; // file name inside the entry, e.g. "kernel.ptx"
   uint64_t size = 0;
@@ -63,6 +72,9 @@ struct KernelMetadata {
   int64_t kvStages = 0;
   int64_t dynamicSmem = 0; // bytes of dynamic shared memory
   std::vector<KernelParam> params;
+  // The tensors a launch passes for the kernel's captures, in order (empty
+  // for kernels without).
+  std::vector<CaptureDesc> captures;
   std::string spec;    // canonical spec string
   std::string buildId; // compiler build id
   // The GPU mapping the compiler chose ("wgmma", "mma.sync", ...) and why
