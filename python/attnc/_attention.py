@@ -11,8 +11,8 @@ import threading
 
 from . import _route
 from ._capi import (AttncError, CaptureDesc, Context, Spec, TensorDesc,
-                    _AttentionArgs, _Capture, _CAPTURE_DTYPES, _args_to_c,
-                    _check, _fill_capture, _set_captures, lib)
+                    _AttentionArgs, _Capture, _args_to_c, _check,
+                    capture_packer, lib)
 
 _byref = ctypes.byref
 
@@ -310,7 +310,8 @@ class _Plan:
     shape and the workspace size."""
 
     __slots__ = ("ctx", "handle", "kernel", "args", "lse_shape", "need",
-                 "device", "index", "mod_trace", "capture_dtypes")
+                 "device", "index", "mod_trace", "capture_packs",
+                 "capture_array")
 
 
 _launch_args_copy = _AttentionArgs.from_buffer_copy
@@ -371,11 +372,12 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
         args.sinks = sinks.data_ptr()
     if captured:
         # Shapes and strides too: one kernel serves every shape of them.
-        # `args` keeps the array (and it the dtype strings) alive.
-        array = (_Capture * len(captured))()
-        for out, t, dtype in zip(array, captured, plan.capture_dtypes):
-            _fill_capture(out, t.data_ptr(), dtype, t.shape, t.stride())
-        _set_captures(args, array)
+        # `args` keeps the array alive through the launch.
+        args.captures = plan.capture_array(b"".join([
+            pack(t.data_ptr(), address, rank, *t.shape, *t.stride())
+            for (pack, address, rank), t in zip(plan.capture_packs,
+                                                 captured)]))
+        args.num_captures = len(captured)
     lse = None
     if return_lse:
         lse = torch.empty(plan.lse_shape, dtype=torch.float32,
@@ -410,15 +412,18 @@ def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
     device = q.device
     plan = _Plan()
     plan.mod_trace = captured = None
-    plan.capture_dtypes = ()
+    plan.capture_packs = plan.capture_array = None
     if score_mod is not None or mask_mod is not None:
         from . import mods
 
         plan.mod_trace = mods.trace_mods(score_mod, mask_mod)
         captured = plan.mod_trace.current()
         check_captures(plan.mod_trace, captured, q)
-        plan.capture_dtypes = tuple(_CAPTURE_DTYPES[c.element]
-                                    for c in plan.mod_trace.captures)
+        plan.capture_packs = [capture_packer(c.element, c.rank)
+                              for c in plan.mod_trace.captures]
+        if captured:
+            plan.capture_array = (
+                _Capture * len(captured)).from_buffer_copy
     with torch.cuda.device(device):
         plan.ctx = ctx = context(device.index)
         plan.kernel = _kernel_for(ctx, q, k, dtype, device, arch, causal,
