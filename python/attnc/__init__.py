@@ -11,13 +11,15 @@ from ._cache_ops import kv_append, merge_state, paged_kv_append
 from ._decode import decode, decode_workspace
 from ._rows import (add_rms_norm, fused_add_rms_norm, gelu_and_mul,
                     rotary_embedding, silu_and_mul)
-from ._capi import (AttncError, Context, RowDesc, Spec, TensorDesc,
+from ._capi import (AttncError, CaptureDesc, Context, RowDesc, Spec,
+                    TensorDesc,
                     VarlenDesc, build_id, jit_info, jit_problem,
                     library_path, precompile, validate_attention,
                     validate_rows, version)
 
 __all__ = [
     "AttncError",
+    "CaptureDesc",
     "Context",
     "Spec",
     "RowDesc",

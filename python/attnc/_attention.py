@@ -10,8 +10,9 @@ import math
 import threading
 
 from . import _route
-from ._capi import (AttncError, Context, Spec, TensorDesc, _AttentionArgs,
-                    _args_to_c, _check, lib)
+from ._capi import (AttncError, CaptureDesc, Context, Spec, TensorDesc,
+                    _AttentionArgs, _Capture, _args_to_c, _check,
+                    capture_packer, lib)
 
 _byref = ctypes.byref
 
@@ -132,6 +133,27 @@ def check_shapes(q, k, v):
     return dtype
 
 
+def check_captures(mod_trace, tensors, q):
+    """Checks the tensors a trace's mods captured (tensors: what
+    mod_trace.current() gave) against q: one device. Their dtype and rank
+    were checked by the trace; any strides are fine."""
+    if tensors is None:
+        _fail("a tensor the mods read changed while they were traced")
+    for capture, t in zip(mod_trace.captures, tensors):
+        if _device_text(t.device) != _device_text(q.device):
+            _fail("the mods' captured tensor %r is on %s but q is on %s; "
+                  "captured tensors must be on q's device (move it with "
+                  ".to(q.device))" % (capture.variable, _device_text(t.device),
+                                      _device_text(q.device)))
+
+
+def describe_captures(mod_trace, tensors):
+    """CaptureDesc of the captured tensors, in the trace's order."""
+    return [CaptureDesc(int(t.data_ptr()), c.element, tuple(t.shape),
+                        tuple(t.stride()))
+            for c, t in zip(mod_trace.captures, tensors)]
+
+
 def arch_for_capability(capability):
     """The kernel arch for a compute capability (major, minor)."""
     major, minor = capability
@@ -147,9 +169,10 @@ def arch_for_capability(capability):
 
 def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
               scale=None, return_lse=False, block_m=0, block_n=0,
-              score_mod=None, mask_mod=None, sinks=False):
+              score_mod=None, mask_mod=None, sinks=False, mod_trace=None):
     """The Spec for checked q/k ([B, S, H, D]) and attention() options;
-    with mods, its custom_ir is their trace (attnc.mods.attention_ir)."""
+    with mods, its custom_ir is their trace (attnc.mods.attention_ir;
+    mod_trace: their attnc.mods.trace_mods() when already made)."""
     left, right = window_bounds(window)
     if scale is not None and math.isnan(scale):
         scale = None
@@ -163,7 +186,7 @@ def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
             window=None if window is None else (left, right),
             softcap=softcap or None, scale=scale,
             return_lse=bool(return_lse), score_mod=score_mod,
-            mask_mod=mask_mod, sinks=bool(sinks))
+            mask_mod=mask_mod, sinks=bool(sinks), mod_trace=mod_trace)
     return Spec(heads=int(q.shape[2]), kv_heads=int(k.shape[2]),
                 head_dim=int(q.shape[3]), dtype=dtype, causal=bool(causal),
                 has_lse=bool(return_lse), window_left=left,
@@ -201,7 +224,7 @@ def context(device_index):
 
 def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
                 scale, return_lse, block_m, block_n, score_mod=None,
-                mask_mod=None, sinks=False):
+                mask_mod=None, sinks=False, mod_trace=None):
     """The runtime's kernel for a call: for its spec at its size (the
     tuning database's config when it has one)."""
     import torch
@@ -211,7 +234,8 @@ def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
     spec = make_spec(q, k, dtype=dtype, arch=arch, causal=causal,
                      window=window, softcap=softcap, scale=scale,
                      return_lse=return_lse, block_m=block_m, block_n=block_n,
-                     score_mod=score_mod, mask_mod=mask_mod, sinks=sinks)
+                     score_mod=score_mod, mask_mod=mask_mod, sinks=sinks,
+                     mod_trace=mod_trace)
     # (Empty shapes look up as size 1: the runtime wants sizes >= 1.)
     return ctx.get_kernel_for(spec, max(int(q.shape[0]), 1),
                               max(int(q.shape[1]), 1),
@@ -251,7 +275,12 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx, kv_idx):
     FlexAttention-style mods, traced into the kernel's IR (attnc.mods); the
     kernel must be bundled (`attnc bundle` of the spec whose custom_ir is
-    attnc.mods.attention_ir(...)) until the process has a compiler.
+    attnc.mods.attention_ir(...)) until the process has a compiler. Tensors
+    the mods index (read from their closures, globals or defaults: ALiBi
+    slopes, document ids, bias tables) are passed to the kernel on every
+    call as they are then (on q's device, any strides; no bounds checks);
+    the mods are traced again only when such a tensor's dtype or rank
+    changes.
 
     Under torch.compile, torch.export, fake tensors or a dispatch mode the
     call goes through the custom op torch.ops.attnc.attention (see
@@ -281,7 +310,8 @@ class _Plan:
     shape and the workspace size."""
 
     __slots__ = ("ctx", "handle", "kernel", "args", "lse_shape", "need",
-                 "device", "index")
+                 "device", "index", "mod_trace", "capture_packs",
+                 "capture_array")
 
 
 _launch_args_copy = _AttentionArgs.from_buffer_copy
@@ -309,15 +339,25 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
         plan_key, plan = None, None
     if plan is not None and _contexts.get(plan.index) is not plan.ctx:
         plan = None  # the context was closed and replaced (tests)
+    captured = None
+    if plan is not None and plan.mod_trace is not None:
+        # The mods' tensors as they are now: another tensor of the traced
+        # dtype and rank launches the same kernel; anything else (or
+        # another device) takes the long way, which traces again.
+        captured = plan.mod_trace.current()
+        if captured is None or any(t.device != plan.device
+                                   for t in captured):
+            plan = None
     if plan is None:
         dtype = check_inputs(q, k, v)  # before torch: testable with fakes
         import torch
 
         if sinks is not None:
             check_sinks(torch, sinks, q)
-        plan = _make_plan(torch, dtype, q, k, v, causal, window, softcap,
-                          scale, return_lse, arch, block_m, block_n,
-                          score_mod, mask_mod, sinks)
+        plan, captured = _make_plan(torch, dtype, q, k, v, causal, window,
+                                    softcap, scale, return_lse, arch,
+                                    block_m, block_n, score_mod, mask_mod,
+                                    sinks)
         if plan_key is not None:
             _route.remember(_plans, plan_key, plan)
     else:
@@ -330,6 +370,14 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
     args.o.data = o.data_ptr()
     if sinks is not None:
         args.sinks = sinks.data_ptr()
+    if captured:
+        # Shapes and strides too: one kernel serves every shape of them.
+        # `args` keeps the array alive through the launch.
+        args.captures = plan.capture_array(b"".join([
+            pack(t.data_ptr(), address, rank, *t.shape, *t.stride())
+            for (pack, address, rank), t in zip(plan.capture_packs,
+                                                 captured)]))
+        args.num_captures = len(captured)
     lse = None
     if return_lse:
         lse = torch.empty(plan.lse_shape, dtype=torch.float32,
@@ -356,18 +404,32 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
 def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
                return_lse, arch, block_m, block_n, score_mod=None,
                mask_mod=None, sinks=None):
-    """The first call of a kind, after the checks: the context, the kernel
-    for the spec at this size (the tuning database's config when it has
-    one), the workspace size and the launch arguments' shapes and
-    strides."""
+    """The first call of a kind, after the checks: the mods' trace and
+    the tensors they capture, the context, the kernel for the spec at this
+    size (the tuning database's config when it has one), the workspace
+    size and the launch arguments' shapes and strides. Returns (plan, the
+    captured tensors or None)."""
     device = q.device
     plan = _Plan()
+    plan.mod_trace = captured = None
+    plan.capture_packs = plan.capture_array = None
+    if score_mod is not None or mask_mod is not None:
+        from . import mods
+
+        plan.mod_trace = mods.trace_mods(score_mod, mask_mod)
+        captured = plan.mod_trace.current()
+        check_captures(plan.mod_trace, captured, q)
+        plan.capture_packs = [capture_packer(c.element, c.rank)
+                              for c in plan.mod_trace.captures]
+        if captured:
+            plan.capture_array = (
+                _Capture * len(captured)).from_buffer_copy
     with torch.cuda.device(device):
         plan.ctx = ctx = context(device.index)
         plan.kernel = _kernel_for(ctx, q, k, dtype, device, arch, causal,
                                   window, softcap, scale, return_lse, block_m,
                                   block_n, score_mod, mask_mod,
-                                  sinks is not None)
+                                  sinks is not None, plan.mod_trace)
         # o is torch.empty_like(q) on every call: its strides follow q's
         # (the plan's key), so the first call's stand for all.
         o = torch.empty_like(q)
@@ -379,11 +441,13 @@ def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
                  None if lse is None else describe_lse(lse))
         plan.need = ctx.workspace_size(
             plan.kernel, *descs,
-            sinks=0 if sinks is None else sinks.data_ptr())
+            sinks=0 if sinks is None else sinks.data_ptr(),
+            captures=None if not captured else describe_captures(
+                plan.mod_trace, captured))
     # The sinks' address is set per call; the shapes and strides stay.
     plan.args = _args_to_c(*descs)
     plan.lse_shape = None if lse is None else tuple(lse.shape)
     plan.handle = lib()
     plan.device = device
     plan.index = device.index
-    return plan
+    return plan, captured

@@ -8,6 +8,7 @@ import ctypes
 import dataclasses
 import math
 import os
+import struct
 import threading
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
@@ -67,6 +68,18 @@ class _Tensor(ctypes.Structure):
     ]
 
 
+class _Capture(ctypes.Structure):
+    """attnc_capture: a tensor a score or mask mod captured."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_char_p),  # "f32" "f16" "bf16" "i32" "i64" "i8"
+        ("rank", ctypes.c_int32),  # 1..4
+        ("shape", ctypes.c_int64 * 4),  # elements; past rank ignored
+        ("stride", ctypes.c_int64 * 4),  # elements; past rank ignored
+    ]
+
+
 class _AttentionArgs(ctypes.Structure):
     _fields_ = [(name, _Tensor) for name in ("q", "k", "v", "o", "lse")] + [
         ("workspace", ctypes.c_void_p),
@@ -77,6 +90,9 @@ class _AttentionArgs(ctypes.Structure):
         ("varlen_batch", ctypes.c_int64),
         ("max_seqlen_q", ctypes.c_int64),
         ("max_seqlen_k", ctypes.c_int64),
+        # The kernel's captured tensors, in its IR's order (NULL, 0: none).
+        ("captures", ctypes.POINTER(_Capture)),
+        ("num_captures", ctypes.c_int64),
     ]
 
 
@@ -448,7 +464,87 @@ def _tensor_to_c(desc, name):
     return out
 
 
-def _args_to_c(q, k, v, o, lse, sinks=0, varlen=None):
+class CaptureDesc(NamedTuple):
+    """A tensor a score or mask mod captured, as the runtime sees it: an
+    integer device address, the dtype ("f32", "f16", "bf16", "i32", "i64"
+    or "i8"), and the shape and strides in elements (rank 1 to 4)."""
+
+    data: int
+    dtype: str
+    shape: Sequence[int]
+    stride: Sequence[int]
+
+
+# The dtype strings as bytes, alive as long as the module (a _Capture's
+# c_char_p points into them).
+_CAPTURE_DTYPE_NAMES = {name: name.encode()
+                   for name in ("f32", "f16", "bf16", "i32", "i64", "i8")}
+
+
+def _fill_capture(out, data, dtype, shape, stride):
+    """Fills one _Capture (dtype: the runtime's name, as str or bytes)."""
+    rank = len(shape)
+    if not 1 <= rank <= 4 or len(stride) != rank:
+        raise AttncError("attnc: a captured tensor has rank 1 to 4 with one "
+                         "stride per dimension, got shape %r and stride %r"
+                         % (tuple(shape), tuple(stride)))
+    if isinstance(dtype, str):
+        name = _CAPTURE_DTYPE_NAMES.get(dtype)
+        if name is None:
+            raise AttncError("attnc: a captured tensor's dtype is one of %s, "
+                             "got %r"
+                             % (", ".join(_CAPTURE_DTYPE_NAMES), dtype))
+        dtype = name
+    out.data = data or None
+    out.dtype = dtype
+    out.rank = rank
+    for d in range(rank):
+        out.shape[d] = shape[d]
+        out.stride[d] = stride[d]
+
+
+# One attnc_capture as bytes, for launches that fill their captures on every
+# call (a packed struct is about three times faster to fill than ctypes
+# fields): data, dtype, rank, 4 bytes of padding, shape[4], stride[4].
+assert (_Capture.data.offset, _Capture.dtype.offset, _Capture.rank.offset,
+        _Capture.shape.offset, _Capture.stride.offset,
+        ctypes.sizeof(_Capture)) == (0, 8, 16, 24, 56, 88)
+
+
+def capture_packer(dtype, rank):
+    """(pack, dtype address, rank) for a capture of this dtype ("f32", ...)
+    and rank: pack(data, dtype address, rank, *shape, *stride) is its
+    attnc_capture's bytes (the dtype string lives as long as the module)."""
+    name = _CAPTURE_DTYPE_NAMES[dtype]
+    address = ctypes.cast(ctypes.c_char_p(name), ctypes.c_void_p).value
+    pad = 8 * (4 - rank)
+    layout = struct.Struct("=QQi4x%dq%dx%dq%dx" % (rank, pad, rank, pad))
+    assert layout.size == ctypes.sizeof(_Capture)
+    return layout.pack, address, rank
+
+
+def _captures_to_c(captures):
+    """A ctypes array of _Capture for CaptureDesc-likes (None: none)."""
+    if not captures:
+        return None
+    array = (_Capture * len(captures))()
+    for out, c in zip(array, captures):
+        _fill_capture(out, int(c.data), c.dtype, tuple(c.shape),
+                      tuple(c.stride))
+    return array
+
+
+def _set_captures(args, array):
+    """Points args at a capture array; the struct keeps the array alive."""
+    if array is None:
+        args.captures = None
+        args.num_captures = 0
+    else:
+        args.captures = array
+        args.num_captures = len(array)
+
+
+def _args_to_c(q, k, v, o, lse, sinks=0, varlen=None, captures=None):
     args = _AttentionArgs(*(_tensor_to_c(t, n) for t, n in (
         (q, "q"), (k, "k"), (v, "v"), (o, "o"), (lse, "lse"))))
     args.sinks = sinks or None
@@ -458,6 +554,7 @@ def _args_to_c(q, k, v, o, lse, sinks=0, varlen=None):
              varlen.cu_seqlens_q or None, varlen.cu_seqlens_k or None,
              int(varlen.batch), int(varlen.max_seqlen_q),
              int(varlen.max_seqlen_k))
+    _set_captures(args, _captures_to_c(captures))
     return args
 
 
@@ -474,17 +571,19 @@ class VarlenDesc(NamedTuple):
     max_seqlen_k: int
 
 
-def validate_attention(spec, q, k, v, o, lse=None, sinks=0, varlen=None):
+def validate_attention(spec, q, k, v, o, lse=None, sinks=0, varlen=None,
+                       captures=None):
     """Checks launch arguments against ``spec`` with the runtime's own
     validation (attnc_attention_validate); needs no GPU and no torch.
 
     q, k, v, o, lse are TensorDesc (or anything with .data/.shape/.stride)
     in the logical [B, H, S, D] layout; lse is [B, H, S] or None; sinks an
-    integer address (0: none); varlen a VarlenDesc for a varlen spec.
-    Raises AttncError with the runtime's message; returns None when
-    valid."""
+    integer address (0: none); varlen a VarlenDesc for a varlen spec;
+    captures the CaptureDesc of the tensors a mod kernel captures, in its
+    IR's order. Raises AttncError with the runtime's message; returns None
+    when valid."""
     c_spec = spec._to_c()
-    args = _args_to_c(q, k, v, o, lse, sinks, varlen)
+    args = _args_to_c(q, k, v, o, lse, sinks, varlen, captures)
     _check(lib().attnc_attention_validate(ctypes.byref(c_spec),
                                           ctypes.byref(args)),
            "attnc_attention_validate")
@@ -614,10 +713,11 @@ class Context:
                                       ctypes.byref(args), stream or None),
                "attnc_row_launch")
 
-    def workspace_size(self, kernel, q, k, v, o, lse=None, sinks=0):
+    def workspace_size(self, kernel, q, k, v, o, lse=None, sinks=0,
+                       captures=None):
         """Bytes of workspace a launch of ``kernel`` with these arguments
         can take (0: none): the stream-K tail of a persistent kernel."""
-        args = _args_to_c(q, k, v, o, lse, sinks)
+        args = _args_to_c(q, k, v, o, lse, sinks, captures=captures)
         out = ctypes.c_size_t()
         _check(lib().attnc_attention_workspace_size(self._handle, kernel,
                                                     ctypes.byref(args),
@@ -626,15 +726,17 @@ class Context:
         return out.value
 
     def launch(self, kernel, q, k, v, o, lse=None, stream=0, workspace=0,
-               workspace_bytes=0, sinks=0, varlen=None):
+               workspace_bytes=0, sinks=0, varlen=None, captures=None):
         """Launches ``kernel`` on ``stream`` (an integer CUstream, 0: the
         legacy default stream); validates the arguments first. workspace:
         an optional device pointer of workspace_size() bytes, 256-byte
         aligned, zeroed before its first use (launches leave it zeroed).
         sinks: the device address of the float32 sink logits (one per
         query head) of a kernel whose spec has sinks, else 0. varlen: a
-        VarlenDesc for a kernel whose spec has varlen."""
-        args = _args_to_c(q, k, v, o, lse, sinks, varlen)
+        VarlenDesc for a kernel whose spec has varlen. captures: the
+        CaptureDesc of the tensors the kernel's mods capture, in its IR's
+        order (attnc.mods.ModTrace.captures)."""
+        args = _args_to_c(q, k, v, o, lse, sinks, varlen, captures)
         args.workspace = workspace or None
         args.workspace_bytes = int(workspace_bytes)
         _check(lib().attnc_attention_launch(self._handle, kernel,

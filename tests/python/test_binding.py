@@ -745,6 +745,88 @@ def mods_look_up_the_kernel_of_their_trace():
 
 
 @test
+def mods_pass_their_captured_tensors_to_the_kernel():
+    # A kernel whose mods capture a slopes vector (closure) and document
+    # ids (a default argument), bundled as PTX for the fake driver: each
+    # call's launch takes the tensors the variables hold then, in the IR's
+    # order, with one kernel lookup while dtypes and ranks stay.
+    import json
+    import attnc.mods as mods
+
+    attnc_bin = Path(attnc.library_path()).resolve().parents[1] / "bin" / "attnc"
+    if not attnc_bin.exists():
+        raise Skip("no attnc CLI at %s" % attnc_bin)
+    slopes = FakeTensor((8,), dtype="torch.float32")
+    doc = FakeTensor((2, 128), dtype="torch.int32")
+
+    def alibi(s, b, h, i, j):
+        return s - slopes[h] * mods.abs(i - j)
+
+    def documents(b, h, i, j, ids=doc):
+        return ids[b, i] == ids[b, j]
+
+    lookups = [0]
+    original = attnc.Context.get_kernel_for
+
+    def counted(self, *a, **kw):
+        lookups[0] += 1
+        return original(self, *a, **kw)
+
+    spec = mods.bundle_spec(heads=8, kv_heads=2, head_dim=64, causal=True,
+                            score_mod=alibi, mask_mod=documents)
+    assert ("captures(%c0, %c1 : tensor<?xf32>, tensor<?x?xi32>)"
+            in spec["custom_ir"]), spec["custom_ir"]
+    attnc.Context.get_kernel_for = counted
+    try:
+        with tempfile.TemporaryDirectory() as cache:
+            path = os.path.join(cache, "specs.json")
+            with open(path, "w") as f:
+                json.dump({"specs": [spec]}, f)
+            r = subprocess.run([str(attnc_bin), "bundle", "--specs", path,
+                                "-o", cache, "--no-cubin"],
+                               capture_output=True, text=True)
+            assert r.returncode == 0, r.stdout + r.stderr
+            with fake_gpu_process(cache):
+                q, k, v = qkv()
+                slopes_before = slopes.data_ptr()
+                params = []
+                for n in range(3):
+                    if n == 2:  # another vector in the closure variable
+                        slopes = FakeTensor((40,), (2,),
+                                            dtype="torch.float32")
+                    attnc.attention(q, k, v, causal=True, score_mod=alibi,
+                                    mask_mod=documents)
+                    params.append(list(last_fake_launch().params))
+                assert lookups[0] == 1, lookups
+                first, _, third = params
+                for launch, want in ((first, slopes_before),
+                                     (third, slopes.data_ptr())):
+                    assert want in launch and doc.data_ptr() in launch, (
+                        [hex(x) for x in launch])
+                    assert launch.index(want) < launch.index(
+                        doc.data_ptr()), [hex(x) for x in launch]
+                assert slopes_before not in third
+                # The runtime checks the captures against the kernel.
+                ctx = _attention.context(0)
+                kernel = ctx.get_kernel_for(_attention.make_spec(
+                    q, k, dtype="bf16", arch="sm_90a", causal=True,
+                    score_mod=alibi, mask_mod=documents), 2, 128, 256)
+                o = FakeTensor(q.shape)
+                capture = attnc.CaptureDesc(slopes.data_ptr(), "f32", (8,),
+                                            (1,))
+                expect_error(lambda: ctx.launch(kernel, *descs(q, k, v, o),
+                                                captures=[capture]),
+                             "captured tensor", status=INVALID_ARGUMENT)
+                expect_error(lambda: ctx.launch(
+                    kernel, *descs(q, k, v, o), captures=[
+                        capture, attnc.CaptureDesc(doc.data_ptr(), "f32",
+                                                   (2, 128), (128, 1))]),
+                    "capture 1", status=INVALID_ARGUMENT)
+    finally:
+        attnc.Context.get_kernel_for = original
+
+
+@test
 def attention_takes_the_tuning_database_config_for_its_size():
     # A database record for this spec at seq_kv <= 1024 (GPU "": the fake
     # driver names none). attention() asks for the kernel at its size, so

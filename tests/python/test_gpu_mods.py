@@ -6,12 +6,20 @@ reference that applies the same bias and mask with torch: ALiBi with
 per-head slopes computed from h, a relative-position bias, soft-cap through
 tanh, document masking, prefix-LM, a sliding window as a mask, and a mask
 that leaves whole rows without a key (O = 0, LSE = -inf, no NaN), and
-the last two with attention sinks (those rows: O = 0, LSE = the sink). Fresh
-random inputs each run; NaN/Inf checked.
+the last two with attention sinks (those rows: O = 0, LSE = the sink).
+Mods with captured tensors: ALiBi from a random slopes tensor [H], a
+per-head bias tensor, a relative-position table [H, 2S-1], document masking
+from random document ids [B, S] with causal, a bool mask tensor with empty
+rows, and all of them at once with sinks; each runs twice, the second time
+with new tensors bound to the same variables (the same kernel must read
+them). Fresh random inputs each run; outputs poisoned with NaN before the
+launch; NaN/Inf checked.
 
 `--write-specs FILE` writes the cases' kernel specs (attnc.mods.bundle_spec,
 sm_90a) for scripts/gpu-prepare.sh to bundle; that needs neither torch nor
-a GPU. Exits 77 with "skipped: ..." without torch or a GPU.
+a GPU (mods.tensor_like stands in for the captured tensors: the trace
+depends only on their dtypes and ranks, so the specs' IR is the launch's).
+Exits 77 with "skipped: ..." without torch or a GPU.
 """
 import json
 import math
@@ -54,6 +62,40 @@ def rows_without_keys(b, h, i, j):
     return (i % 7 != 3) & (j <= i)
 
 
+# Captured tensors: module globals the mods below index, bound per case
+# (run() binds random tensors, --write-specs stand-ins).
+SLOPES = HEAD_BIAS = REL = DOC_IDS = KEEP = None
+REL_S = 777  # the relative-position case's sequence (not a multiple of 64)
+
+
+def alibi_slopes(s, b, h, i, j):
+    return s - SLOPES[h] * mods.abs(i - j)
+
+
+def head_bias(s, b, h, i, j):
+    return s + HEAD_BIAS[h]
+
+
+def relative_table(s, b, h, i, j):
+    return s + REL[h, i - j + (REL_S - 1)]
+
+
+def doc_ids(b, h, i, j):
+    return DOC_IDS[b, i] == DOC_IDS[b, j]
+
+
+def keep_tensor(b, h, i, j):
+    return KEEP[h, i, j]
+
+
+def alibi_and_bias(s, b, h, i, j):
+    return s - SLOPES[h] * mods.abs(i - j) + HEAD_BIAS[h]
+
+
+def causal_documents(b, h, i, j):
+    return (DOC_IDS[b, i] == DOC_IDS[b, j]) & (j <= i)
+
+
 # name, score_mod, mask_mod, heads, kv_heads, head_dim, dtype, batch, seq,
 # torch references of the bias (of h, i, j) and the mask (of i, j)
 CASES = [
@@ -71,7 +113,43 @@ CASES = [
     # LSE = the head's sink).
     ("ALiBi + rows without keys with sinks, GQA 8/2 D64", alibi,
      rows_without_keys, 8, 2, 64, "bf16", 2, 333, False),
+    ("captures: ALiBi with a random slopes tensor [H], causal flag, GQA 8/2 "
+     "D128", alibi_slopes, None, 8, 2, 128, "bf16", 2, 555, True),
+    ("captures: per-head bias tensor [H] (bf16), D64 fp16", head_bias, None,
+     4, 4, 64, "fp16", 1, 400, False),
+    ("captures: relative-position table [H, 2S-1], GQA 8/2 D128",
+     relative_table, None, 8, 2, 128, "bf16", 1, REL_S, False),
+    ("captures: documents from random doc ids [B, S] + causal flag, D128",
+     None, doc_ids, 4, 2, 128, "bf16", 3, 700, True),
+    ("captures: bool mask tensor [H, S, S] with rows without keys, D64",
+     None, keep_tensor, 4, 4, 64, "bf16", 1, 300, False),
+    ("captures: ALiBi slopes + head bias, documents + causal in the mask, "
+     "with sinks, GQA 8/2 D64", alibi_and_bias, causal_documents, 8, 2, 64,
+     "bf16", 2, 333, False),
 ]
+
+# Per case, the globals its mods capture: name -> (dtype, shape of
+# (batch, seq, heads)).
+CAPTURES = {
+    alibi_slopes: {"SLOPES": ("float32", lambda b, s, h: (h,))},
+    head_bias: {"HEAD_BIAS": ("bfloat16", lambda b, s, h: (h,))},
+    relative_table: {"REL": ("float32", lambda b, s, h: (h, 2 * s - 1))},
+    doc_ids: {"DOC_IDS": ("int32", lambda b, s, h: (b, s))},
+    keep_tensor: {"KEEP": ("bool", lambda b, s, h: (h, s, s))},
+    alibi_and_bias: {"SLOPES": ("float32", lambda b, s, h: (h,)),
+                     "HEAD_BIAS": ("bfloat16", lambda b, s, h: (h,))},
+    causal_documents: {"DOC_IDS": ("int32", lambda b, s, h: (b, s))},
+}
+
+
+def captured(case):
+    """{global name: (dtype, shape)} of the tensors a case's mods index."""
+    (_name, score, mask, hq, _hk, _d, _dt, b, s, _causal) = case
+    out = {}
+    for fn in (score, mask):
+        for name, (dtype, shape) in CAPTURES.get(fn, {}).items():
+            out[name] = (dtype, shape(b, s, hq))
+    return out
 
 
 def has_sinks(name):
@@ -80,7 +158,10 @@ def has_sinks(name):
 
 def specs():
     out = []
-    for (name, score, mask, hq, hk, d, dtype, _b, _s, causal) in CASES:
+    for case in CASES:
+        (name, score, mask, hq, hk, d, dtype, _b, _s, causal) = case
+        for var, (cdtype, shape) in captured(case).items():
+            globals()[var] = mods.tensor_like(cdtype, shape)
         out.append(mods.bundle_spec(heads=hq, kv_heads=hk, head_dim=d,
                                     dtype=dtype, arch="sm_90a", causal=causal,
                                     return_lse=True, score_mod=score,
@@ -118,7 +199,16 @@ def check(name, ok, detail=""):
 
 
 def torch_bias(name, s, h, i, j):
-    """The score mods in float64 torch (s: [H, Sq, Skv], h: [H, 1, 1])."""
+    """The score mods in float64 torch (s: [B, H, Sq, Skv], h: [H, 1, 1])."""
+    if name.startswith("captures: ALiBi"):
+        s = s - SLOPES.double()[:, None, None] * (i - j).abs()
+        if "head bias" in name:
+            s = s + HEAD_BIAS.double()[:, None, None]
+        return s
+    if name.startswith("captures: per-head bias"):
+        return s + HEAD_BIAS.double()[:, None, None]
+    if name.startswith("captures: relative-position"):
+        return s + REL.double()[:, (i - j).long() + (REL_S - 1)]
     if name.startswith("ALiBi"):
         return s - torch.exp((h + 1) * (-LN2 / 2)) * (i - j).abs()
     if name.startswith("relative"):
@@ -129,9 +219,20 @@ def torch_bias(name, s, h, i, j):
 
 
 def torch_mask(name, i, j, causal):
-    keep = torch.ones_like(i + j, dtype=torch.bool)
+    """The mask ([B or 1, H or 1, Sq, Skv]) of a case (i: [Sq, 1], j: [1,
+    Skv])."""
+    keep = torch.ones_like(i + j, dtype=torch.bool)[None, None]
     if causal:
-        keep &= j <= i
+        keep = keep & (j <= i)
+    if name.startswith("captures:"):
+        if "documents" in name:  # [B, Sq, 1] == [B, 1, Skv]
+            d = DOC_IDS.long()
+            keep = keep & (d[:, :, None] == d[:, None, :])[:, None]
+            if "in the mask" in name:
+                keep = keep & (j <= i)
+        if "bool mask" in name:
+            keep = keep & KEEP[None]
+        return keep
     if "documents" in name:
         keep &= (i // 97 == j // 97) & (j <= i)
     if "prefix-LM" in name:
@@ -143,11 +244,31 @@ def torch_mask(name, i, j, causal):
     return keep
 
 
-def run(case):
+def bind_captures(case, g):
+    """Binds fresh random tensors to the globals the case's mods index."""
+    for var, (dtype, shape) in captured(case).items():
+        if var == "DOC_IDS":  # random document boundaries per batch row
+            b, s = shape
+            starts = torch.rand(b, s, device="cuda", generator=g) < 0.01
+            starts[:, 0] = False
+            t = starts.int().cumsum(1, dtype=torch.int32)
+        elif var == "KEEP":  # 85% kept; some rows keep nothing
+            t = torch.rand(*shape, device="cuda", generator=g) < 0.85
+            t[:, 5::37, :] = False
+        elif var == "SLOPES":
+            t = torch.rand(*shape, device="cuda", generator=g) * 0.5
+        else:
+            t = torch.randn(*shape, device="cuda", generator=g).to(
+                getattr(torch, dtype))
+        globals()[var] = t
+
+
+def run(case, label=""):
     (name, score, mask, hq, hk, d, dtype, b, s, causal) = case
     tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
     g = torch.Generator(device="cuda").manual_seed(
         int.from_bytes(os.urandom(4), "little"))
+    bind_captures(case, g)
     q = torch.randn(b, s, hq, d, device="cuda", dtype=tdt, generator=g)
     k = torch.randn(b, s, hk, d, device="cuda", dtype=tdt, generator=g)
     v = torch.randn(b, s, hk, d, device="cuda", dtype=tdt, generator=g)
@@ -155,12 +276,18 @@ def run(case):
     if has_sinks(name):  # near the rows' LSE, far above it every third head
         sinks = 2 * torch.randn(hq, device="cuda", generator=g) + 2
         sinks[2::3] += 10
+    # Poison: o and lse are allocated by attention(); NaN-filled blocks of
+    # their sizes freed just before are what the caching allocator hands
+    # out, so an element the kernel does not write shows as NaN.
+    poison = (torch.full_like(q, float("nan")),
+              torch.full((b, hq, s), float("nan"), device="cuda"))
+    del poison
     try:
         o, lse = attnc.attention(q, k, v, causal=causal, return_lse=True,
                                  score_mod=score, mask_mod=mask, sinks=sinks)
         torch.cuda.synchronize()
     except attnc.AttncError as e:
-        check(name, False, str(e))
+        check(name + label, False, str(e))
         return
     qd, kd, vd = (t.double().transpose(1, 2) for t in (q, k, v))
     kd = kd.repeat_interleave(hq // hk, dim=1)
@@ -171,9 +298,9 @@ def run(case):
     h = torch.arange(hq, device="cuda", dtype=torch.float64)[:, None, None]
     sc = torch_bias(name, sc, h, i, j)
     ii, jj = i.long(), j.long()
-    keep = torch_mask(name, ii, jj, causal)
+    keep = torch_mask(name, ii, jj, causal).expand_as(sc)
     sc = sc.masked_fill(~keep, float("-inf"))
-    empty = ~keep.any(-1)  # [Sq]: rows without keys
+    empty = ~keep.any(-1)  # [B, H, Sq]: rows without keys
     if sinks is not None:  # one more column per head, of value zero
         col = sinks.double()[None, :, None, None].expand(*sc.shape[:3], 1)
         sc = torch.cat([sc, col], dim=-1)
@@ -181,20 +308,23 @@ def run(case):
     rlse = torch.logsumexp(sc, dim=-1)
     p = torch.exp(sc - rlse[..., None]).nan_to_num(0.0)
     ro = (p @ vd).transpose(1, 2)
-    finite = bool(torch.isfinite(o).all())
+    finite = bool(torch.isfinite(o).all()) and not bool(lse.isnan().any())
     rel = float((o.double() - ro).norm() / ro.norm().clamp_min(1e-300))
-    masked = empty[None, None, :].expand_as(rlse)
+    masked = empty
     want_lse = (torch.full_like(rlse, float("-inf")) if sinks is None else
                 sinks.double()[None, :, None].expand_as(rlse))
     masked_ok = bool((lse[masked].double() == want_lse[masked]).all()) and \
         bool((o.transpose(1, 2)[masked] == 0).all())
     lse_err = float((lse[~masked].double() - rlse[~masked]).abs().max())
-    check(name, finite and rel <= 1e-2 and masked_ok and lse_err <= 1e-3,
+    check(name + label, finite and rel <= 1e-2 and masked_ok
+          and lse_err <= 1e-3,
           "rel L2 %.2e, LSE max err %.2e, masked rows %d, non-finite %s" %
           (rel, lse_err, int(masked.sum()), not finite))
 
 
 for c in CASES:
     run(c)
+    if captured(c):  # the same kernel with new tensors in its variables
+        run(c, " (again, new tensors)")
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -12,8 +12,15 @@ causal, sliding window, prefix-LM, document masks from index arithmetic):
    it when present (argv[2]);
 3. what cannot be traced (if/and/or on traced values, booleans in
    arithmetic, a float index) is a TraceError.
+Captured tensors (slopes, document ids, bias tables a mod indexes) are
+checked the same way on fake tensors that hold their values (the
+interpreter reads them for tensor.extract and applies the casts), their IR
+contract (captures after sinks, every region taking every capture, order
+of first use), their errors, and what attnc.attention passes to the launch
+(over a stand-in runtime: no libattnc.so, torch or GPU).
 Fresh random points each run (the seed is printed).
 """
+import contextlib
 import math
 import os
 import random
@@ -21,6 +28,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import types
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "python"))
@@ -37,6 +45,11 @@ def check(name, ok, detail=""):
         passed += 1
     else:
         failed += 1
+
+
+def expect(name, ok, detail=""):
+    """check() that shows the detail (IR text) only on failure."""
+    check(name, ok, "" if ok else "\n" + detail)
 
 
 def c_div(a, b):
@@ -69,7 +82,90 @@ BIN = {"arith.addf": lambda a, b: a + b, "arith.subf": lambda a, b: a - b,
        "arith.minsi": min}
 UN = {"math.exp": math.exp, "math.log": math.log, "math.tanh": math.tanh,
       "math.sqrt": math.sqrt, "math.absf": abs, "arith.negf": lambda a: -a,
-      "arith.index_cast": int, "arith.sitofp": float}
+      "arith.index_cast": int, "arith.sitofp": float, "arith.extf": float,
+      # i8 -> i32: tensor.extract of an i8 gives its bit pattern (0..255).
+      "arith.extui": lambda a: a,
+      "arith.extsi": lambda a: a - 256 * (a >= 128)}
+
+
+class FakeTensor:
+    """A tensor for attnc.mods (data_ptr, dtype, shape, stride) that holds
+    its values: indexing it with ints gives the element as torch would
+    (what the mod computes on plain numbers), raw() its stored bits as the
+    kernel's tensor.extract reads them (i8 kinds: 0..255)."""
+
+    _next = 0x7F0000000000
+
+    def __init__(self, dtype, shape, values, stride=None, device=None):
+        self.dtype, self.shape = dtype, tuple(shape)
+        if stride is None:
+            stride, n = [], 1
+            for size in reversed(self.shape):
+                stride.insert(0, n)
+                n *= size
+        self._stride = tuple(stride)
+        self.values = values  # flat, indexed through the strides
+        self.device = device if device is not None else CUDA0
+        self._data = FakeTensor._next
+        FakeTensor._next += 1 << 24
+
+    def stride(self):
+        return self._stride
+
+    def data_ptr(self):
+        return self._data
+
+    def dim(self):
+        return len(self.shape)
+
+    def _offset(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        assert len(key) == len(self.shape), (key, self.shape)
+        offset = 0
+        for x, size, st in zip(key, self.shape, self._stride):
+            x = x.__index__()
+            assert 0 <= x < size, (key, self.shape)
+            offset += x * st
+        return offset
+
+    def __getitem__(self, key):
+        return self.values[self._offset(key)]
+
+    def raw(self, key):
+        v = self.values[self._offset(key)]
+        if self.dtype in ("torch.int8", "torch.uint8", "torch.bool"):
+            return int(v) & 0xFF
+        return v
+
+
+class FakeDevice:
+    def __init__(self, type_, index=None):
+        self.type, self.index = type_, index
+
+    def __str__(self):
+        return self.type if self.index is None else "%s:%d" % (
+            self.type, self.index)
+
+
+CUDA0 = FakeDevice("cuda", 0)
+
+
+def fake(rng, dtype, shape, lo, hi, stride=None):
+    """A FakeTensor of random values in [lo, hi] (ints for integer
+    dtypes; floats that bf16 and f16 hold exactly)."""
+    n = 1
+    for size in shape:
+        n *= size
+    if stride is not None:
+        n = 1 + sum((size - 1) * st for size, st in zip(shape, stride))
+    if dtype == "torch.bool":
+        values = [rng.random() < 0.5 for _ in range(n)]
+    elif dtype.startswith("torch.int") or dtype == "torch.uint8":
+        values = [rng.randint(lo, hi) for _ in range(n)]
+    else:
+        values = [rng.randint(int(lo * 8), int(hi * 8)) / 8.0
+                  for _ in range(n)]
+    return FakeTensor(dtype, shape, values, stride)
 
 
 def interpret(region, env):
@@ -89,7 +185,12 @@ def interpret(region, env):
             env[lhs] = v
             continue
         args = re.findall(r"%[\w]+", rhs)
-        if op in ("arith.cmpf", "arith.cmpi"):
+        if op == "tensor.extract":
+            env[lhs] = env[args[0]].raw(tuple(env[a] for a in args[1:]))
+        elif op in ("arith.extui", "arith.extsi"):
+            assert rhs.endswith(": i8 to i32"), rhs
+            env[lhs] = UN[op](env[args[0]])
+        elif op in ("arith.cmpf", "arith.cmpi"):
             pred = rhs.split()[1].rstrip(",")
             env[lhs] = PRED[pred](env[args[0]], env[args[1]])
         elif op == "arith.select":
@@ -167,6 +268,493 @@ def semantics(rng):
     check("~ negates a traced mask", ok)
 
 
+# --- captured tensors --------------------------------------------------------
+
+CB, CH, CS = 3, 8, 61  # batch, heads, sequence of the capture cases
+
+# Module globals a mod captures (a global, not a closure variable): set by
+# capture_tensors().
+DOC_IDS = None
+
+
+def capture_tensors(rng):
+    """Fresh tensors of every supported dtype for the capture cases."""
+    global DOC_IDS
+    starts = sorted(rng.sample(range(1, CS), 5))
+    doc = []
+    for _ in range(CB):  # non-decreasing document ids per batch row
+        cuts = sorted(rng.sample(range(1, CS), rng.randrange(1, 6)))
+        doc += [sum(1 for c in cuts if c <= i) for i in range(CS)]
+    DOC_IDS = FakeTensor("torch.int32", (CB, CS), doc)
+    return dict(
+        slopes=fake(rng, "torch.float32", (CH,), -2, 2),
+        head_bias=fake(rng, "torch.bfloat16", (CH,), -4, 4),
+        rel=fake(rng, "torch.float16", (CH, 2 * CS - 1), -3, 3),
+        keep=fake(rng, "torch.bool", (CS, CS), 0, 1),
+        u8=fake(rng, "torch.uint8", (CH, CS), 0, 255),
+        i8=fake(rng, "torch.int8", (CH,), -128, 127),
+        prefix=fake(rng, "torch.int64", (CB,), 0, CS),
+        # A transposed [S, H] view of a [H, S] table: strides (1, S).
+        key_bias=fake(rng, "torch.float32", (CS, CH), -1, 1,
+                      stride=(1, CS)),
+        starts=starts)
+
+
+def capture_mods(t):
+    """(name, score_mod, mask_mod) over the tensors of capture_tensors()
+    (closure variables, a global, a default argument, a helper)."""
+    slopes, head_bias, rel, keep = (t["slopes"], t["head_bias"], t["rel"],
+                                    t["keep"])
+    u8, i8, prefix, key_bias = t["u8"], t["i8"], t["prefix"], t["key_bias"]
+
+    def rel_bias(h, i, j):  # a helper the mod calls reads the table
+        return rel[h, i - j + (CS - 1)]
+
+    def scaled(s, b, h, i, j, scale=i8):  # a default argument
+        return s + scale[h] * 0.5
+
+    return [
+        ("ALiBi from a slopes tensor [H] (f32)",
+         lambda s, b, h, i, j: s - slopes[h] * m.abs(i - j), None),
+        ("per-head bias [H] (bf16)",
+         lambda s, b, h, i, j: s + head_bias[h], None),
+        ("relative-position table [H, 2S-1] (f16) through a helper",
+         lambda s, b, h, i, j: s + rel_bias(h, i, j), None),
+        ("int8 per-head offsets (sign extended), a default argument",
+         scaled, None),
+        ("a transposed [S, H] bias (strides 1, S) and a constant index",
+         lambda s, b, h, i, j: s * slopes[2] + key_bias[j, h], None),
+        ("documents from doc ids [B, S] (i32, a global)", None,
+         lambda b, h, i, j: DOC_IDS[b, i] == DOC_IDS[b, j]),
+        ("documents + causal", None,
+         lambda b, h, i, j: (DOC_IDS[b, i] == DOC_IDS[b, j]) & (j <= i)),
+        ("a bool mask tensor [S, S]", None, lambda b, h, i, j: keep[i, j]),
+        ("uint8 threshold (zero extended)", None,
+         lambda b, h, i, j: u8[h, j] >= 128),
+        ("int64 prefix lengths per batch", None,
+         lambda b, h, i, j: (j < prefix[b]) | (j <= i)),
+        ("relative table + ALiBi with a document mask over a bool mask",
+         lambda s, b, h, i, j: s + rel[h, i - j + CS - 1] - slopes[h] * (
+             i - j),
+         lambda b, h, i, j: (DOC_IDS[b, i] == DOC_IDS[b, j]) & keep[i, j]
+         & (slopes[h] > -1.5)),
+    ]
+
+
+def capture_semantics(rng):
+    """Each trace, interpreted with its tensors, equals the mod called on
+    plain numbers (which indexes the same tensors)."""
+    t = capture_tensors(rng)
+    for name, score, mask in capture_mods(t):
+        trace = m.trace_mods(score, mask)
+        tensors = trace.current()
+        ok = tensors is not None and len(tensors) == len(trace.captures)
+        env0 = {"%" + c.name: x for c, x in zip(trace.captures,
+                                                tensors or [])}
+        for _ in range(300 if ok else 0):
+            b, h, i, j = (rng.randrange(CB), rng.randrange(CH),
+                          rng.randrange(CS), rng.randrange(CS))
+            sc = rng.uniform(-20, 20)
+            if score is not None:
+                env = dict(env0, **{"%s": sc, "%b": b, "%h": h, "%i": i,
+                                    "%j": j})
+                ok &= close(score(sc, b, h, i, j),
+                            interpret(trace.score, env))
+            if mask is not None:
+                env = dict(env0, **{"%b": b, "%h": h, "%i": i, "%j": j})
+                ok &= close(bool(mask(b, h, i, j)),
+                            interpret(trace.mask, env))
+        check("captured tensors trace what the mod computes: " + name, ok,
+              "" if ok else "captures %s" % (trace.captures,))
+
+
+def capture_contract(rng):
+    t = capture_tensors(rng)
+    slopes, rel, keep = t["slopes"], t["rel"], t["keep"]
+
+    def score(s, b, h, i, j):
+        return s + rel[h, i - j + CS - 1] - slopes[h] * m.abs(i - j)
+
+    def mask(b, h, i, j):  # slopes again: the same capture
+        return (DOC_IDS[b, i] == DOC_IDS[b, j]) & keep[i, j] & (
+            slopes[h] > 0.0)
+
+    ir = m.attention_ir(heads=8, kv_heads=2, head_dim=128, causal=True,
+                        sinks=True, return_lse=True, score_mod=score,
+                        mask_mod=mask)
+    types_ = ("tensor<?x?xf16>, tensor<?xf32>, tensor<?x?xi32>, "
+              "tensor<?x?xi8>")
+    expect("captures come after sinks and before the attributes, in the "
+          "order of first use (score first)",
+          " sinks(%sinks : tensor<8xf32>) captures(%c0, %c1, %c2, %c3 : "
+          + types_ + ") {causal}" in ir, ir)
+    expect("the function takes the captures after q, k, v and sinks",
+          ("%sinks: tensor<8xf32>, %c0: tensor<?x?xf16>, %c1: "
+           "tensor<?xf32>, %c2: tensor<?x?xi32>, %c3: tensor<?x?xi8>) -> "
+           "(") in ir.splitlines()[0], ir.splitlines()[0])
+    headers = [line for line in ir.splitlines() if "^bb0(" in line]
+    want_tail = (", %c0: tensor<?x?xf16>, %c1: tensor<?xf32>, %c2: "
+                 "tensor<?x?xi32>, %c3: tensor<?x?xi8>):")
+    expect("every region takes every capture, in the same order",
+          len(headers) == 2 and all(h.endswith(want_tail) for h in headers)
+          and headers[0].strip().startswith("^bb0(%s: f32, %b: index, %h: "
+                                            "index, %i: index, %j: index, "
+                                            "%c0")
+          and headers[1].strip().startswith("^bb0(%b: index, %h: index, %i:"
+                                            " index, %j: index, %c0"),
+          " | ".join(headers))
+    mask_body = ir.split("mask {", 1)[1]
+    expect("a region reads a capture it shares with the other by its number",
+          "tensor.extract %c1[%h] : tensor<?xf32>" in mask_body
+          and "tensor.extract %c2[%b, %i] : tensor<?x?xi32>" in mask_body
+          and "tensor.extract %c3[%i, %j] : tensor<?x?xi8>" in mask_body,
+          mask_body)
+    expect("a captured element is read once per region however often the "
+          "mod indexes it",
+          m.score_region(lambda s, b, h, i, j: s * slopes[h] + slopes[h])
+          .count("tensor.extract") == 1)
+    # The element conversions of every dtype.
+    conversions = {
+        "torch.float32": [": tensor<?xf32>\n", "arith.addf"],
+        "torch.float16": [": tensor<?xf16>", ": f16 to f32"],
+        "torch.bfloat16": [": tensor<?xbf16>", ": bf16 to f32"],
+        "torch.int32": [": tensor<?xi32>", ": i32 to index"],
+        "torch.int64": [": tensor<?xi64>", ": i64 to index"],
+        "torch.int8": [": tensor<?xi8>", "arith.extsi", ": i8 to i32",
+                       ": i32 to index"],
+        "torch.uint8": [": tensor<?xi8>", "arith.extui", ": i8 to i32",
+                        ": i32 to index"],
+        "torch.bool": [": tensor<?xi8>", "arith.extui", ": i8 to i32",
+                       "arith.cmpi ne"],
+    }
+    for dtype, wanted in conversions.items():
+        x = FakeTensor(dtype, (4,), [1] * 4)
+        if dtype == "torch.bool":
+            region = m.mask_region(lambda b, h, i, j: x[h])
+        elif dtype.startswith("torch.float") or dtype == "torch.bfloat16":
+            region = m.score_region(lambda s, b, h, i, j: s + x[h])
+        else:
+            region = m.mask_region(lambda b, h, i, j: j < x[h])
+        expect("%s is read as %s" % (dtype, ", ".join(w.strip()
+                                                      for w in wanted)),
+              all(w in region for w in wanted), region)
+    # The trace is the key: values and shapes are not in it; dtypes are.
+    again = m.attention_ir(heads=8, kv_heads=2, head_dim=128, causal=True,
+                           sinks=True, return_lse=True, score_mod=score,
+                           mask_mod=mask)
+    t2 = capture_tensors(random.Random(rng.random()))
+    slopes, keep = t2["slopes"], t2["keep"]
+    rel = fake(rng, "torch.float16", (CH, 77), -1, 1)
+    other_values = m.attention_ir(heads=8, kv_heads=2, head_dim=128,
+                                  causal=True, sinks=True, return_lse=True,
+                                  score_mod=score, mask_mod=mask)
+    rel = fake(rng, "torch.float32", (CH, 77), -1, 1)
+    other_dtype = m.attention_ir(heads=8, kv_heads=2, head_dim=128,
+                                 causal=True, sinks=True, return_lse=True,
+                                 score_mod=score, mask_mod=mask)
+    expect("tracing again, or with other values and shapes, gives the same "
+          "IR; another dtype another", ir == again == other_values
+          and other_dtype != ir)
+    slopes, rel = m.tensor_like("float32", (1,)), m.tensor_like(
+        "torch.float16", (1, 1))
+    keep = m.tensor_like("bool", (2, 2))
+    saved = DOC_IDS
+    globals()["DOC_IDS"] = m.tensor_like("int32", (1, 1))
+    try:
+        standing_in = m.attention_ir(heads=8, kv_heads=2, head_dim=128,
+                                     causal=True, sinks=True,
+                                     return_lse=True, score_mod=score,
+                                     mask_mod=mask)
+    finally:
+        globals()["DOC_IDS"] = saved
+    expect("tensor_like stands in for a tensor of its dtype and rank",
+          standing_in == ir)
+    plain = m.score_region(lambda s, b, h, i, j: s + 1.0)
+    expect("a mod without captures keeps its block arguments",
+          plain.splitlines()[0] == "  ^bb0(%s: f32, %b: index, %h: index, "
+          "%i: index, %j: index):" and "captures" not in m.attention_ir(
+              heads=4, kv_heads=4, head_dim=64,
+              score_mod=lambda s, b, h, i, j: s + 1.0), plain)
+    unused = fake(rng, "torch.float32", (4,), 0, 1)
+
+    def reads_unused(s, b, h, i, j):
+        return s if unused is not None else -s
+
+    trace = m.trace_mods(reads_unused)
+    expect("a tensor the mod reads but does not index is no capture",
+          trace.captures == () and "captures" not in m.attention_ir(
+              heads=4, kv_heads=4, head_dim=64, score_mod=reads_unused))
+    # current(): what a launch passes, read again on every call.
+    box = fake(rng, "torch.float32", (CH,), 0, 1)
+
+    def boxed(s, b, h, i, j):
+        return s + box[h]
+
+    trace = m.trace_mods(boxed)
+    first = trace.current()
+    box = fake(rng, "torch.float32", (CH + 5,), 0, 1)
+    second = trace.current()
+    box = fake(rng, "torch.int32", (CH,), 0, 1)
+    third = trace.current()
+    box = fake(rng, "torch.float32", (2, CH), 0, 1)
+    fourth = trace.current()
+    expect("current() gives the tensor a variable holds now, None once its "
+          "dtype or rank changes",
+          first is not None and second is not None
+          and first[0] is not second[0] and second[0].shape == (CH + 5,)
+          and third is None and fourth is None)
+
+
+def capture_errors():
+    def raises(fn):
+        try:
+            fn()
+        except m.TraceError as e:
+            return str(e)
+        return None
+
+    f64 = FakeTensor("torch.float64", (8,), [0.0] * 8)
+    i16 = FakeTensor("torch.int16", (8,), [0] * 8)
+    t2 = FakeTensor("torch.float32", (8, 8), [0.0] * 64)
+    t1 = FakeTensor("torch.float32", (8,), [0.0] * 8)
+    t5 = FakeTensor("torch.float32", (1,) * 5, [0.0])
+    table = {"t": t1}
+    cases = [
+        ("a float64 tensor", lambda: m.score_region(
+            lambda s, b, h, i, j: s + f64[h]), ["float64", "float32"]),
+        ("an int16 tensor", lambda: m.mask_region(
+            lambda b, h, i, j: j < i16[h]), ["int16", "int32"]),
+        ("too few indices", lambda: m.score_region(
+            lambda s, b, h, i, j: s + t2[h]),
+         ["2 dimensions", "indexed with 1"]),
+        ("too many indices", lambda: m.score_region(
+            lambda s, b, h, i, j: s + t1[h, i]),
+         ["1 dimension", "indexed with 2"]),
+        ("a slice", lambda: m.score_region(
+            lambda s, b, h, i, j: s + t2[h, :]), ["slice"]),
+        ("a negative index", lambda: m.score_region(
+            lambda s, b, h, i, j: s + t1[-1]), ["negative", "-1"]),
+        ("a float as an index", lambda: m.score_region(
+            lambda s, b, h, i, j: s + t1[s]), ["f32"]),
+        ("a boolean as an index", lambda: m.score_region(
+            lambda s, b, h, i, j: s + t1[i < j]), ["boolean"]),
+        ("a rank-5 tensor", lambda: m.score_region(
+            lambda s, b, h, i, j: s + t5[0, 0, 0, 0, h]), ["5 dimensions"]),
+        ("arithmetic on a captured tensor", lambda: m.score_region(
+            lambda s, b, h, i, j: s + (t1 * 2)[h]), ["only be indexed"]),
+        ("a traced index into a tensor in a dict", lambda: m.score_region(
+            lambda s, b, h, i, j: s + table["t"][h]), ["captured"]),
+    ]
+    a0, a1, a2, a3, a4, a5, a6, a7, a8 = (
+        FakeTensor("torch.float32", (4,), [0.0] * 4) for _ in range(9))
+    cases.append(("nine captured tensors", lambda: m.score_region(
+        lambda s, b, h, i, j: s + a0[h] + a1[h] + a2[h] + a3[h] + a4[h]
+        + a5[h] + a6[h] + a7[h] + a8[h]), ["more than 8"]))
+    cases.append(("nine captured tensors over two mods", lambda: m.trace_mods(
+        lambda s, b, h, i, j: s + a0[h] + a1[h] + a2[h] + a3[h] + a4[h],
+        lambda b, h, i, j: (a5[h] + a6[h] + a7[h] + a8[h]) > 0.0),
+        ["more than 8"]))
+    for name, fn, fragments in cases:
+        e = raises(fn)
+        check("captures: %s is a TraceError" % name,
+              e is not None and all(f in e for f in fragments),
+              e or "no error")
+    ok = raises(lambda: m.score_region(
+        lambda s, b, h, i, j: s + a0[h] + a1[h] + a2[h] + a3[h] + a4[h]
+        + a5[h] + a6[h] + a7[h])) is None
+    check("captures: eight captured tensors trace", ok)
+
+
+@contextlib.contextmanager
+def stand_in_runtime():
+    """attnc.attention over stand-ins for torch, the runtime's context and
+    libattnc.so: yields (lookups, launches), the custom_ir of every kernel
+    lookup and the captures of every launch as
+    (data, dtype, rank, shape, stride)."""
+    from attnc import _attention
+
+    lookups, launches = [], []
+
+    class Context:
+        _handle = 1
+
+        def get_kernel_for(self, spec, batch, seq_q, seq_kv):
+            lookups.append(spec.custom_ir)
+            return 42
+
+        def workspace_size(self, kernel, *descs, sinks=0, captures=None):
+            return 0
+
+    class Library:
+        def attnc_attention_launch(self, ctx, kernel, args, stream):
+            a = args._obj
+            launches.append([
+                (c.data, c.dtype.decode(), c.rank, tuple(c.shape[:c.rank]),
+                 tuple(c.stride[:c.rank]))
+                for c in (a.captures[:a.num_captures]
+                          if a.num_captures else [])])
+            return 0
+
+    torch = types.ModuleType("torch")
+    torch.float32 = "torch.float32"
+    torch.empty_like = lambda t: FakeTensor(t.dtype, t.shape, [], t.stride(),
+                                            t.device)
+    torch.empty = lambda shape, dtype, device: FakeTensor(dtype, shape, [],
+                                                          None, device)
+    torch.cuda = types.SimpleNamespace(
+        device=lambda d: contextlib.nullcontext(),
+        get_device_capability=lambda d: (9, 0),
+        current_stream=lambda d: types.SimpleNamespace(cuda_stream=0))
+    ctx = Context()
+    saved = (sys.modules.get("torch"), _attention.context, _attention.lib,
+             dict(_attention._contexts), dict(_attention._plans))
+    sys.modules["torch"] = torch
+    _attention.context = lambda index: ctx
+    _attention._contexts[0] = ctx
+    _attention.lib = lambda: Library()
+    _attention._plans.clear()
+    try:
+        yield lookups, launches
+    finally:
+        if saved[0] is None:
+            del sys.modules["torch"]
+        else:
+            sys.modules["torch"] = saved[0]
+        _attention.context, _attention.lib = saved[1], saved[2]
+        _attention._contexts.clear()
+        _attention._contexts.update(saved[3])
+        _attention._plans.clear()
+        _attention._plans.update(saved[4])
+
+
+def capture_launch(rng):
+    """What attnc.attention passes for captured tensors: the tensors the
+    mods' variables hold at each call, in trace order, with their shapes
+    and strides; no new trace or kernel lookup while dtypes and ranks stay;
+    a clear error for a tensor on another device."""
+    global DOC_IDS
+    import attnc
+
+    def qkv():
+        return tuple(FakeTensor("torch.bfloat16", shape, [])
+                     for shape in ((CB, CS, 8, 64), (CB, CS, 2, 64),
+                                   (CB, CS, 2, 64)))
+
+    def make():
+        slopes = fake(rng, "torch.float32", (8,), -1, 1)
+
+        def alibi(s, b, h, i, j):
+            return s - slopes[h] * m.abs(i - j)
+
+        def docs(b, h, i, j):  # slopes again: one capture
+            return (DOC_IDS[b, i] == DOC_IDS[b, j]) & (slopes[h] > -5.0)
+
+        def set_slopes(t):
+            nonlocal slopes
+            slopes = t
+
+        return alibi, docs, set_slopes, lambda: slopes
+
+    def desc(t, dtype):
+        return (t.data_ptr(), dtype, len(t.shape), t.shape, t.stride())
+
+    capture_tensors(rng)  # sets DOC_IDS
+    saved_doc = DOC_IDS
+    alibi, docs, set_slopes, slopes = make()
+    q, k, v = qkv()
+    try:
+        with stand_in_runtime() as (lookups, launches):
+            attnc.attention(q, k, v, causal=True, score_mod=alibi,
+                            mask_mod=docs)
+            want_ir = m.attention_ir(heads=8, kv_heads=2, head_dim=64,
+                                     causal=True, score_mod=alibi,
+                                     mask_mod=docs)
+            first = [desc(slopes(), "f32"), desc(DOC_IDS, "i32")]
+            expect("the first call looks up the kernel of the mods' trace, "
+                   "captures included",
+                   lookups == [want_ir] and "captures(%c0, %c1 : "
+                   "tensor<?xf32>, tensor<?x?xi32>)" in want_ir,
+                   "\n".join(lookups))
+            expect("the launch passes the captured tensors in trace order "
+                   "(one capture for a tensor both mods read)",
+                   launches == [first], repr(launches))
+            attnc.attention(q, k, v, causal=True, score_mod=alibi,
+                            mask_mod=docs)
+            # Another tensor in the closure variable: same dtype and rank,
+            # another size and a stride of 2.
+            wide = fake(rng, "torch.float32", (12,), -1, 1, stride=(2,))
+            set_slopes(wide)
+            attnc.attention(q, k, v, causal=True, score_mod=alibi,
+                            mask_mod=docs)
+            expect("a repeated call and a rebound closure variable reuse the "
+                   "plan; the launch gets the tensor the variable holds now",
+                   len(lookups) == 1 and launches[1] == first
+                   and launches[2] == [(wide.data_ptr(), "f32", 1, (12,),
+                                        (2,)), first[1]], repr(launches))
+            DOC_IDS = fake(rng, "torch.int64", (CB, CS), 0, 3)
+            attnc.attention(q, k, v, causal=True, score_mod=alibi,
+                            mask_mod=docs)
+            expect("a global rebound to another dtype is traced again: "
+                   "another kernel, its dtype at the launch",
+                   len(lookups) == 2 and "tensor<?x?xi64>" in lookups[1]
+                   and launches[3][1] == desc(DOC_IDS, "i64"),
+                   repr(launches[3:]))
+            DOC_IDS = FakeTensor("torch.int64", (CB, CS), [0] * CB * CS,
+                                 device=FakeDevice("cuda", 1))
+            try:
+                attnc.attention(q, k, v, causal=True, score_mod=alibi,
+                                mask_mod=docs)
+                message = None
+            except attnc.AttncError as e:
+                message = str(e)
+            check("a captured tensor on another device is an error naming "
+                  "it", message is not None and "'DOC_IDS'" in message
+                  and "cuda:1" in message and "cuda:0" in message,
+                  message or "no error")
+            DOC_IDS = saved_doc
+            attnc.attention(q, k, v, causal=True)
+            expect("a call without mods passes no captures",
+                   launches[-1] == [], repr(launches[-1]))
+    finally:
+        DOC_IDS = saved_doc
+
+
+# Stand-ins for the tensors of the compiled capture cases (a trace depends
+# only on their dtypes and ranks).
+SLOPES = m.tensor_like("float32", (8,))
+DOCS = m.tensor_like("int32", (2, 1000))
+REL = m.tensor_like("bfloat16", (4, 2 * 257 - 1))
+KEEP = m.tensor_like("bool", (257, 257))
+HEAD_BIAS = m.tensor_like("float16", (8,))
+PREFIX = m.tensor_like("int64", (2,))
+SHIFT = m.tensor_like("int8", (8,))
+BUCKET = m.tensor_like("uint8", (8, 4, 4))
+
+
+def capture_compile_cases():
+    """`attnc emit` cases whose mods capture tensors: every dtype, ranks 1
+    to 3, with sinks, LSE, GQA, a window and both head dims."""
+    return [
+        ("captures: ALiBi slopes [H] f32 + documents from ids [B, S] i32, "
+         "causal, GQA 8/2 D128", dict(
+             heads=8, kv_heads=2, head_dim=128, causal=True,
+             score_mod=lambda s, b, h, i, j: s - SLOPES[h] * m.abs(i - j),
+             mask_mod=lambda b, h, i, j: DOCS[b, i] == DOCS[b, j])),
+        ("captures: relative table [H, 2S-1] bf16 + bool mask [S, S] with "
+         "sinks, D64 fp16, LSE", dict(
+             heads=4, kv_heads=4, head_dim=64, dtype="fp16",
+             return_lse=True, sinks=True,
+             score_mod=lambda s, b, h, i, j: s + REL[h, i - j + 256],
+             mask_mod=lambda b, h, i, j: KEEP[i, j] & (j <= i))),
+        ("captures: f16 head bias, int64 prefixes, int8 shifts, uint8 "
+         "buckets [H, 4, 4], causal window (64, -1), GQA 8/1 D128", dict(
+             heads=8, kv_heads=1, head_dim=128, causal=True, window=(64, -1),
+             score_mod=lambda s, b, h, i, j: s + HEAD_BIAS[h]
+             + SHIFT[h] * 0.125 + BUCKET[h, i % 4, j % 4] * 0.01,
+             mask_mod=lambda b, h, i, j: (j < PREFIX[b]) | (j <= i))),
+    ]
+
+
 def compiles(attnc_bin, ptxas):
     cases = [
         ("ALiBi + causal, GQA 8/2 D128", dict(
@@ -184,7 +772,7 @@ def compiles(attnc_bin, ptxas):
             heads=8, kv_heads=2, head_dim=64, return_lse=True, sinks=True,
             score_mod=SCORE_MODS["alibi"],
             mask_mod=MASK_MODS["documents of 100 tokens"])),
-    ]
+    ] + capture_compile_cases()
     with tempfile.TemporaryDirectory() as tmp:
         for name, kw in cases:
             path = os.path.join(tmp, "mod.mlir")
@@ -196,7 +784,10 @@ def compiles(attnc_bin, ptxas):
                                     "--arch", arch, path, "-o", ptx],
                                    capture_output=True, text=True)
                 ok = r.returncode == 0
-                detail = r.stderr.strip().splitlines()[-1:] if not ok else []
+                errors = [line for line in r.stderr.splitlines()
+                          if "error" in line]
+                detail = (errors or r.stderr.strip().splitlines())[-1:] \
+                    if not ok else []
                 if ok and ptxas and os.path.exists(ptxas):
                     p = subprocess.run([ptxas, "-arch=" + arch, ptx, "-o",
                                         os.devnull], capture_output=True,
@@ -218,18 +809,25 @@ def bundles(attnc_bin):
     with_sinks = m.bundle_spec(heads=8, kv_heads=2, head_dim=64,
                                causal=True, sinks=True,
                                score_mod=SCORE_MODS["alibi"])
+    with_captures = m.bundle_spec(
+        heads=8, kv_heads=2, head_dim=64, causal=True, sinks=True,
+        score_mod=lambda s, b, h, i, j: s - SLOPES[h] * m.abs(i - j),
+        mask_mod=lambda b, h, i, j: DOCS[b, i] == DOCS[b, j])
+    check("bundle_spec with captures puts them in the IR after the sinks",
+          "sinks(%sinks : tensor<8xf32>) captures(%c0, %c1 : tensor<?xf32>,"
+          " tensor<?x?xi32>)" in with_captures["custom_ir"])
     check("bundle_spec with sinks says so in the spec and the IR",
           with_sinks.get("sinks") is True
           and "sinks(%sinks : tensor<8xf32>)" in with_sinks["custom_ir"])
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "specs.json")
         with open(path, "w") as f:
-            json.dump({"specs": [spec, with_sinks]}, f)
+            json.dump({"specs": [spec, with_sinks, with_captures]}, f)
         r = subprocess.run([attnc_bin, "bundle", "--no-cubin", "--specs",
                             path, "-o", os.path.join(tmp, "cache")],
                            capture_output=True, text=True)
         check("attnc bundle compiles bundle_spec's spec",
-              r.returncode == 0 and "2 of 2 specs" in r.stdout,
+              r.returncode == 0 and "3 of 3 specs" in r.stdout,
               (r.stdout + r.stderr).strip().splitlines()[-1:][0]
               if (r.stdout + r.stderr).strip() else "")
 
@@ -261,6 +859,10 @@ def main():
     print("seed %d (ATTNC_TEST_SEED=%d replays it)" % (seed, seed))
     semantics(random.Random(seed))
     errors()
+    capture_semantics(random.Random(seed))
+    capture_contract(random.Random(seed))
+    capture_errors()
+    capture_launch(random.Random(seed))
     if len(sys.argv) > 1:
         compiles(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
         bundles(sys.argv[1])
