@@ -8,6 +8,7 @@ itself is imported only inside launch(), after them.
 import ctypes
 import math
 import threading
+import weakref
 
 from . import _route
 from ._capi import (AttncError, CaptureDesc, Context, Spec, TensorDesc,
@@ -303,6 +304,40 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
                   block_m, block_n, score_mod, mask_mod, sinks)
 
 
+def _mod_key(fn):
+    """A mod's part of a plan's key: its id (the plan holds the function
+    weakly, so that a mod made per call, and the tensors it holds, die
+    with the caller's last reference)."""
+    return None if fn is None else id(fn)
+
+
+def _no_mod():
+    return None
+
+
+def _remember_plan(key, plan, score_mod, mask_mod):
+    """Keeps a plan for calls like this one; with mods, only while both
+    functions live (a mod that cannot be referenced weakly is traced on
+    every call)."""
+    plan.mods = None
+    if score_mod is not None or mask_mod is not None:
+        try:
+            refs = tuple(_no_mod if fn is None else weakref.ref(fn)
+                         for fn in (score_mod, mask_mod))
+        except TypeError:
+            return
+        plan.mods = refs
+        for fn in (score_mod, mask_mod):
+            if fn is not None:
+                weakref.finalize(fn, _forget_plan, key, plan)
+    _route.remember(_plans, key, plan)
+
+
+def _forget_plan(key, plan):
+    if _plans.get(key) is plan:
+        del _plans[key]
+
+
 class _Plan:
     """What a repeated call with the same tensor metadata and options
     reuses: the context and kernel, the launch arguments with every shape
@@ -311,7 +346,7 @@ class _Plan:
 
     __slots__ = ("ctx", "handle", "kernel", "args", "lse_shape", "need",
                  "device", "index", "mod_trace", "capture_packs",
-                 "capture_array")
+                 "capture_array", "mods")
 
 
 _launch_args_copy = _AttentionArgs.from_buffer_copy
@@ -332,13 +367,16 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
         plan_key = (q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
                     q.shape, k.shape, v.shape, q.stride(), k.stride(),
                     v.stride(), causal, window, softcap, scale, return_lse,
-                    arch, block_m, block_n, score_mod, mask_mod,
-                    sinks_key(sinks))
+                    arch, block_m, block_n, _mod_key(score_mod),
+                    _mod_key(mask_mod), sinks_key(sinks))
         plan = _plans.get(plan_key)
     except TypeError:  # an unhashable option: no plan, the long way
         plan_key, plan = None, None
     if plan is not None and _contexts.get(plan.index) is not plan.ctx:
         plan = None  # the context was closed and replaced (tests)
+    if plan is not None and plan.mods is not None and (
+            plan.mods[0]() is not score_mod or plan.mods[1]() is not mask_mod):
+        plan = None  # another function at a dead one's address
     captured = None
     if plan is not None and plan.mod_trace is not None:
         # The mods' tensors as they are now: another tensor of the traced
@@ -359,7 +397,7 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
                                     block_m, block_n, score_mod, mask_mod,
                                     sinks)
         if plan_key is not None:
-            _route.remember(_plans, plan_key, plan)
+            _remember_plan(plan_key, plan, score_mod, mask_mod)
     else:
         import torch
     o = torch.empty_like(q)
@@ -412,6 +450,7 @@ def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
     device = q.device
     plan = _Plan()
     plan.mod_trace = captured = None
+    plan.mods = None
     plan.capture_packs = plan.capture_array = None
     if score_mod is not None or mask_mod is not None:
         from . import mods

@@ -48,6 +48,7 @@ tensor is anything with ``data_ptr()``, ``dtype``, ``shape`` and
 import collections
 import math
 import types
+import weakref
 
 from ._capi import AttncError
 
@@ -557,12 +558,16 @@ def _global_reader(namespace, name):
     return lambda: namespace[name]
 
 
+# Default-argument readers hold the function weakly: a trace kept by a
+# launch plan must not keep the mod (and the tensors it holds) alive.
 def _default_reader(fn, n):
-    return lambda: fn.__defaults__[n]
+    ref = weakref.ref(fn)
+    return lambda: ref().__defaults__[n]
 
 
 def _kwdefault_reader(fn, name):
-    return lambda: fn.__kwdefaults__[name]
+    ref = weakref.ref(fn)
+    return lambda: ref().__kwdefaults__[name]
 
 
 def _global_names(code):
@@ -726,8 +731,10 @@ class ModTrace:
         return [found[s] for s in self._capture_slots]
 
     def func_args(self):
-        """The kernel function's capture arguments (text)."""
-        return "".join(", %%%s: %s" % (c.name, c.type)
+        """The kernel function's capture arguments (text): %arg_c0, ...
+        (MLIR's parser does not let a region's block arguments shadow the
+        function's names)."""
+        return "".join(", %%arg_%s: %s" % (c.name, c.type)
                        for c in self.captures)
 
     def operand(self):
@@ -735,7 +742,7 @@ class ModTrace:
         if not self.captures:
             return ""
         return " captures(%s : %s)" % (
-            ", ".join("%" + c.name for c in self.captures),
+            ", ".join("%arg_" + c.name for c in self.captures),
             ", ".join(c.type for c in self.captures))
 
 

@@ -774,7 +774,7 @@ def mods_pass_their_captured_tensors_to_the_kernel():
 
     spec = mods.bundle_spec(heads=8, kv_heads=2, head_dim=64, causal=True,
                             score_mod=alibi, mask_mod=documents)
-    assert ("captures(%c0, %c1 : tensor<?xf32>, tensor<?x?xi32>)"
+    assert ("captures(%arg_c0, %arg_c1 : tensor<?xf32>, tensor<?x?xi32>)"
             in spec["custom_ir"]), spec["custom_ir"]
     attnc.Context.get_kernel_for = counted
     try:

@@ -21,6 +21,7 @@ of first use), their errors, and what attnc.attention passes to the launch
 Fresh random points each run (the seed is printed).
 """
 import contextlib
+import gc
 import math
 import os
 import random
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import types
+import weakref
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "python"))
@@ -386,11 +388,11 @@ def capture_contract(rng):
               "tensor<?x?xi8>")
     expect("captures come after sinks and before the attributes, in the "
           "order of first use (score first)",
-          " sinks(%sinks : tensor<8xf32>) captures(%c0, %c1, %c2, %c3 : "
+          " sinks(%sinks : tensor<8xf32>) captures(%arg_c0, %arg_c1, %arg_c2, %arg_c3 : "
           + types_ + ") {causal}" in ir, ir)
     expect("the function takes the captures after q, k, v and sinks",
-          ("%sinks: tensor<8xf32>, %c0: tensor<?x?xf16>, %c1: "
-           "tensor<?xf32>, %c2: tensor<?x?xi32>, %c3: tensor<?x?xi8>) -> "
+          ("%sinks: tensor<8xf32>, %arg_c0: tensor<?x?xf16>, %arg_c1: "
+           "tensor<?xf32>, %arg_c2: tensor<?x?xi32>, %arg_c3: tensor<?x?xi8>) -> "
            "(") in ir.splitlines()[0], ir.splitlines()[0])
     headers = [line for line in ir.splitlines() if "^bb0(" in line]
     want_tail = (", %c0: tensor<?x?xf16>, %c1: tensor<?xf32>, %c2: "
@@ -672,7 +674,7 @@ def capture_launch(rng):
             first = [desc(slopes(), "f32"), desc(DOC_IDS, "i32")]
             expect("the first call looks up the kernel of the mods' trace, "
                    "captures included",
-                   lookups == [want_ir] and "captures(%c0, %c1 : "
+                   lookups == [want_ir] and "captures(%arg_c0, %arg_c1 : "
                    "tensor<?xf32>, tensor<?x?xi32>)" in want_ir,
                    "\n".join(lookups))
             expect("the launch passes the captured tensors in trace order "
@@ -715,6 +717,33 @@ def capture_launch(rng):
             attnc.attention(q, k, v, causal=True)
             expect("a call without mods passes no captures",
                    launches[-1] == [], repr(launches[-1]))
+            # A mod made per call (a closure over this step's tensor): the
+            # plan keeps neither the function nor its tensor once the
+            # caller drops them, and one at the same address is not taken
+            # for it.
+            from attnc import _attention
+            plans_before = len(_attention._plans)
+
+            def per_call():
+                bias = fake(rng, "torch.float32", (8,), -1, 1)
+                alive = weakref.ref(bias)
+                attnc.attention(q, k, v, score_mod=lambda s, b, h, i, j:
+                                s + bias[h])
+                return alive, bias.data_ptr()
+
+            dead = []
+            for _ in range(3):
+                alive, address = per_call()
+                gc.collect()
+                dead.append(alive() is None)
+            expect("a mod made per call does not keep its captured tensor "
+                   "alive, and its plan goes with it",
+                   all(dead) and len(_attention._plans) == plans_before,
+                   "%r, %d plans (was %d)" % (dead, len(_attention._plans),
+                                               plans_before))
+            expect("each per-call mod launches with its own tensor",
+                   len(launches[-1]) == 1 and launches[-1][0][0] == address,
+                   repr(launches[-3:]))
     finally:
         DOC_IDS = saved_doc
 
@@ -814,7 +843,7 @@ def bundles(attnc_bin):
         score_mod=lambda s, b, h, i, j: s - SLOPES[h] * m.abs(i - j),
         mask_mod=lambda b, h, i, j: DOCS[b, i] == DOCS[b, j])
     check("bundle_spec with captures puts them in the IR after the sinks",
-          "sinks(%sinks : tensor<8xf32>) captures(%c0, %c1 : tensor<?xf32>,"
+          "sinks(%sinks : tensor<8xf32>) captures(%arg_c0, %arg_c1 : tensor<?xf32>,"
           " tensor<?x?xi32>)" in with_captures["custom_ir"])
     check("bundle_spec with sinks says so in the spec and the IR",
           with_sinks.get("sinks") is True
