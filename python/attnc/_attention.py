@@ -8,6 +8,7 @@ itself is imported only inside launch(), after them.
 import ctypes
 import math
 import threading
+import types
 import weakref
 
 from . import _route
@@ -304,38 +305,70 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
                   block_m, block_n, score_mod, mask_mod, sinks)
 
 
+def _mod_owner(fn):
+    """What keeps a mod alive: a bound method's object (the method itself
+    is made anew at every attribute access), else the function."""
+    return fn.__self__ if isinstance(fn, types.MethodType) else fn
+
+
 def _mod_key(fn):
-    """A mod's part of a plan's key: its id (the plan holds the function
+    """A mod's part of a plan's key, by identity (the plan holds the mod
     weakly, so that a mod made per call, and the tensors it holds, die
-    with the caller's last reference)."""
-    return None if fn is None else id(fn)
+    with the caller's last reference): a bound method by its function and
+    object."""
+    if fn is None:
+        return None
+    if isinstance(fn, types.MethodType):
+        return (id(fn.__func__), id(fn.__self__))
+    return id(fn)
 
 
 def _no_mod():
     return None
 
 
+def _mod_ref(fn):
+    """A weak reference to a mod (TypeError when it takes none)."""
+    if fn is None:
+        return _no_mod
+    if isinstance(fn, types.MethodType):
+        return weakref.WeakMethod(fn)
+    return weakref.ref(fn)
+
+
+# id(mod owner) -> the keys of the plans made for it; each owner has one
+# finalizer, which drops them when it dies.
+_mod_plan_keys = {}
+
+
 def _remember_plan(key, plan, score_mod, mask_mod):
-    """Keeps a plan for calls like this one; with mods, only while both
-    functions live (a mod that cannot be referenced weakly is traced on
-    every call)."""
+    """Keeps a plan for calls like this one; with mods, only while they
+    live (a mod that cannot be referenced weakly is traced on every
+    call)."""
     plan.mods = None
-    if score_mod is not None or mask_mod is not None:
+    owners = [_mod_owner(fn) for fn in (score_mod, mask_mod)
+              if fn is not None]
+    if owners:
         try:
-            refs = tuple(_no_mod if fn is None else weakref.ref(fn)
-                         for fn in (score_mod, mask_mod))
+            plan.mods = (_mod_ref(score_mod), _mod_ref(mask_mod))
+            for owner in owners:
+                if id(owner) not in _mod_plan_keys:
+                    weakref.finalize(owner, _forget_plans, id(owner))
         except TypeError:
             return
-        plan.mods = refs
-        for fn in (score_mod, mask_mod):
-            if fn is not None:
-                weakref.finalize(fn, _forget_plan, key, plan)
-    _route.remember(_plans, key, plan)
+    if len(_plans) >= _route.MAX_PLANS:
+        _plans.clear()
+        _mod_plan_keys.clear()
+    _plans[key] = plan
+    for owner in owners:
+        _mod_plan_keys.setdefault(id(owner), set()).add(key)
 
 
-def _forget_plan(key, plan):
-    if _plans.get(key) is plan:
-        del _plans[key]
+def _forget_plans(owner_id):
+    """A mod's owner died: its plans go (they hold its tensors' readers).
+    Runs from the garbage collector."""
+    for key in _mod_plan_keys.pop(owner_id, ()):
+        _plans.pop(key, None)
 
 
 class _Plan:
@@ -375,8 +408,8 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
     if plan is not None and _contexts.get(plan.index) is not plan.ctx:
         plan = None  # the context was closed and replaced (tests)
     if plan is not None and plan.mods is not None and (
-            plan.mods[0]() is not score_mod or plan.mods[1]() is not mask_mod):
-        plan = None  # another function at a dead one's address
+            plan.mods[0]() != score_mod or plan.mods[1]() != mask_mod):
+        plan = None  # another mod at a dead one's address
     captured = None
     if plan is not None and plan.mod_trace is not None:
         # The mods' tensors as they are now: another tensor of the traced

@@ -580,8 +580,9 @@ def validate_attention(spec, q, k, v, o, lse=None, sinks=0, varlen=None,
     in the logical [B, H, S, D] layout; lse is [B, H, S] or None; sinks an
     integer address (0: none); varlen a VarlenDesc for a varlen spec;
     captures the CaptureDesc of the tensors a mod kernel captures, in its
-    IR's order. Raises AttncError with the runtime's message; returns None
-    when valid."""
+    IR's order (only their count and ranks are checked here: their dtypes
+    and memory need the kernel, and are checked at launch). Raises
+    AttncError with the runtime's message; returns None when valid."""
     c_spec = spec._to_c()
     args = _args_to_c(q, k, v, o, lse, sinks, varlen, captures)
     _check(lib().attnc_attention_validate(ctypes.byref(c_spec),
@@ -734,8 +735,8 @@ class Context:
         sinks: the device address of the float32 sink logits (one per
         query head) of a kernel whose spec has sinks, else 0. varlen: a
         VarlenDesc for a kernel whose spec has varlen. captures: the
-        CaptureDesc of the tensors the kernel's mods capture, in its IR's
-        order (attnc.mods.ModTrace.captures)."""
+        CaptureDesc of the tensors the kernel's mods capture, in the order
+        of its IR's captures (attnc.mods.ModTrace.captures gives it)."""
         args = _args_to_c(q, k, v, o, lse, sinks, varlen, captures)
         args.workspace = workspace or None
         args.workspace_bytes = int(workspace_bytes)

@@ -453,7 +453,13 @@ attnc_status attnc_attention_validate(const attnc_spec *spec,
                   "attnc_attention_validate checks attention_fwd arguments; "
                   "the spec's op is \"" +
                       cxx->op + "\"");
-    return report(attnc::validateAttentionArgs(*cxx, argsFromC(*args)));
+    // The captures' structure here; their dtypes and ranks need the
+    // kernel's metadata (checked at launch).
+    attnc::AttentionArgs cxxArgs = argsFromC(*args);
+    CaptureStorage captures;
+    if (attnc::Status s = capturesFromC(*args, captures, cxxArgs); !s.isOk())
+      return fail(s);
+    return report(attnc::validateAttentionArgs(*cxx, cxxArgs));
   });
 }
 

@@ -267,6 +267,11 @@ Status validateCaptures(const std::vector<CaptureDesc> &expected,
     const Extent cx = extentOf(t, size, 4);
     ATTNC_RETURN_IF_ERROR(checkDisjoint("o", ox, name.c_str(), cx));
     ATTNC_RETURN_IF_ERROR(checkDisjoint("lse", lx, name.c_str(), cx));
+    // A persistent kernel's workspace is written too.
+    const auto ws = reinterpret_cast<uintptr_t>(args.workspace);
+    if (ws)
+      ATTNC_RETURN_IF_ERROR(checkDisjoint(
+          "workspace", Extent{ws, ws + args.workspaceBytes}, name.c_str(), cx));
   }
   return Status::ok();
 }

@@ -31,6 +31,16 @@ inline std::vector<float> randomSinks(bool on, int heads,
   if (on)
     for (int h = 0; h < heads; ++h)
       sinks.push_back(2.f * normal(rng) + (h % 3 == 2 ? 12.f : 2.f));
+  // Head 0's sink does not survive a trip through the log2 domain in f32
+  // ((x · log2 e) · ln 2 != x, as for about 15% of floats), so that a
+  // kernel computing a keyless row's LSE that way is caught every run.
+  volatile float log2e = 1.4426950408889634f, ln2 = 0.6931471805599453f;
+  while (on && heads > 0) {
+    volatile float inLog2 = sinks[0] * log2e;
+    if (inLog2 * ln2 != sinks[0])
+      break;
+    sinks[0] = std::nextafter(sinks[0], 100.f);
+  }
   return sinks;
 }
 

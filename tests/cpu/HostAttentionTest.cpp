@@ -28,17 +28,35 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <sys/mman.h>
+#include <unistd.h>
 
 using namespace attnc;
 
 namespace {
 
-/// One captured tensor of a case: its bytes (kept alive by the closures of
-/// the reference's mods too), shape and strides in elements.
+/// One captured tensor of a case: its bytes, shape and strides in
+/// elements.
 struct HostCapture {
-  std::shared_ptr<std::vector<uint8_t>> bytes;
+  std::shared_ptr<uint8_t> bytes;
   std::vector<int64_t> shape, strides;
 };
+
+/// `size` bytes that end where an inaccessible page begins, so that a
+/// kernel reading past the end of a captured tensor faults instead of
+/// passing.
+std::shared_ptr<uint8_t> guardedBytes(size_t size) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t dataPages = (size + page - 1) / page;
+  const size_t total = (dataPages + 1) * page;
+  void *base = mmap(nullptr, total, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(base != MAP_FAILED);
+  uint8_t *guard = static_cast<uint8_t *>(base) + dataPages * page;
+  REQUIRE(mprotect(guard, page, PROT_NONE) == 0);
+  return std::shared_ptr<uint8_t>(
+      guard - size, [base, total](uint8_t *) { munmap(base, total); });
+}
 
 /// Fresh random captured tensors for one run, in the IR's order; sets the
 /// reference's mods to read the same values.
@@ -140,7 +158,7 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
       HostKernel::pointerWords(words, sinks.data());
     // Each captured tensor: data, sizes, strides (abi::captureParamName).
     for (const HostCapture &capture : captures) {
-      HostKernel::pointerWords(words, capture.bytes->data());
+      HostKernel::pointerWords(words, capture.bytes.get());
       for (int64_t size : capture.shape)
         words.push_back(uint64_t(size));
       for (int64_t stride : capture.strides)
@@ -173,9 +191,24 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
 
   test::AttentionComparison cmp = test::compareAttention(
       bf16, o.data, o.strides, lse, refO, refLse, c.batch, hq, c.seqQ, d);
-  std::cout << "  " << c.name << ": rel L2 " << cmp.relL2 << ", max LSE err "
-            << cmp.lseErr << ", fully masked rows " << cmp.maskedRows << "\n";
   CHECK(cmp.maskedWrong == 0); // fully masked rows: O = 0, LSE = -inf
+  // With sinks, a row whose LSE is the sink alone (no key, or keys whose
+  // weight vanishes beside it) has exactly the sink.
+  int sinkRows = 0, sinkRowsWrong = 0;
+  for (size_t row = 0; !sinks.empty() && row < lse.size(); ++row) {
+    const float sink = sinks[(row / size_t(c.seqQ)) % size_t(hq)];
+    if (refLse[row] == double(sink)) {
+      ++sinkRows;
+      sinkRowsWrong += lse[row] != sink;
+    }
+  }
+  std::cout << "  " << c.name << ": rel L2 " << cmp.relL2 << ", max LSE err "
+            << cmp.lseErr << ", fully masked rows " << cmp.maskedRows
+            << (sinks.empty()
+                    ? std::string()
+                    : ", rows of the sink alone " + std::to_string(sinkRows))
+            << "\n";
+  CHECK(sinkRowsWrong == 0);
   CHECK(cmp.nonFinite == 0);
   CHECK(cmp.relL2 <= 1e-2);
   CHECK(cmp.lseErr <= 1e-3);
@@ -403,15 +436,14 @@ func.func @alibi_documents(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
     c.captures = [](std::mt19937_64 &rng, int batch, int seqQ, int,
                     templates::ReferenceProblem &p) {
       const int heads = 4;
-      auto slopes = std::make_shared<std::vector<uint8_t>>(heads * 4);
+      auto slopes = guardedBytes(heads * 4);
       std::uniform_real_distribution<float> unit(0.05f, 1.f);
       std::vector<float> s(heads);
       for (float &x : s)
         x = unit(rng);
-      std::memcpy(slopes->data(), s.data(), heads * 4);
+      std::memcpy(slopes.get(), s.data(), heads * 4);
       // Document ids: each sequence cut at 1-5 random boundaries.
-      auto doc =
-          std::make_shared<std::vector<uint8_t>>(size_t(batch) * seqQ * 4);
+      auto doc = guardedBytes(size_t(batch) * seqQ * 4);
       std::vector<int32_t> ids(size_t(batch) * seqQ);
       std::uniform_int_distribution<int> cut(1, seqQ - 1), count(1, 5);
       for (int b = 0; b < batch; ++b) {
@@ -422,15 +454,18 @@ func.func @alibi_documents(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
           ids[size_t(b) * seqQ + i] = int32_t(std::count_if(
               cuts.begin(), cuts.end(), [&](int at) { return at <= i; }));
       }
-      std::memcpy(doc->data(), ids.data(), ids.size() * 4);
+      std::memcpy(doc.get(), ids.data(), ids.size() * 4);
       p.scoreMod = [s](double x, int, int h, int i, int j) {
         return x - double(s[h]) * double(i - j);
       };
       p.maskMod = [ids, seqQ](int b, int, int i, int j) {
         return ids[size_t(b) * seqQ + i] == ids[size_t(b) * seqQ + j];
       };
-      return std::vector<HostCapture>{{slopes, {heads}, {1}},
-                                      {doc, {batch, seqQ}, {seqQ, 1}}};
+      std::vector<HostCapture> out;
+      using Dims = std::vector<int64_t>;
+      out.push_back({slopes, Dims{heads}, Dims{1}});
+      out.push_back({doc, Dims{batch, seqQ}, Dims{seqQ, 1}});
+      return out;
     };
     cases.push_back(c);
   }
@@ -479,31 +514,33 @@ func.func @relative_rows(%q: tensor<?x3x?x64xbf16>, %k: tensor<?x3x?x64xbf16>,
       std::vector<float> table(size_t(heads) * span);
       for (float &x : table)
         x = normal(rng);
-      auto tableBytes =
-          std::make_shared<std::vector<uint8_t>>(table.size() * 4);
-      std::memcpy(tableBytes->data(), table.data(), table.size() * 4);
+      auto tableBytes = guardedBytes(table.size() * 4);
+      std::memcpy(tableBytes.get(), table.data(), table.size() * 4);
       std::vector<uint16_t> hb(heads);
       std::vector<float> hbf(heads);
       for (int h = 0; h < heads; ++h) {
         hb[h] = test::toHalfBits(true, 2.f * normal(rng));
         hbf[h] = test::fromHalfBits(true, hb[h]);
       }
-      auto hbBytes = std::make_shared<std::vector<uint8_t>>(heads * 2);
-      std::memcpy(hbBytes->data(), hb.data(), heads * 2);
+      auto hbBytes = guardedBytes(heads * 2);
+      std::memcpy(hbBytes.get(), hb.data(), heads * 2);
       // Every fifth row (at a random phase) keeps no key.
-      auto rows = std::make_shared<std::vector<uint8_t>>(seqQ);
+      auto rows = guardedBytes(seqQ);
       int phase = std::uniform_int_distribution<int>(0, 4)(rng);
       for (int i = 0; i < seqQ; ++i)
-        (*rows)[i] = (i % 5 == phase) ? 0 : uint8_t(1 + i % 200);
-      std::vector<uint8_t> keep(*rows);
+        rows.get()[i] = (i % 5 == phase) ? 0 : uint8_t(1 + i % 200);
+      std::vector<uint8_t> keep(rows.get(), rows.get() + seqQ);
       p.scoreMod = [table, hbf, seqKV](double x, int, int h, int i, int j) {
         return x + double(table[size_t(i - j + seqKV - 1) * 3 + h]) +
                double(hbf[h]);
       };
       p.maskMod = [keep](int, int, int i, int) { return keep[i] != 0; };
-      return std::vector<HostCapture>{{tableBytes, {heads, span}, {1, heads}},
-                                      {hbBytes, {heads}, {1}},
-                                      {rows, {seqQ}, {1}}};
+      std::vector<HostCapture> out;
+      using Dims = std::vector<int64_t>;
+      out.push_back({tableBytes, Dims{heads, span}, Dims{1, heads}});
+      out.push_back({hbBytes, Dims{heads}, Dims{1}});
+      out.push_back({rows, Dims{seqQ}, Dims{1}});
+      return out;
     };
     cases.push_back(c);
   }

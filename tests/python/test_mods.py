@@ -744,6 +744,45 @@ def capture_launch(rng):
             expect("each per-call mod launches with its own tensor",
                    len(launches[-1]) == 1 and launches[-1][0][0] == address,
                    repr(launches[-3:]))
+
+            # A bound method (a new object at every attribute access) keeps
+            # its plan while its object lives: traced and looked up once.
+            class Documents:
+                def mask(self, b, h, i, j):
+                    return DOC_IDS[b, i] == DOC_IDS[b, j]
+
+            docs_obj = Documents()
+            before = len(lookups)
+            for _ in range(5):
+                attnc.attention(q, k, v, mask_mod=docs_obj.mask)
+            expect("a bound-method mod is traced and looked up once over "
+                   "five calls", len(lookups) == before + 1,
+                   "%d lookups" % (len(lookups) - before))
+            del docs_obj
+            gc.collect()
+            expect("its plan goes with its object",
+                   len(_attention._plans) == plans_before,
+                   "%d plans (was %d)" % (len(_attention._plans),
+                                          plans_before))
+
+            # A long-lived mod over many shapes: the plans stay bounded
+            # (MAX_PLANS), none kept alive past the cache's clearing.
+            saved_max = _attention._route.MAX_PLANS
+            _attention._route.MAX_PLANS = 8
+            try:
+                for n in range(40):
+                    qn, kn, vn = (FakeTensor("torch.bfloat16",
+                                             (CB, 1 + n, hh, 64), [])
+                                  for hh in (8, 2, 2))
+                    attnc.attention(qn, kn, vn, score_mod=alibi)
+                held = sum(len(keys) for keys in
+                           _attention._mod_plan_keys.values())
+                expect("a mod called at 40 shapes keeps at most MAX_PLANS "
+                       "plans", len(_attention._plans) <= 8 and held <= 8,
+                       "%d plans, %d keys held" % (len(_attention._plans),
+                                                   held))
+            finally:
+                _attention._route.MAX_PLANS = saved_max
     finally:
         DOC_IDS = saved_doc
 

@@ -887,6 +887,10 @@ TEST_CASE("captured tensors: names, validation and packing", "[launch]") {
   CHECK(error([&](AttentionArgs &a, CaptureArg *c) {
           c[1].data = a.lse.data;
         }).find("lse [") == 0);
+  CHECK(error([&](AttentionArgs &a, CaptureArg *c) {
+          a.workspace = const_cast<void *>(c[0].data);
+          a.workspaceBytes = 256;
+        }).find("workspace [") == 0);
   // A kernel without captures refuses them.
   CHECK_FALSE(validateCaptures({}, spec, args).isOk());
 

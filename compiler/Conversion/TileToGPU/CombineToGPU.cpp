@@ -314,10 +314,12 @@ void CombineEmitter::emitRow(Value row) {
   // An attention sink joins the merged state once, as one more key of value
   // zero (tile.finalize's sink; one program is one query head).
   Value numerator = f32Const(b, loc, 1.f);
-  if (Value sink = c.finalize.getSink()) {
-    gpu_emit::SinkMerge merged = gpu_emit::mergeSink(
-        b, loc, merge.max(), l,
-        mulF(scalars.lookup(sink), f32Const(b, loc, gpu_emit::kLog2e)));
+  Value sink, sinkLog2;
+  if (c.finalize.getSink()) {
+    sink = scalars.lookup(c.finalize.getSink());
+    sinkLog2 = gpu_emit::sinkLog2Of(b, loc, sink);
+    gpu_emit::SinkMerge merged =
+        gpu_emit::mergeSink(b, loc, merge.max(), l, sinkLog2);
     ref = merged.max;
     l = merged.sum;
     numerator = merged.accWeight;
@@ -346,8 +348,7 @@ void CombineEmitter::emitRow(Value row) {
   if (c.lseStore)
     ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(0)),
            [&] {
-             Value v = mulF(addF(ref, gpu_emit::log2(b, loc, l)),
-                            f32Const(b, loc, gpu_emit::kLn2));
+             Value v = gpu_emit::lseOf(b, loc, ref, l, sink, sinkLog2);
              v = arith::SelectOp::create(b, loc, positive, v,
                                          f32Const(b, loc, negInf));
              memref::StoreOp::create(

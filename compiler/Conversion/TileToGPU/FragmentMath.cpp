@@ -309,10 +309,11 @@ LogicalResult FragmentMath::finalize(tile::FinalizeOp op,
                                      const IRMapping &map) {
   const Frags &acc = frags[op.getAcc()];
   // The sink's logit in the log2 domain of m (the same for every row).
-  Value sinkLog2;
-  if (Value sink = op.getSink())
-    sinkLog2 = arith::MulFOp::create(b, loc, map.lookup(sink),
-                                     f32Const(b, loc, gpu_emit::kLog2e));
+  Value sink, sinkLog2;
+  if (op.getSink()) {
+    sink = map.lookup(op.getSink());
+    sinkLog2 = gpu_emit::sinkLog2Of(b, loc, sink);
+  }
   const Frags &m = frags[op.getMax()], &l = frags[op.getSum()];
   Type elt = op.getOutput().getType().getElementType();
   auto pairT = VectorType::get({2}, b.getF32Type());
@@ -343,10 +344,7 @@ LogicalResult FragmentMath::finalize(tile::FinalizeOp op,
           arith::SelectOp::create(
               b, loc, positive,
               arith::DivFOp::create(b, loc, numerator, rowSum), zero));
-      Value v = arith::MulFOp::create(
-          b, loc,
-          arith::AddFOp::create(b, loc, rowMax, gpu_emit::log2(b, loc, rowSum)),
-          f32Const(b, loc, gpu_emit::kLn2));
+      Value v = gpu_emit::lseOf(b, loc, rowMax, rowSum, sink, sinkLog2);
       lse.regs.push_back(arith::SelectOp::create(
           b, loc, positive, v,
           f32Const(b, loc, -std::numeric_limits<float>::infinity())));

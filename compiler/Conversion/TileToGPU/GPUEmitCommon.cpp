@@ -129,6 +129,29 @@ gpu_emit::SinkMerge gpu_emit::mergeSink(OpBuilder &b, Location loc, Value m,
   return {merge.reference(), sum, weight};
 }
 
+Value gpu_emit::sinkLog2Of(OpBuilder &b, Location loc, Value sink) {
+  return arith::MulFOp::create(b, loc, sink, f32Const(b, loc, kLog2e));
+}
+
+Value gpu_emit::lseOf(OpBuilder &b, Location loc, Value m, Value l, Value sink,
+                      Value sinkLog2) {
+  Value ln2 = f32Const(b, loc, kLn2);
+  Value log2l = log2(b, loc, l);
+  if (!sink)
+    return arith::MulFOp::create(b, loc,
+                                 arith::AddFOp::create(b, loc, m, log2l), ln2);
+  Value one = f32Const(b, loc, 1.f);
+  log2l = arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, one),
+      f32Const(b, loc, 0.f), log2l);
+  Value fromSink =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, sinkLog2);
+  Value base = arith::SelectOp::create(b, loc, fromSink, sink,
+                                       arith::MulFOp::create(b, loc, m, ln2));
+  return arith::AddFOp::create(b, loc, base,
+                               arith::MulFOp::create(b, loc, log2l, ln2));
+}
+
 Value gpu_emit::exp2(OpBuilder &b, Location loc, Value x) {
   return nvvmUnary(b, loc, "llvm.nvvm.ex2.approx.ftz.f", x);
 }
@@ -163,6 +186,18 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
   Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
   if (op.getPacked() && row) // several heads' rows: the position in the head
     row = arith::RemUIOp::create(b, loc, row, seqQ);
+  // The regions see positions inside the sequences only: a tile's rows past
+  // seq_q and keys past seq_kv are masked or never stored whatever a region
+  // says, so they see the last row and key instead, and a mod that indexes
+  // a captured tensor by position never reads outside it.
+  Value modRow = row, modKey = key;
+  if (row && key && (!op.getScoreMod().empty() || !op.getMaskMod().empty())) {
+    Value one = indexConst(b, loc, 1);
+    modRow = arith::MinUIOp::create(b, loc, row,
+                                    arith::SubIOp::create(b, loc, seqQ, one));
+    modKey = arith::MinUIOp::create(b, loc, key,
+                                    arith::SubIOp::create(b, loc, seqKV, one));
+  }
 
   // Without softcap or score_mod, scale and log2(e) fold into one multiply.
   float scale = op.getScale().convertToFloat();
@@ -188,7 +223,8 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
     x = arith::MulFOp::create(b, loc, t, f32Const(b, loc, c));
   }
   if (!op.getScoreMod().empty())
-    x = inlineRegion(b, op, op.getScoreMod(), {x, batch, head, row, key}, map);
+    x = inlineRegion(b, op, op.getScoreMod(), {x, batch, head, modRow, modKey},
+                     map);
 
   if (!masks)
     return plain ? x
@@ -232,7 +268,8 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
         b, loc, arith::CmpIPredicate::sge, key,
         arith::SubIOp::create(b, loc, diag, constant(left))));
   if (!op.getMaskMod().empty())
-    andWith(inlineRegion(b, op, op.getMaskMod(), {batch, head, row, key}, map));
+    andWith(inlineRegion(b, op, op.getMaskMod(), {batch, head, modRow, modKey},
+                         map));
   Value log2x =
       plain ? x : arith::MulFOp::create(b, loc, x, f32Const(b, loc, kLog2e));
   return arith::SelectOp::create(

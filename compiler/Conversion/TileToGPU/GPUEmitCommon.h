@@ -94,6 +94,18 @@ struct SinkMerge {
 };
 SinkMerge mergeSink(mlir::OpBuilder &b, mlir::Location loc, mlir::Value m,
                     mlir::Value l, mlir::Value sinkLog2);
+/// A sink's logit (natural units, as the kernel reads it) in the log2
+/// domain of the row states.
+mlir::Value sinkLog2Of(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value sink);
+/// The natural-log LSE of a row's final state (max `m` in the log2 domain,
+/// sum `l` > 0): (m + log2 l) · ln 2. With a merged sink (`sink` and its
+/// `sinkLog2`), a row whose reference is the sink's logit takes the sink
+/// itself for m · ln 2 (and 0 for log2 1), so that a row without keys gets
+/// LSE = sink exactly, not sink · log2 e · ln 2 rounded twice.
+mlir::Value lseOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value m,
+                  mlir::Value l, mlir::Value sink = {},
+                  mlir::Value sinkLog2 = {});
 
 /// Inline PTX `text` with LLVM's `constraints`, with side effects (never
 /// moved or removed by the optimiser), in AT&T dialect as upstream's PTX

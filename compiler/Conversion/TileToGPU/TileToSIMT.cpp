@@ -252,10 +252,11 @@ LogicalResult SIMTEmitter::emitFinalize(tile::FinalizeOp op) {
   Value m = map.lookup(op.getMax()), l = map.lookup(op.getSum());
   auto vt = cast<VectorType>(acc.getType());
   Value numerator = f32(1.0f);
-  if (Value sink = op.getSink()) {
-    gpu_emit::SinkMerge merged = gpu_emit::mergeSink(
-        b, loc, m, l,
-        arith::MulFOp::create(b, loc, map.lookup(sink), f32(gpu_emit::kLog2e)));
+  Value sink, sinkLog2;
+  if (op.getSink()) {
+    sink = map.lookup(op.getSink());
+    sinkLog2 = gpu_emit::sinkLog2Of(b, loc, sink);
+    gpu_emit::SinkMerge merged = gpu_emit::mergeSink(b, loc, m, l, sinkLog2);
     m = merged.max;
     l = merged.sum;
     numerator = merged.accWeight;
@@ -268,9 +269,7 @@ LogicalResult SIMTEmitter::emitFinalize(tile::FinalizeOp op) {
   map.map(op.getOutput(), arith::TruncFOp::create(
                               b, loc, rowType(op.getOutput().getType()), o));
   // lse = (m + log2 l) · ln 2; lg2.approx is accurate to ~2^-22 relative.
-  Value log2l = gpu_emit::log2(b, loc, l);
-  Value lse = arith::MulFOp::create(
-      b, loc, arith::AddFOp::create(b, loc, m, log2l), f32(kLn2));
+  Value lse = gpu_emit::lseOf(b, loc, m, l, sink, sinkLog2);
   map.map(op.getLse(), arith::SelectOp::create(
                            b, loc, positive, lse,
                            f32(-std::numeric_limits<float>::infinity())));

@@ -238,6 +238,17 @@ struct LowerScore : OpRewritePattern<tile::ScoreOp> {
           if (op.getPacked()) // several heads' rows: the position in the head
             row = arith::RemUIOp::create(b, l, row, op.getSeqQ());
           Value key = arith::AddIOp::create(b, l, op.getK0(), j);
+          // The regions see positions inside the sequences only (rows and
+          // keys past them are masked or never stored): a mod indexing a
+          // captured tensor by position stays inside it.
+          Value modRow = row, modKey = key;
+          if (!op.getScoreMod().empty() || !op.getMaskMod().empty()) {
+            Value one = arith::ConstantIndexOp::create(b, l, 1);
+            modRow = arith::MinUIOp::create(
+                b, l, row, arith::SubIOp::create(b, l, op.getSeqQ(), one));
+            modKey = arith::MinUIOp::create(
+                b, l, key, arith::SubIOp::create(b, l, op.getSeqKv(), one));
+          }
           Value s = arith::MulFOp::create(
               b, l, args[0], f32Const(b, l, op.getScale().convertToFloat()));
           if (auto cap = op.getSoftcapAttr()) {
@@ -248,7 +259,7 @@ struct LowerScore : OpRewritePattern<tile::ScoreOp> {
           }
           if (!op.getScoreMod().empty())
             s = inlineRegion(b, op.getScoreMod(),
-                             {s, op.getBatch(), op.getHead(), row, key},
+                             {s, op.getBatch(), op.getHead(), modRow, modKey},
                              op.getCaptures());
           // Visible: key < seq_kv, and within [diag - left, diag + right]
           // where diag = row + seq_kv - seq_q.
@@ -275,7 +286,7 @@ struct LowerScore : OpRewritePattern<tile::ScoreOp> {
             visible = arith::AndIOp::create(
                 b, l, visible,
                 inlineRegion(b, op.getMaskMod(),
-                             {op.getBatch(), op.getHead(), row, key},
+                             {op.getBatch(), op.getHead(), modRow, modKey},
                              op.getCaptures()));
           Value log2 = arith::MulFOp::create(b, l, s, f32Const(b, l, kLog2e));
           Value out = arith::SelectOp::create(
@@ -586,7 +597,8 @@ struct LowerRescale : OpRewritePattern<tile::RescaleOp> {
 /// tile.finalize: o = l > 0 ? acc / l : 0, lse = l > 0 ? (m + log2 l) ln 2
 /// : -inf; with a sink σ, (m, l, acc) first merged with a key of logit
 /// σ·log2 e and value 0 (the reference r = max(m, σ·log2 e), 0 when -inf;
-/// l' = l·2^(m - r) + 2^(σ·log2 e - r), acc scaled by 2^(m - r)).
+/// l' = l·2^(m - r) + 2^(σ·log2 e - r), acc scaled by 2^(m - r)), and a row
+/// whose reference is the sink's gets lse = σ + log2(l') ln 2.
 struct LowerFinalize : OpRewritePattern<tile::FinalizeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tile::FinalizeOp op,
@@ -595,9 +607,10 @@ struct LowerFinalize : OpRewritePattern<tile::FinalizeOp> {
     MLIRContext *ctx = rw.getContext();
     auto oT = op.getOutput().getType();
     auto rowT = op.getLse().getType();
-    Value max = op.getMax(), sum = op.getSum(), weight;
-    if (Value sink = op.getSink()) {
-      Value sinkLog2 =
+    Value max = op.getMax(), sum = op.getSum(), weight, sink = op.getSink(),
+          sinkLog2;
+    if (sink) {
+      sinkLog2 =
           arith::MulFOp::create(rw, loc, sink, f32Const(rw, loc, kLog2e));
       auto merged = linalg::GenericOp::create(
           rw, loc, TypeRange{rowT, rowT, rowT}, ValueRange{max, sum},
@@ -654,11 +667,19 @@ struct LowerFinalize : OpRewritePattern<tile::FinalizeOp> {
         iters(1), [&](OpBuilder &b, Location l, ValueRange args) {
           Value pos = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
                                             args[1], f32Const(b, l, 0.0f));
+          Value ln2 = f32Const(b, l, kLn2);
+          Value log2l = math::Log2Op::create(b, l, args[1]);
           Value v = arith::MulFOp::create(
-              b, l,
-              arith::AddFOp::create(b, l, args[0],
-                                    math::Log2Op::create(b, l, args[1])),
-              f32Const(b, l, kLn2));
+              b, l, arith::AddFOp::create(b, l, args[0], log2l), ln2);
+          if (sink) // a row whose reference is the sink's: LSE from the sink
+                    // itself (a row without keys gets it exactly)
+            v = arith::SelectOp::create(
+                b, l,
+                arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, args[0],
+                                      sinkLog2),
+                arith::AddFOp::create(b, l, sink,
+                                      arith::MulFOp::create(b, l, log2l, ln2)),
+                v);
           Value r = arith::SelectOp::create(
               b, l, pos, v,
               f32Const(b, l, -std::numeric_limits<float>::infinity()));

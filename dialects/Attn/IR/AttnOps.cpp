@@ -304,6 +304,15 @@ static LogicalResult verifyCaptures(AttentionOp op) {
              << "captured tensor #" << i << " has type " << Type(t)
              << "; expected rank 1 to 4 and element type f32, f16, bf16, "
                 "i32, i64 or i8";
+    // The kernel reads every size at launch (and the runtime checks none
+    // against the IR): a static size would be a promise nobody keeps.
+    if (t.hasStaticShape() || llvm::any_of(t.getShape(), [](int64_t d) {
+          return !ShapedType::isDynamic(d);
+        }))
+      return op.emitOpError()
+             << "captured tensor #" << i << " has type " << Type(t)
+             << "; its dims must be dynamic (?): the kernel takes every "
+                "size at launch";
   }
   if (!op.getCaptures().empty() && !op.hasScoreMod() && !op.hasMaskMod())
     return op.emitOpError()

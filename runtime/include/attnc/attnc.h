@@ -206,7 +206,9 @@ ATTNC_API const char *attnc_kernel_key(const attnc_kernel *kernel);
 
 /* Checks the spec (as attnc_get_kernel would; op attention_fwd) and the
  * launch arguments against it, aliasing outputs included; needs no GPU.
- * Captured tensors are checked at launch, against the kernel's metadata. */
+ * Of the captured tensors only the count and ranks are checked here: their
+ * dtypes, ranks and memory are checked at launch, against the kernel's
+ * metadata. */
 ATTNC_API attnc_status attnc_attention_validate(
     const attnc_spec *spec, const attnc_attention_args *args);
 /* The workspace a launch with these arguments can take (0: none; see

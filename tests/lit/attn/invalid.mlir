@@ -399,3 +399,29 @@ func.func @region_tensor_constant(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x1
   }
   return
 }
+
+// -----
+
+func.func @capture_static(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %c: tensor<8xf32>) {
+  // expected-error @+1 {{captured tensor #0 has type 'tensor<8xf32>'; its dims must be dynamic (?): the kernel takes every size at launch}}
+  %o = attn.attention %q, %k, %v captures(%c : tensor<8xf32>) : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %x: tensor<8xf32>):
+    %t = arith.cmpi ule, %j, %i : index
+    attn.yield %t : i1
+  }
+  return
+}
+
+// -----
+
+func.func @nine_captures(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %c: tensor<?xf32>) {
+  // expected-error @+1 {{takes 9 captured tensors; at most 8 are supported}}
+  %o = attn.attention %q, %k, %v captures(%c, %c, %c, %c, %c, %c, %c, %c, %c : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>) : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %x0: tensor<?xf32>, %x1: tensor<?xf32>, %x2: tensor<?xf32>, %x3: tensor<?xf32>, %x4: tensor<?xf32>, %x5: tensor<?xf32>, %x6: tensor<?xf32>, %x7: tensor<?xf32>, %x8: tensor<?xf32>):
+    %t = arith.cmpi ule, %j, %i : index
+    attn.yield %t : i1
+  }
+  return
+}

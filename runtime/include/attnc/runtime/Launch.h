@@ -97,8 +97,9 @@ Status validateAttentionArgs(const KernelSpec &spec, const AttentionArgs &args);
 // The captured tensors against the kernel's (`expected`, from its
 // metadata): their count, each one's dtype and rank, a non-null data pointer
 // aligned to its element, sizes >= 1, strides >= 0, an extent that does not
-// wrap, and no overlap with o or lse. The kernel does not bounds-check its
-// mods' indices: a mod that indexes past a tensor reads past it.
+// wrap, and no overlap with o, lse or the workspace. The kernel does not
+// bounds-check its mods' indices beyond the sequences' positions: a mod
+// that indexes past a tensor reads past it.
 Status validateCaptures(const std::vector<CaptureDesc> &expected,
                         const KernelSpec &spec, const AttentionArgs &args);
 
