@@ -28,6 +28,9 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/bundle"
 # Score/mask mods traced from Python (their specs hold the traced IR).
 python3 tests/python/test_gpu_mods.py --write-specs "$stage/gpu-mods-specs.json"
 "$build/bin/attnc" bundle --specs "$stage/gpu-mods-specs.json" -o "$stage/bundle"
+# Document masking beside FlexAttention (bench/doc_masking.py).
+python3 bench/doc_masking.py --write-specs "$stage/doc-masking-specs.json"
+"$build/bin/attnc" bundle --specs "$stage/doc-masking-specs.json" -o "$stage/bundle"
 
 # Fused elementwise (row) kernels: the GPU test's cases and bench shapes,
 # and what bench/compare.py's elementwise rows ask for (bench/row_specs.json).

@@ -278,6 +278,9 @@ step python-gpu-rows python3 tests/python/test_gpu_rows.py
 # PyTorch's own ops (its table also in $OUT).
 step python-gpu-graphs timeout 300 python3 tests/python/test_gpu_graphs.py
 step python-gpu-mods timeout 120 python3 tests/python/test_gpu_mods.py
+# Document masking from captured doc ids against FlexAttention's block mask
+# and attnc's dense causal (issue 34's targets; bench/doc_masking.py).
+step doc-masking timeout 300 python3 bench/doc_masking.py --out "$out/doc-masking.md"
 step python-gpu-torch-ops timeout 540 python3 tests/python/test_gpu_torch_ops.py
 step host-overhead timeout 300 python3 bench/host_overhead.py --out "$out/host-overhead.md"
 # Host cost of a Python decode call vs its CUDA-graph GPU time.

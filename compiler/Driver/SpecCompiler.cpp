@@ -360,9 +360,10 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
 
   int64_t headDim = spec.headDim;
   int64_t elementBits = 16;
-  bool sinks = false, varlen = false;
+  bool sinks = false, varlen = false, kvBounds = false;
   std::vector<CaptureDesc> captures;
   module->walk([&](attn::AttentionOp op) {
+    kvBounds = op.hasKVBounds();
     headDim = op.getHeadDim();
     elementBits = op.getElementType().getIntOrFloatBitWidth();
     sinks = op.hasSinks();
@@ -528,6 +529,8 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   if (varlen)
     for (const char *name : abi::kAttentionCuSeqlensParams)
       meta.params.push_back({name, ParamKind::Ptr});
+  if (kvBounds)
+    meta.params.push_back({abi::kAttentionKVBoundsParam, ParamKind::Ptr});
   // The captured tensors' data, sizes and strides (TileAttention), and what
   // the runtime checks each launch's tensors against.
   meta.captures = captures;

@@ -74,7 +74,7 @@ attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
       config.sinks ? body->getArgument(3) : Value(),
       config.varlen ? body->getArgument(cuArg) : Value(),
       config.varlen ? body->getArgument(cuArg + 1) : Value(),
-      /*captures=*/ValueRange(), scale,
+      /*kv_bounds=*/Value(), /*captures=*/ValueRange(), scale,
       config.causal ? b.getUnitAttr() : UnitAttr(), window, softcap);
   func::ReturnOp::create(b, loc, op->getResults());
 

@@ -140,6 +140,9 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   const unsigned cuArg = params.size();
   if (varlen)
     params.append(2, abiParamType(ctx, abi::ParamType::I32Ptr, elt));
+  const unsigned boundsArg = params.size();
+  if (att.hasKVBounds())
+    params.push_back(abiParamType(ctx, abi::ParamType::I32Ptr, elt));
   // Each captured tensor: its data, then its sizes and strides
   // (abi::captureParamName).
   static_assert(attn::AttentionOp::kMaxCaptures == abi::kMaxCaptures);
@@ -162,6 +165,9 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   if (varlen)
     for (auto [i, name] : llvm::enumerate(abi::kAttentionCuSeqlensParams))
       fn.setArgAttr(cuArg + i, "tile.param", b.getStringAttr(name));
+  if (att.hasKVBounds())
+    fn.setArgAttr(boundsArg, "tile.param",
+                  b.getStringAttr(abi::kAttentionKVBoundsParam));
   for (unsigned k = 0, at = captureArg; k < att.getCaptures().size(); ++k) {
     auto param = [&](abi::CapturePart part, unsigned dim) {
       fn.setArgAttr(at++, "tile.param",
@@ -329,6 +335,37 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   }
   if (varlen) // no KV tiles for a program without rows
     hi = arith::SelectOp::create(b, loc, hasRows, hi, lo);
+  // Key ranges (kv_bounds, non-decreasing along the rows): the tile's first
+  // row's first key and its last row's end key bound the keys any of its
+  // rows sees; the tiles outside are skipped (the first on a tile boundary,
+  // so that K/V loads stay aligned).
+  if (att.hasKVBounds()) {
+    auto boundsT = MemRefType::get(
+        {ShapedType::kDynamic, ShapedType::kDynamic, 2}, b.getI32Type());
+    Value bounds = memref::ReinterpretCastOp::create(
+        b, loc, boundsT, arg(boundsArg), b.getIndexAttr(0),
+        ArrayRef<OpFoldResult>{batch, seqQ, b.getIndexAttr(2)},
+        ArrayRef<OpFoldResult>{
+            arith::MulIOp::create(b, loc, seqQ, cst(2)).getResult(),
+            b.getIndexAttr(2), b.getIndexAttr(1)});
+    Value lastRow = arith::SubIOp::create(
+        b, loc,
+        arith::MinSIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, q0, cst(blockM)), seqQ),
+        cst(1));
+    auto bound = [&](Value row, int64_t which) -> Value {
+      return arith::IndexCastOp::create(
+          b, loc, b.getIndexType(),
+          memref::LoadOp::create(b, loc, bounds,
+                                 ValueRange{bIdx, row, cst(which)}));
+    };
+    Value first = arith::MaxSIOp::create(b, loc, bound(q0, 0), cst(0));
+    first = arith::MulIOp::create(
+        b, loc, arith::DivSIOp::create(b, loc, first, cst(blockN)),
+        cst(blockN));
+    lo = arith::MaxSIOp::create(b, loc, lo, first);
+    hi = arith::MinSIOp::create(b, loc, hi, bound(lastRow, 1));
+  }
 
   auto fin = buildOnlineSoftmaxLoop(
       b, loc, qTile, lo, hi, blockN, elt,

@@ -55,6 +55,33 @@ def sinks_key(sinks):
     return (sinks.dtype, sinks.device, sinks.shape, sinks.stride())
 
 
+def kv_bounds_key(kv_bounds):
+    """What check_kv_bounds() looks at, for a plan's key."""
+    if kv_bounds is None:
+        return None
+    return (kv_bounds.dtype, kv_bounds.device, kv_bounds.shape,
+            kv_bounds.stride())
+
+
+def check_kv_bounds(torch, kv_bounds, q):
+    """Checks key ranges: int32 [batch, seq_q, 2] on q's device,
+    contiguous."""
+    want = (q.shape[0], q.shape[1], 2)
+    if not isinstance(kv_bounds, torch.Tensor) or \
+            kv_bounds.dtype != torch.int32 or tuple(kv_bounds.shape) != want:
+        _fail("kv_bounds must be an int32 tensor of shape [batch, seq_q, 2] "
+              "= %s, got %s" % (list(want), getattr(
+                  kv_bounds, "dtype", type(kv_bounds).__name__)) +
+              ("" if not hasattr(kv_bounds, "shape") else
+               " of shape %s" % (tuple(kv_bounds.shape),)))
+    if kv_bounds.device != q.device:
+        _fail("kv_bounds are on %s but q is on %s" % (kv_bounds.device,
+                                                      q.device))
+    if not kv_bounds.is_contiguous():
+        _fail("kv_bounds must be contiguous, got stride %s"
+              % (kv_bounds.stride(),))
+
+
 def check_sinks(torch, sinks, q):
     """Checks attention sinks: float32 [heads] on q's device, contiguous."""
     if not isinstance(sinks, torch.Tensor):
@@ -171,7 +198,8 @@ def arch_for_capability(capability):
 
 def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
               scale=None, return_lse=False, block_m=0, block_n=0,
-              score_mod=None, mask_mod=None, sinks=False, mod_trace=None):
+              score_mod=None, mask_mod=None, sinks=False, mod_trace=None,
+              kv_bounds=False):
     """The Spec for checked q/k ([B, S, H, D]) and attention() options;
     with mods, its custom_ir is their trace (attnc.mods.attention_ir;
     mod_trace: their attnc.mods.trace_mods() when already made)."""
@@ -188,7 +216,8 @@ def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
             window=None if window is None else (left, right),
             softcap=softcap or None, scale=scale,
             return_lse=bool(return_lse), score_mod=score_mod,
-            mask_mod=mask_mod, sinks=bool(sinks), mod_trace=mod_trace)
+            mask_mod=mask_mod, sinks=bool(sinks), mod_trace=mod_trace,
+            kv_bounds=bool(kv_bounds))
     return Spec(heads=int(q.shape[2]), kv_heads=int(k.shape[2]),
                 head_dim=int(q.shape[3]), dtype=dtype, causal=bool(causal),
                 has_lse=bool(return_lse), window_left=left,
@@ -226,7 +255,7 @@ def context(device_index):
 
 def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
                 scale, return_lse, block_m, block_n, score_mod=None,
-                mask_mod=None, sinks=False, mod_trace=None):
+                mask_mod=None, sinks=False, mod_trace=None, kv_bounds=False):
     """The runtime's kernel for a call: for its spec at its size (the
     tuning database's config when it has one)."""
     import torch
@@ -237,7 +266,7 @@ def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
                      window=window, softcap=softcap, scale=scale,
                      return_lse=return_lse, block_m=block_m, block_n=block_n,
                      score_mod=score_mod, mask_mod=mask_mod, sinks=sinks,
-                     mod_trace=mod_trace)
+                     mod_trace=mod_trace, kv_bounds=kv_bounds)
     # (Empty shapes look up as size 1: the runtime wants sizes >= 1.)
     return ctx.get_kernel_for(spec, max(int(q.shape[0]), 1),
                               max(int(q.shape[1]), 1),
@@ -258,7 +287,7 @@ def window_bounds(window):
 
 def attention(q, k, v, *, causal=False, window=None, softcap=None,
               scale=None, return_lse=False, arch=None, block_m=0, block_n=0,
-              score_mod=None, mask_mod=None, sinks=None):
+              score_mod=None, mask_mod=None, sinks=None, kv_bounds=None):
     """Attention forward of FlashAttention-layout tensors.
 
     q: [batch, seq_q, heads, head_dim]; k, v: [batch, seq_kv, kv_heads,
@@ -284,11 +313,22 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     the mods are traced again only when such a tensor's dtype or rank
     changes.
 
+    kv_bounds: None, or with mods an int32 [batch, seq_q, 2] tensor on q's
+    device (contiguous): row i of batch b sees no key outside
+    [kv_bounds[b, i, 0], kv_bounds[b, i, 1]), both columns non-decreasing
+    in i. A promise, not a mask (the mods, causal or window must mask
+    those keys): the kernel skips the KV tiles outside each query tile's
+    range, FlexAttention's block sparsity for masks whose keys are a range
+    per row (documents: attnc.document_kv_bounds, prefix-LM, windows).
+
     Under torch.compile, torch.export, fake tensors or a dispatch mode the
     call goes through the custom op torch.ops.attnc.attention (see
     attnc.torch_ops); a plain eager call launches directly.
     """
     ops = _route.ops_for(q)
+    if kv_bounds is not None and score_mod is None and mask_mod is None:
+        _fail("attnc.attention: kv_bounds go with a score_mod or mask_mod "
+              "(the built-in causal and window skip their tiles already)")
     if ops is not None and (score_mod is not None or mask_mod is not None):
         _fail("attnc.attention: score_mod and mask_mod run in eager calls "
               "only; under torch.compile, torch.export or a dispatch mode "
@@ -302,7 +342,7 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
             int(block_m), int(block_n), sinks)
         return (o, lse) if return_lse else o
     return launch(q, k, v, causal, window, softcap, scale, return_lse, arch,
-                  block_m, block_n, score_mod, mask_mod, sinks)
+                  block_m, block_n, score_mod, mask_mod, sinks, kv_bounds)
 
 
 def _mod_owner(fn):
@@ -387,7 +427,7 @@ _launch_args_copy = _AttentionArgs.from_buffer_copy
 
 def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
            return_lse=False, arch=None, block_m=0, block_n=0, score_mod=None,
-           mask_mod=None, sinks=None):
+           mask_mod=None, sinks=None, kv_bounds=None):
     """attention()'s eager launch: checks, the kernel lookup on the first
     call of a kind, and the launch on the current stream. Returns (o, lse)
     when return_lse, else o."""
@@ -401,7 +441,8 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
                     q.shape, k.shape, v.shape, q.stride(), k.stride(),
                     v.stride(), causal, window, softcap, scale, return_lse,
                     arch, block_m, block_n, _mod_key(score_mod),
-                    _mod_key(mask_mod), sinks_key(sinks))
+                    _mod_key(mask_mod), sinks_key(sinks),
+                    kv_bounds_key(kv_bounds))
         plan = _plans.get(plan_key)
     except TypeError:  # an unhashable option: no plan, the long way
         plan_key, plan = None, None
@@ -425,10 +466,12 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
 
         if sinks is not None:
             check_sinks(torch, sinks, q)
+        if kv_bounds is not None:
+            check_kv_bounds(torch, kv_bounds, q)
         plan, captured = _make_plan(torch, dtype, q, k, v, causal, window,
                                     softcap, scale, return_lse, arch,
                                     block_m, block_n, score_mod, mask_mod,
-                                    sinks)
+                                    sinks, kv_bounds is not None)
         if plan_key is not None:
             _remember_plan(plan_key, plan, score_mod, mask_mod)
     else:
@@ -441,6 +484,8 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
     args.o.data = o.data_ptr()
     if sinks is not None:
         args.sinks = sinks.data_ptr()
+    if kv_bounds is not None:
+        args.kv_bounds = kv_bounds.data_ptr()
     if captured:
         # Shapes and strides too: one kernel serves every shape of them.
         # `args` keeps the array alive through the launch.
@@ -474,7 +519,7 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
 
 def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
                return_lse, arch, block_m, block_n, score_mod=None,
-               mask_mod=None, sinks=None):
+               mask_mod=None, sinks=None, kv_bounds=False):
     """The first call of a kind, after the checks: the mods' trace and
     the tensors they capture, the context, the kernel for the spec at this
     size (the tuning database's config when it has one), the workspace
@@ -501,7 +546,8 @@ def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
         plan.kernel = _kernel_for(ctx, q, k, dtype, device, arch, causal,
                                   window, softcap, scale, return_lse, block_m,
                                   block_n, score_mod, mask_mod,
-                                  sinks is not None, plan.mod_trace)
+                                  sinks is not None, plan.mod_trace,
+                                  kv_bounds)
         # o is torch.empty_like(q) on every call: its strides follow q's
         # (the plan's key), so the first call's stand for all.
         o = torch.empty_like(q)

@@ -93,6 +93,7 @@ class _AttentionArgs(ctypes.Structure):
         # The kernel's captured tensors, in its IR's order (NULL, 0: none).
         ("captures", ctypes.POINTER(_Capture)),
         ("num_captures", ctypes.c_int64),
+        ("kv_bounds", ctypes.c_void_p),
     ]
 
 

@@ -860,7 +860,7 @@ def mask_region(mask_mod):
 def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
                  window=None, softcap=None, scale=None, return_lse=False,
                  score_mod=None, mask_mod=None, sinks=False,
-                 name="attention_mod", mod_trace=None):
+                 name="attention_mod", mod_trace=None, kv_bounds=False):
     """The kernel function (MLIR text) of an attention with these options
     and mods: what KernelSpec.custom_ir holds. window: (left, right), -1 or
     None for an unbounded side (with causal, (left, -1) means (left, 0)).
@@ -868,7 +868,10 @@ def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
     launch's `sinks` tensor), merged after the mods have masked and scored
     every key. The tensors the mods capture are the function's last
     arguments and the attention's captures, in ModTrace.captures' order.
-    mod_trace: trace_mods(score_mod, mask_mod) when already made."""
+    mod_trace: trace_mods(score_mod, mask_mod) when already made.
+    kv_bounds: the function takes each query row's key range ([B, Sq, 2]
+    i32, the launch's kv_bounds) after the sinks, and the kernel skips the
+    KV tiles outside a query tile's range."""
     elt = {"bf16": "bf16", "fp16": "f16"}.get(dtype)
     if elt is None:
         raise TraceError("dtype must be bf16 or fp16, not %r" % (dtype,))
@@ -895,13 +898,17 @@ def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
     sinks_t = "tensor<%dxf32>" % heads
     sinks_arg = ", %%sinks: %s" % sinks_t if sinks else ""
     sinks_operand = " sinks(%%sinks : %s)" % sinks_t if sinks else ""
+    bounds_t = "tensor<?x?x2xi32>"
+    bounds_arg = ", %%kv_bounds: %s" % bounds_t if kv_bounds else ""
+    bounds_operand = (" kv_bounds(%%kv_bounds : %s)" % bounds_t
+                      if kv_bounds else "")
     capture_args = mod_trace.func_args() if mod_trace else ""
     capture_operand = mod_trace.operand() if mod_trace else ""
     text = ["func.func @%s(%%q: %s, %%k: %s, %%v: %s%s%s) -> (%s) {" %
             (name, t(heads), t(kv_heads), t(kv_heads), sinks_arg,
-             capture_args, results),
+             bounds_arg + capture_args, results),
             "  %s = attn.attention %%q, %%k, %%v%s%s%s" %
-            (outs, sinks_operand, capture_operand,
+            (outs, sinks_operand, bounds_operand + capture_operand,
              (" {" + ", ".join(attrs) + "}") if attrs else ""),
             "      : %s, %s, %s -> %s" % (t(heads), t(kv_heads), t(kv_heads),
                                           results)]
@@ -919,7 +926,7 @@ def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
 def bundle_spec(*, heads, kv_heads, head_dim, dtype="bf16", arch="sm_90a",
                 causal=False, window=None, softcap=None, scale=None,
                 return_lse=False, score_mod=None, mask_mod=None,
-                sinks=False):
+                sinks=False, kv_bounds=False):
     """The spec (a dict for the "specs" list of `attnc bundle --specs`) of
     the kernel attnc.attention(..., score_mod=, mask_mod=) asks for with
     these options: its custom_ir is the mods' trace."""
@@ -939,5 +946,31 @@ def bundle_spec(*, heads, kv_heads, head_dim, dtype="bf16", arch="sm_90a",
             heads=heads, kv_heads=kv_heads, head_dim=head_dim, dtype=dtype,
             causal=causal, window=window, softcap=softcap, scale=scale,
             return_lse=return_lse, score_mod=score_mod, mask_mod=mask_mod,
-            sinks=sinks),
+            sinks=sinks, kv_bounds=kv_bounds),
     }
+
+
+def document_kv_bounds(doc_ids, causal=True):
+    """The kv_bounds of a document mask (row i sees the keys of its own
+    document; with causal only those up to i): doc_ids is an integer
+    [batch, seq] torch tensor whose ids are non-decreasing along each
+    sequence (packed documents, one after another). Returns int32
+    [batch, seq, 2] on its device."""
+    import torch
+
+    if doc_ids.dim() != 2:
+        raise ValueError("doc_ids must be [batch, seq], got shape %s"
+                         % (tuple(doc_ids.shape),))
+    b, s = doc_ids.shape
+    idx = torch.arange(s, device=doc_ids.device).expand(b, s)
+    new = torch.ones(b, s, dtype=torch.bool, device=doc_ids.device)
+    new[:, 1:] = doc_ids[:, 1:] != doc_ids[:, :-1]
+    first = torch.cummax(torch.where(new, idx, 0), dim=1).values
+    if causal:
+        end = idx + 1
+    else:  # the next document's first row, from the right
+        last = torch.ones_like(new)
+        last[:, :-1] = new[:, 1:]
+        end = torch.flip(torch.cummin(torch.flip(
+            torch.where(last, idx + 1, s), [1]), dim=1).values, [1])
+    return torch.stack([first, end], dim=-1).to(torch.int32).contiguous()

@@ -181,6 +181,7 @@ attnc::AttentionArgs argsFromC(const attnc_attention_args &a) {
   args.varlenBatch = a.varlen_batch;
   args.maxSeqlenQ = a.max_seqlen_q;
   args.maxSeqlenK = a.max_seqlen_k;
+  args.kvBounds = a.kv_bounds;
   return args;
 }
 

@@ -5,6 +5,7 @@
 #include "attnc/runtime/Driver.h"
 #include "attnc/runtime/NvJitLink.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -521,6 +522,12 @@ Status Context::launch(const Kernel &kernel, const AttentionArgs &args,
   ATTNC_RETURN_IF_ERROR(validateAttentionArgs(kernel.spec_, args));
   ATTNC_RETURN_IF_ERROR(
       validateCaptures(kernel.meta_.captures, kernel.spec_, args));
+  ATTNC_RETURN_IF_ERROR(
+      validateKVBounds(std::any_of(kernel.plan_.begin(), kernel.plan_.end(),
+                                   [](const ParamSlot &s) {
+                                     return s.source == ParamSource::KvBounds;
+                                   }),
+                       kernel.spec_, args));
   // A varlen batch without sequences or query rows writes nothing.
   if (kernel.spec_.varlen && (args.varlenBatch == 0 || args.maxSeqlenQ == 0))
     return Status::ok();

@@ -40,6 +40,9 @@ static_assert(size_t(ParamSource::Workspace) + 1 ==
 static_assert(
     abi::kAttentionOptionalParams[size_t(ParamSource::Scale) - kContractParams]
             .name == "scale" &&
+    abi::kAttentionOptionalParams[size_t(ParamSource::KvBounds) -
+                                  kContractParams]
+            .name == abi::kAttentionKVBoundsParam &&
     abi::kAttentionOptionalParams[size_t(ParamSource::QTensorMap) -
                                   kContractParams]
             .name == abi::kAttentionTensorMapParams[0] &&
@@ -115,6 +118,8 @@ const void *pointerValue(ParamSource source, const AttentionArgs &args) {
     return args.cuSeqlensQ;
   case ParamSource::CuSeqlensK:
     return args.cuSeqlensK;
+  case ParamSource::KvBounds:
+    return args.kvBounds;
   default:
     return args.lse.data;
   }

@@ -276,6 +276,31 @@ Status validateCaptures(const std::vector<CaptureDesc> &expected,
   return Status::ok();
 }
 
+Status validateKVBounds(bool takesBounds, const KernelSpec &spec,
+                        const AttentionArgs &args) {
+  if (!takesBounds) {
+    if (args.kvBounds)
+      return bad("kv_bounds: data pointer must be null because the kernel "
+                 "takes no key ranges (its attention has no kv_bounds)");
+    return Status::ok();
+  }
+  if (!args.kvBounds)
+    return bad("kv_bounds: data pointer is null but the kernel reads each "
+               "query row's key range ([batch, seq_q, 2] i32)");
+  if (reinterpret_cast<uintptr_t>(args.kvBounds) % 4 != 0)
+    return bad("kv_bounds: data pointer " + pointerText(args.kvBounds) +
+               " is not 4-byte aligned");
+  const auto at = reinterpret_cast<uintptr_t>(args.kvBounds);
+  const Extent bx{at, at + uintptr_t(args.q.shape[0]) *
+                               uintptr_t(args.q.shape[2]) * 2 * 4};
+  ATTNC_RETURN_IF_ERROR(checkDisjoint(
+      "o", extentOf(args.o, elementSize(spec), 4), "kv_bounds", bx));
+  if (spec.hasLse)
+    ATTNC_RETURN_IF_ERROR(
+        checkDisjoint("lse", extentOf(args.lse, 4, 3), "kv_bounds", bx));
+  return Status::ok();
+}
+
 Status validateAttentionArgs(const KernelSpec &spec,
                              const AttentionArgs &args) {
   const int64_t elemSize = elementSize(spec);

@@ -59,10 +59,11 @@ std::shared_ptr<uint8_t> guardedBytes(size_t size) {
 }
 
 /// Fresh random captured tensors for one run, in the IR's order; sets the
-/// reference's mods to read the same values.
+/// reference's mods to read the same values, and for IR with kv_bounds
+/// fills `kvBounds` ([batch, seqQ, 2] i32).
 using MakeCaptures = std::function<std::vector<HostCapture>(
     std::mt19937_64 &, int batch, int seqQ, int seqKV,
-    templates::ReferenceProblem &)>;
+    templates::ReferenceProblem &, std::vector<int32_t> &kvBounds)>;
 
 struct Case {
   std::string name;
@@ -139,13 +140,15 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
   const std::vector<float> sinks = test::randomSinks(cfg.sinks, hq, rng);
   templates::ReferenceProblem p;
   std::vector<HostCapture> captures;
+  std::vector<int32_t> kvBounds;
   if (c.captures)
-    captures = c.captures(rng, c.batch, c.seqQ, c.seqKV, p);
-  if (sinks.empty() && captures.empty()) {
+    captures = c.captures(rng, c.batch, c.seqQ, c.seqKV, p, kvBounds);
+  if (sinks.empty() && captures.empty() && kvBounds.empty()) {
     (*kernel)->runAttentionFwd(q.data.data(), k.data.data(), v.data.data(),
                                o.data.data(), lse.data(), scalars);
   } else {
-    // The launch ABI's parameters, then the optional `sinks` and captures.
+    // The launch ABI's parameters, then the optional sinks, key ranges and
+    // captures.
     std::vector<uint64_t> words;
     for (const void *p :
          {(const void *)q.data.data(), (const void *)k.data.data(),
@@ -156,6 +159,8 @@ void runCase(const Case &c, std::mt19937_64 &rng) {
       words.push_back(uint64_t(s));
     if (!sinks.empty())
       HostKernel::pointerWords(words, sinks.data());
+    if (!kvBounds.empty())
+      HostKernel::pointerWords(words, kvBounds.data());
     // Each captured tensor: data, sizes, strides (abi::captureParamName).
     for (const HostCapture &capture : captures) {
       HostKernel::pointerWords(words, capture.bytes.get());
@@ -434,7 +439,7 @@ func.func @alibi_documents(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
 )mlir";
     c.config.causal = true;
     c.captures = [](std::mt19937_64 &rng, int batch, int seqQ, int,
-                    templates::ReferenceProblem &p) {
+                    templates::ReferenceProblem &p, std::vector<int32_t> &) {
       const int heads = 4;
       auto slopes = guardedBytes(heads * 4);
       std::uniform_real_distribution<float> unit(0.05f, 1.f);
@@ -507,7 +512,7 @@ func.func @relative_rows(%q: tensor<?x3x?x64xbf16>, %k: tensor<?x3x?x64xbf16>,
 }
 )mlir";
     c.captures = [](std::mt19937_64 &rng, int, int seqQ, int seqKV,
-                    templates::ReferenceProblem &p) {
+                    templates::ReferenceProblem &p, std::vector<int32_t> &) {
       const int heads = 3, span = seqQ + seqKV - 1;
       // [H, span] stored as [span, H]: strides (1, H).
       std::normal_distribution<float> normal(0.f, 1.f);
@@ -541,6 +546,123 @@ func.func @relative_rows(%q: tensor<?x3x?x64xbf16>, %k: tensor<?x3x?x64xbf16>,
       out.push_back({hbBytes, Dims{heads}, Dims{1}});
       out.push_back({rows, Dims{seqQ}, Dims{1}});
       return out;
+    };
+    cases.push_back(c);
+  }
+  // Key ranges (kv_bounds): a document mask from captured doc ids with the
+  // documents' ranges (consistent with the mask: the result is the
+  // reference's), and ranges alone beside an all-keeping mask, where the
+  // result must be that of exactly the KV tiles the ranges leave (a tile of
+  // rows [r0, r1] runs the tiles of keys [lo(r0) rounded down to a tile,
+  // hi(r1))): the tiles are skipped, not masked element by element.
+  {
+    Case c{"kv_bounds: documents from doc ids [B, S] + their ranges, causal",
+           config(2, 2, 64, "bf16"),
+           2,
+           93,
+           93,
+           true};
+    c.config.causal = true;
+    c.ir = R"mlir(
+func.func @documents(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
+                     %v: tensor<?x2x?x64xbf16>, %bounds: tensor<?x?x2xi32>,
+                     %doc: tensor<?x?xi32>)
+    -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v kv_bounds(%bounds : tensor<?x?x2xi32>) captures(%doc : tensor<?x?xi32>) {causal}
+      : tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+      -> tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %d: tensor<?x?xi32>):
+    %di = tensor.extract %d[%b, %i] : tensor<?x?xi32>
+    %dj = tensor.extract %d[%b, %j] : tensor<?x?xi32>
+    %same = arith.cmpi eq, %di, %dj : i32
+    attn.yield %same : i1
+  }
+  return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+}
+)mlir";
+    c.captures = [](std::mt19937_64 &rng, int batch, int seqQ, int,
+                    templates::ReferenceProblem &p,
+                    std::vector<int32_t> &bounds) {
+      std::vector<int32_t> ids(size_t(batch) * seqQ);
+      std::uniform_int_distribution<int> cut(1, seqQ - 1), count(2, 6);
+      bounds.assign(size_t(batch) * seqQ * 2, 0);
+      for (int b = 0; b < batch; ++b) {
+        std::vector<int> cuts;
+        for (int n = count(rng); n > 0; --n)
+          cuts.push_back(cut(rng));
+        int first = 0;
+        for (int i = 0; i < seqQ; ++i) {
+          int id = int(std::count_if(cuts.begin(), cuts.end(),
+                                     [&](int at) { return at <= i; }));
+          if (i > 0 && id != ids[size_t(b) * seqQ + i - 1])
+            first = i;
+          ids[size_t(b) * seqQ + i] = id;
+          bounds[(size_t(b) * seqQ + i) * 2] = first;
+          bounds[(size_t(b) * seqQ + i) * 2 + 1] = i + 1;
+        }
+      }
+      auto doc = guardedBytes(ids.size() * 4);
+      std::memcpy(doc.get(), ids.data(), ids.size() * 4);
+      p.maskMod = [ids, seqQ](int b, int, int i, int j) {
+        return ids[size_t(b) * seqQ + i] == ids[size_t(b) * seqQ + j];
+      };
+      using Dims = std::vector<int64_t>;
+      std::vector<HostCapture> out;
+      out.push_back({doc, Dims{batch, seqQ}, Dims{seqQ, 1}});
+      return out;
+    };
+    cases.push_back(c);
+  }
+  {
+    Case c{"kv_bounds alone: random non-decreasing ranges skip whole tiles, "
+           "Sq<Skv",
+           config(2, 1, 64, "bf16"),
+           1,
+           77,
+           150,
+           false};
+    c.ir = R"mlir(
+func.func @ranges(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x1x?x64xbf16>,
+                  %v: tensor<?x1x?x64xbf16>, %bounds: tensor<?x?x2xi32>)
+    -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v kv_bounds(%bounds : tensor<?x?x2xi32>)
+      : tensor<?x2x?x64xbf16>, tensor<?x1x?x64xbf16>, tensor<?x1x?x64xbf16>
+      -> tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %true = arith.constant true
+    attn.yield %true : i1
+  }
+  return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+}
+)mlir";
+    const int64_t blockM = c.blockM, blockN = c.blockN;
+    c.captures = [blockM, blockN](std::mt19937_64 &rng, int, int seqQ,
+                                  int seqKV, templates::ReferenceProblem &p,
+                                  std::vector<int32_t> &bounds) {
+      // Non-decreasing first and end keys with random steps.
+      std::uniform_int_distribution<int> step(0, 3), width(1, 40);
+      bounds.assign(size_t(seqQ) * 2, 0);
+      int lo = 0, hi = width(rng);
+      for (int i = 0; i < seqQ; ++i) {
+        lo = std::min(lo + step(rng), seqKV - 1);
+        hi = std::min(std::max(hi + step(rng), lo + 1), seqKV);
+        bounds[size_t(i) * 2] = lo;
+        bounds[size_t(i) * 2 + 1] = hi;
+      }
+      // The keys of the KV tiles the ranges leave to a row's query tile:
+      // from the tile holding its first row's first key to the tile
+      // holding its last row's end key, whole.
+      p.maskMod = [bounds, seqQ, blockM, blockN](int, int, int i, int j) {
+        int r0 = int(i / blockM * blockM);
+        int r1 = std::min(int(r0 + blockM), seqQ) - 1;
+        int first = int(bounds[size_t(r0) * 2] / blockN * blockN);
+        int end =
+            int((bounds[size_t(r1) * 2 + 1] + blockN - 1) / blockN * blockN);
+        return j >= first && j < end;
+      };
+      return std::vector<HostCapture>();
     };
     cases.push_back(c);
   }

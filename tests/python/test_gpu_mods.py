@@ -138,6 +138,9 @@ CASES = [
      relative_table, None, 8, 2, 128, "bf16", 1, REL_S, False),
     ("captures: documents from random doc ids [B, S] + causal flag, D128",
      None, doc_ids, 4, 2, 128, "bf16", 3, 700, True),
+    # The documents' key ranges: the KV tiles of other documents skipped.
+    ("captures: documents from random doc ids [B, S] + causal flag, with "
+     "kv_bounds, D128", None, doc_ids, 4, 2, 128, "bf16", 3, 700, True),
     ("captures: bool mask tensor [H, S, S] with rows without keys, D64",
      None, keep_tensor, 4, 4, 64, "bf16", 1, 300, False),
     ("captures: ALiBi slopes + head bias, documents + causal in the mask, "
@@ -173,6 +176,10 @@ def has_sinks(name):
     return "with sinks" in name
 
 
+def has_kv_bounds(name):
+    return "with kv_bounds" in name
+
+
 def specs():
     out = []
     for case in CASES:
@@ -182,7 +189,8 @@ def specs():
         out.append(mods.bundle_spec(heads=hq, kv_heads=hk, head_dim=d,
                                     dtype=dtype, arch="sm_90a", causal=causal,
                                     return_lse=True, score_mod=score,
-                                    mask_mod=mask, sinks=has_sinks(name)))
+                                    mask_mod=mask, sinks=has_sinks(name),
+                                    kv_bounds=has_kv_bounds(name)))
     return out
 
 
@@ -301,8 +309,11 @@ def run(case, label=""):
               torch.full((b, hq, s), float("nan"), device="cuda"))
     del poison
     try:
+        bounds = (mods.document_kv_bounds(DOC_IDS, causal=causal)
+                  if has_kv_bounds(name) else None)
         o, lse = attnc.attention(q, k, v, causal=causal, return_lse=True,
-                                 score_mod=score, mask_mod=mask, sinks=sinks)
+                                 score_mod=score, mask_mod=mask, sinks=sinks,
+                                 kv_bounds=bounds)
         torch.cuda.synchronize()
     except attnc.AttncError as e:
         check(name + label, False, str(e))

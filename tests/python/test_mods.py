@@ -717,6 +717,14 @@ def capture_launch(rng):
             attnc.attention(q, k, v, causal=True)
             expect("a call without mods passes no captures",
                    launches[-1] == [], repr(launches[-1]))
+            try:
+                attnc.attention(q, k, v, causal=True, kv_bounds=object())
+                message = None
+            except attnc.AttncError as e:
+                message = str(e)
+            check("kv_bounds without a mod is an error",
+                  message is not None and "kv_bounds go with a score_mod"
+                  in message, message or "no error")
             # A mod made per call (a closure over this step's tensor): the
             # plan keeps neither the function nor its tensor once the
             # caller drops them, and one at the same address is not taken
@@ -887,15 +895,25 @@ def bundles(attnc_bin):
     check("bundle_spec with sinks says so in the spec and the IR",
           with_sinks.get("sinks") is True
           and "sinks(%sinks : tensor<8xf32>)" in with_sinks["custom_ir"])
+    with_bounds = m.bundle_spec(
+        heads=8, kv_heads=2, head_dim=64, causal=True, sinks=True,
+        mask_mod=lambda b, h, i, j: DOCS[b, i] == DOCS[b, j], kv_bounds=True)
+    check("bundle_spec with kv_bounds: the function takes them after the "
+          "sinks, the op after the sinks and before the captures",
+          "%sinks: tensor<8xf32>, %kv_bounds: tensor<?x?x2xi32>, %arg_c0"
+          in with_bounds["custom_ir"] and "sinks(%sinks : tensor<8xf32>) "
+          "kv_bounds(%kv_bounds : tensor<?x?x2xi32>) captures(%arg_c0"
+          in with_bounds["custom_ir"], with_bounds["custom_ir"])
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "specs.json")
         with open(path, "w") as f:
-            json.dump({"specs": [spec, with_sinks, with_captures]}, f)
+            json.dump({"specs": [spec, with_sinks, with_captures,
+                                 with_bounds]}, f)
         r = subprocess.run([attnc_bin, "bundle", "--no-cubin", "--specs",
                             path, "-o", os.path.join(tmp, "cache")],
                            capture_output=True, text=True)
         check("attnc bundle compiles bundle_spec's spec",
-              r.returncode == 0 and "3 of 3 specs" in r.stdout,
+              r.returncode == 0 and "4 of 4 specs" in r.stdout,
               (r.stdout + r.stderr).strip().splitlines()[-1:][0]
               if (r.stdout + r.stderr).strip() else "")
 

@@ -924,3 +924,47 @@ TEST_CASE("captured tensors: names, validation and packing", "[launch]") {
   CHECK(bad.status().message() ==
         "kernel parameter 'capture0' has kind i64; expected ptr");
 }
+
+TEST_CASE("key ranges: validation and packing", "[launch]") {
+  KernelSpec spec = sampleSpec();
+  spec.hasLse = true;
+  AttentionArgs args = contiguousArgs(spec, 2, 100, 300);
+  CHECK(validateKVBounds(false, spec, args).isOk());
+  auto error = [&](bool takes, const int32_t *bounds) {
+    AttentionArgs a = args;
+    a.kvBounds = bounds;
+    Status status = validateKVBounds(takes, spec, a);
+    REQUIRE_FALSE(status.isOk());
+    CHECK(status.code() == ErrorCode::InvalidArgument);
+    return status.message().substr(kPrefix.size());
+  };
+  const auto *bounds = reinterpret_cast<const int32_t *>(0x9000000);
+  CHECK(error(false, bounds) ==
+        "kv_bounds: data pointer must be null because the kernel takes no "
+        "key ranges (its attention has no kv_bounds)");
+  CHECK(error(true, nullptr) ==
+        "kv_bounds: data pointer is null but the kernel reads each query "
+        "row's key range ([batch, seq_q, 2] i32)");
+  CHECK(error(true, reinterpret_cast<const int32_t *>(0x9000002))
+            .find("is not 4-byte aligned") != std::string::npos);
+  // [B, Sq, 2] i32 may not overlap an output.
+  CHECK(error(true, static_cast<const int32_t *>(args.o.data)).find("o [") ==
+        0);
+  CHECK(
+      error(true, static_cast<const int32_t *>(args.lse.data)).find("lse [") ==
+      0);
+  AttentionArgs ok = args;
+  ok.kvBounds = bounds;
+  CHECK(validateKVBounds(true, spec, ok).isOk());
+
+  // Packed by name after the contract's parameters.
+  std::vector<KernelParam> params = attentionFwdV1Params();
+  params.push_back({abi::kAttentionKVBoundsParam, ParamKind::Ptr});
+  Result<std::vector<ParamSlot>> plan = planAttentionParams(params);
+  REQUIRE(plan.isOk());
+  CHECK(plan->back().source == ParamSource::KvBounds);
+  PackedParams packed;
+  REQUIRE(packAttentionParams(*plan, spec, ok, packed).isOk());
+  REQUIRE(packed.count == 23);
+  CHECK(packed.storage[22] == 0x9000000);
+}

@@ -232,6 +232,19 @@ LogicalResult AttentionOp::verify() {
   if (failed(verifySinks(getOperation(), getSinks(), qT.getDimSize(1))))
     return failure();
 
+  if (Value bounds = getKvBounds()) {
+    auto t = cast<RankedTensorType>(bounds.getType());
+    if (varlen)
+      return emitOpError() << "kv_bounds are not supported with varlen";
+    if (t.getRank() != 3 || !t.getElementType().isInteger(32) ||
+        t.getDimSize(2) != 2 ||
+        !compatible(t.getDimSize(0), qT.getDimSize(0)) ||
+        !compatible(t.getDimSize(1), qT.getDimSize(2)))
+      return emitOpError() << "expected kv_bounds of type [batch, seq_q, 2] "
+                              "i32 (each query row's first and end key), got "
+                           << Type(t);
+  }
+
   if (Value lse = getLse()) {
     auto expected = varlen ? varlenLseTypeOf(qT) : lseTypeOf(qT);
     if (lse.getType() != expected)

@@ -87,6 +87,15 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
     }
     ```
 
+    Key ranges (block sparsity for masks whose visible keys are a range
+    per row: documents, prefix-LM, windows): `kv_bounds(%r :
+    tensor<?x?x2xi32>)`, `[B, Sq, 2]` i32, says that row `i` of batch `b`
+    sees no key outside `[r[b, i, 0], r[b, i, 1])`, both columns
+    non-decreasing in `i`. It is a promise, not a mask: the keys outside
+    must be masked by the op's masks (causal, window, the mask region); the
+    kernel skips the KV tiles outside a query tile's range. Not with
+    varlen.
+
     With a FlexAttention-style mask (a document mask on a 256-token stride):
     ```mlir
     %o = attn.attention %q, %k, %v : ... -> tensor<?x32x?x128xbf16>
@@ -108,6 +117,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
     Optional<AnyRankedTensor>:$sinks,
     Optional<AnyRankedTensor>:$cu_seqlens_q,
     Optional<AnyRankedTensor>:$cu_seqlens_k,
+    Optional<AnyRankedTensor>:$kv_bounds,
     Variadic<AnyRankedTensor>:$captures,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
@@ -122,6 +132,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q) `,`
        type($cu_seqlens_k) `)`)?
+    (`kv_bounds` `(` $kv_bounds^ `:` type($kv_bounds) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)? attr-dict
     `:` type($query) `,` type($key) `,` type($value)
     `->` type($output) (`,` type($lse)^)?
@@ -147,6 +158,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
     /// Packed variable-length sequences (`varlen`): Q/K/V are
     /// [total, heads, head_dim].
     bool isVarlen() { return static_cast<bool>(getCuSeqlensQ()); }
+    bool hasKVBounds() { return static_cast<bool>(getKvBounds()); }
   }];
 }
 

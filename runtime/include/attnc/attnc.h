@@ -124,6 +124,12 @@ typedef struct attnc_attention_args {
    * NULL and 0 otherwise. */
   const attnc_capture *captures;
   int64_t num_captures;
+  /* Key ranges of a kernel whose attention has kv_bounds: contiguous
+   * [B, seq_q, 2] i32 in device memory, each query row's first and end key
+   * (both non-decreasing along the rows; keys outside must be masked by
+   * the kernel's masks anyway: the kernel skips the KV tiles outside a
+   * query tile's range); NULL otherwise. */
+  const int32_t *kv_bounds;
 } attnc_attention_args;
 
 typedef struct attnc_context_options {

@@ -278,7 +278,7 @@ func.func @sinks_bf16(%q: tensor<?x4x?x64xbf16>, %kv: tensor<?x2x?x64xbf16>, %s:
 
 func.func @varlen_one_cu(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %cu: tensor<?xi32>) {
   // expected-error @+1 {{expected both cu_seqlens_q and cu_seqlens_k for a varlen attention, got only one}}
-  %o = "attn.attention"(%q, %k, %v, %cu) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0>}> ({}, {}) : (tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?xi32>) -> tensor<?x8x128xbf16>
+  %o = "attn.attention"(%q, %k, %v, %cu) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0>}> ({}, {}) : (tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?xi32>) -> tensor<?x8x128xbf16>
   return
 }
 
@@ -423,5 +423,29 @@ func.func @nine_captures(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>,
     %t = arith.cmpi ule, %j, %i : index
     attn.yield %t : i1
   }
+  return
+}
+
+// -----
+
+func.func @kv_bounds_type(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %r: tensor<?x?x2xi64>) {
+  // expected-error @+1 {{expected kv_bounds of type [batch, seq_q, 2] i32 (each query row's first and end key), got 'tensor<?x?x2xi64>'}}
+  %o = attn.attention %q, %k, %v kv_bounds(%r : tensor<?x?x2xi64>) : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x8x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @kv_bounds_rows(%q: tensor<2x8x100x128xbf16>, %k: tensor<2x8x?x128xbf16>, %v: tensor<2x8x?x128xbf16>, %r: tensor<2x99x2xi32>) {
+  // expected-error @+1 {{expected kv_bounds of type [batch, seq_q, 2] i32}}
+  %o = attn.attention %q, %k, %v kv_bounds(%r : tensor<2x99x2xi32>) : tensor<2x8x100x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x8x?x128xbf16> -> tensor<2x8x100x128xbf16>
+  return
+}
+
+// -----
+
+func.func @kv_bounds_varlen(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %cu: tensor<?xi32>, %r: tensor<?x?x2xi32>) {
+  // expected-error @+1 {{kv_bounds are not supported with varlen}}
+  %o = attn.attention %q, %k, %v varlen(%cu, %cu : tensor<?xi32>, tensor<?xi32>) kv_bounds(%r : tensor<?x?x2xi32>) : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16> -> tensor<?x8x128xbf16>
   return
 }

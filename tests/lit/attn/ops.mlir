@@ -112,3 +112,21 @@ func.func @captured_tensors(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>
   }
   return %o : tensor<?x8x?x64xbf16>
 }
+
+// Key ranges per query row (kv_bounds) beside a mask region.
+// CHECK-LABEL: func @key_ranges
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} kv_bounds(%{{.*}} : tensor<?x?x2xi32>) {causal}
+func.func @key_ranges(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: tensor<?x8x?x64xbf16>,
+                      %r: tensor<?x?x2xi32>) -> tensor<?x8x?x64xbf16> {
+  %o = attn.attention %q, %k, %v kv_bounds(%r : tensor<?x?x2xi32>) {causal}
+      : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16> -> tensor<?x8x?x64xbf16>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c64 = arith.constant 64 : index
+    %di = arith.divui %i, %c64 : index
+    %dj = arith.divui %j, %c64 : index
+    %same = arith.cmpi eq, %di, %dj : index
+    attn.yield %same : i1
+  }
+  return %o : tensor<?x8x?x64xbf16>
+}

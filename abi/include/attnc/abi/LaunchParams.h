@@ -188,6 +188,11 @@ inline constexpr const char *kAttentionSinksParam = "sinks";
 /// sequence `b` starts at row cu_seqlens[b].
 inline constexpr std::array<const char *, 2> kAttentionCuSeqlensParams = {
     "cu_seqlens_q", "cu_seqlens_k"};
+/// Key ranges (attn.attention's `kv_bounds`): a contiguous [B, seq_q, 2]
+/// i32 array, each query row's first and end key (both non-decreasing
+/// along the rows), after the cu_seqlens. The kernel skips the KV tiles
+/// outside a query tile's range.
+inline constexpr const char *kAttentionKVBoundsParam = "kv_bounds";
 /// Captured tensors (attn.attention's `captures`, the tensors a score or
 /// mask mod reads), after the cu_seqlens: capture k (0-based, in the op's
 /// order) is `capture<k>` (its data pointer), then `capture<k>_size<d>` for
@@ -250,12 +255,13 @@ inline std::optional<CaptureParam> parseCaptureParam(std::string_view name) {
   return CaptureParam{*index, part, *dim};
 }
 
-inline constexpr std::array<ParamDesc, 17> kAttentionOptionalParams = {{
+inline constexpr std::array<ParamDesc, 18> kAttentionOptionalParams = {{
     {"scale", ParamType::F32},
     {"softcap", ParamType::F32},
     {kAttentionSinksParam, ParamType::F32Ptr},
     {kAttentionCuSeqlensParams[0], ParamType::I32Ptr},
     {kAttentionCuSeqlensParams[1], ParamType::I32Ptr},
+    {kAttentionKVBoundsParam, ParamType::I32Ptr},
     {kAttentionTensorMapParams[0], ParamType::TensorMap},
     {kAttentionTensorMapParams[1], ParamType::TensorMap},
     {kAttentionTensorMapParams[2], ParamType::TensorMap},

@@ -79,6 +79,12 @@ struct AttentionArgs {
   const int32_t *cuSeqlensK = nullptr;
   int64_t varlenBatch = 0; // B, the number of sequences
   int64_t maxSeqlenQ = 0, maxSeqlenK = 0;
+  // Key ranges of a kernel whose attention has kv_bounds: contiguous
+  // [B, seq_q, 2] i32 in device memory, each query row's first and end key,
+  // both non-decreasing along the rows (the kernel skips the KV tiles
+  // outside a query tile's range; the keys outside must be masked anyway).
+  // Null for other kernels.
+  const int32_t *kvBounds = nullptr;
   // The captured tensors of a kernel whose mods read some, in the order of
   // its metadata's captures (none: null and 0).
   const CaptureArg *captures = nullptr;
@@ -102,6 +108,12 @@ Status validateAttentionArgs(const KernelSpec &spec, const AttentionArgs &args);
 // that indexes past a tensor reads past it.
 Status validateCaptures(const std::vector<CaptureDesc> &expected,
                         const KernelSpec &spec, const AttentionArgs &args);
+
+// Key ranges: given iff the kernel takes them (`takesBounds`, from its
+// parameters), 4-byte aligned, not overlapping o or lse (after
+// validateAttentionArgs).
+Status validateKVBounds(bool takesBounds, const KernelSpec &spec,
+                        const AttentionArgs &args);
 
 // Attention sinks of an attention or decode launch: given iff the spec has
 // sinks, and then 4-byte aligned.
@@ -157,6 +169,8 @@ enum class ParamSource : uint8_t {
   // Varlen kernels: AttentionArgs::cuSeqlensQ and cuSeqlensK.
   CuSeqlensQ,
   CuSeqlensK,
+  // Key ranges: AttentionArgs::kvBounds.
+  KvBounds,
   // TMA kernels (tuning.kv_sync "tma"): tensor maps of Q, K and V.
   QTensorMap,
   KTensorMap,
