@@ -64,7 +64,8 @@ def expect_attnc_error(fn, fragment):
 
 def attention_ref(q, k, v, causal=False, window=None, softcap=None,
                   scale=None, return_lse=False, arch=None, block_m=0,
-                  block_n=0, score_mod=None, mask_mod=None, sinks=None):
+                  block_n=0, score_mod=None, mask_mod=None, sinks=None,
+                  kv_bounds=None):
     """float64 attention ([B, S, H, D]); no mask options beyond causal."""
     qd, kd, vd = (t.double().transpose(1, 2) for t in (q, k, v))
     group = qd.shape[1] // kd.shape[1]
