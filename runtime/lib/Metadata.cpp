@@ -134,11 +134,16 @@ Status validateMetadata(const KernelMetadata &meta) {
                      " (expected f32, f16, bf16, i32, i64 or i8, rank 1 to " +
                      std::to_string(abi::kMaxCaptureRank) + ")");
   // A captured tensor's parameters name one of the captures listed and one
-  // of its dims; its data is a pointer, its sizes and strides i64.
+  // of its dims; its data is a pointer, its sizes and strides i64; and each
+  // capture listed has all 1 + 2 x rank of them.
+  size_t captureParams = 0, expectedParams = 0;
+  for (const CaptureDesc &capture : meta.captures)
+    expectedParams += 1 + 2 * size_t(capture.rank);
   for (const KernelParam &param : meta.params) {
     std::optional<abi::CaptureParam> cp = abi::parseCaptureParam(param.name);
     if (!cp)
       continue;
+    ++captureParams;
     const bool data = cp->part == abi::CapturePart::Data;
     if (cp->index >= meta.captures.size() ||
         (!data && int64_t(cp->dim) >= meta.captures[cp->index].rank) ||
@@ -149,6 +154,11 @@ Status validateMetadata(const KernelMetadata &meta) {
                      " captured tensors; data is ptr, sizes and strides "
                      "i64)");
   }
+  if (captureParams != expectedParams)
+    return invalid("captures: " + std::to_string(meta.captures.size()) +
+                   " captured tensors need " + std::to_string(expectedParams) +
+                   " parameters (data, sizes, strides); the kernel lists " +
+                   std::to_string(captureParams));
   std::set<std::string> files;
   for (const FileChecksum &file : meta.files) {
     if (file.name.empty() || file.name.find('/') != std::string::npos ||

@@ -174,6 +174,10 @@ TEST_CASE("metadata round-trips", "[metadata]") {
   m = meta;
   m.params[22].kind = ParamKind::I64; // capture0's data
   rejects(m, "parameter \"capture0\" does not fit");
+  m = meta;
+  m.params.pop_back(); // capture1_stride1 missing
+  rejects(m, "captures: 2 captured tensors need 8 parameters (data, sizes, "
+             "strides); the kernel lists 7");
 }
 
 TEST_CASE("a decode split kernel's metadata carries its K/V tile and ring",
