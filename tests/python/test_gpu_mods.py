@@ -351,9 +351,19 @@ def run(case, label=""):
           (rel, lse_err, int(masked.sum()), not finite))
 
 
+from attnc import _attention  # noqa: E402
+
 for c in CASES:
     run(c)
     if captured(c):  # the same kernel with new tensors in its variables
+        plans = dict(_attention._plans)
         run(c, " (again, new tensors)")
+        check(c[0] + ": the second call reused the first's launch plan "
+              "(no new trace or kernel lookup)",
+              len(_attention._plans) == len(plans) and all(
+                  _attention._plans.get(key) is plan
+                  for key, plan in plans.items()),
+              "%d plans before, %d after" % (len(plans),
+                                             len(_attention._plans)))
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
