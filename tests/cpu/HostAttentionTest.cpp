@@ -58,6 +58,39 @@ std::shared_ptr<uint8_t> guardedBytes(size_t size) {
       guard - size, [base, total](uint8_t *) { munmap(base, total); });
 }
 
+/// `values` copied into guardedBytes.
+template <typename T>
+std::shared_ptr<uint8_t> guardedCopy(const std::vector<T> &values) {
+  auto bytes = guardedBytes(values.size() * sizeof(T));
+  std::memcpy(bytes.get(), values.data(), values.size() * sizeof(T));
+  return bytes;
+}
+
+/// Document ids [batch, seq] (i32, row-major): each sequence cut at
+/// `minCuts` to `maxCuts` random boundaries, ids counting up from 0.
+std::vector<int32_t> randomDocumentIds(std::mt19937_64 &rng, int batch, int seq,
+                                       int minCuts, int maxCuts) {
+  std::vector<int32_t> ids(size_t(batch) * seq);
+  std::uniform_int_distribution<int> cut(1, seq - 1), count(minCuts, maxCuts);
+  for (int b = 0; b < batch; ++b) {
+    std::vector<int> cuts;
+    for (int n = count(rng); n > 0; --n)
+      cuts.push_back(cut(rng));
+    for (int i = 0; i < seq; ++i)
+      ids[size_t(b) * seq + i] = int32_t(std::count_if(
+          cuts.begin(), cuts.end(), [&](int at) { return at <= i; }));
+  }
+  return ids;
+}
+
+/// The reference's document mask of randomDocumentIds' ids.
+std::function<bool(int, int, int, int)> documentMask(std::vector<int32_t> ids,
+                                                     int seq) {
+  return [ids = std::move(ids), seq](int b, int, int i, int j) {
+    return ids[size_t(b) * seq + i] == ids[size_t(b) * seq + j];
+  };
+}
+
 /// Fresh random captured tensors for one run, in the IR's order; sets the
 /// reference's mods to read the same values, and for IR with kv_bounds
 /// fills `kvBounds` ([batch, seqQ, 2] i32).
@@ -441,35 +474,20 @@ func.func @alibi_documents(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
     c.captures = [](std::mt19937_64 &rng, int batch, int seqQ, int,
                     templates::ReferenceProblem &p, std::vector<int32_t> &) {
       const int heads = 4;
-      auto slopes = guardedBytes(heads * 4);
       std::uniform_real_distribution<float> unit(0.05f, 1.f);
       std::vector<float> s(heads);
       for (float &x : s)
         x = unit(rng);
-      std::memcpy(slopes.get(), s.data(), heads * 4);
       // Document ids: each sequence cut at 1-5 random boundaries.
-      auto doc = guardedBytes(size_t(batch) * seqQ * 4);
-      std::vector<int32_t> ids(size_t(batch) * seqQ);
-      std::uniform_int_distribution<int> cut(1, seqQ - 1), count(1, 5);
-      for (int b = 0; b < batch; ++b) {
-        std::vector<int> cuts;
-        for (int n = count(rng); n > 0; --n)
-          cuts.push_back(cut(rng));
-        for (int i = 0; i < seqQ; ++i)
-          ids[size_t(b) * seqQ + i] = int32_t(std::count_if(
-              cuts.begin(), cuts.end(), [&](int at) { return at <= i; }));
-      }
-      std::memcpy(doc.get(), ids.data(), ids.size() * 4);
+      std::vector<int32_t> ids = randomDocumentIds(rng, batch, seqQ, 1, 5);
       p.scoreMod = [s](double x, int, int h, int i, int j) {
         return x - double(s[h]) * double(i - j);
       };
-      p.maskMod = [ids, seqQ](int b, int, int i, int j) {
-        return ids[size_t(b) * seqQ + i] == ids[size_t(b) * seqQ + j];
-      };
+      p.maskMod = documentMask(ids, seqQ);
       std::vector<HostCapture> out;
       using Dims = std::vector<int64_t>;
-      out.push_back({slopes, Dims{heads}, Dims{1}});
-      out.push_back({doc, Dims{batch, seqQ}, Dims{seqQ, 1}});
+      out.push_back({guardedCopy(s), Dims{heads}, Dims{1}});
+      out.push_back({guardedCopy(ids), Dims{batch, seqQ}, Dims{seqQ, 1}});
       return out;
     };
     cases.push_back(c);
@@ -519,22 +537,17 @@ func.func @relative_rows(%q: tensor<?x3x?x64xbf16>, %k: tensor<?x3x?x64xbf16>,
       std::vector<float> table(size_t(heads) * span);
       for (float &x : table)
         x = normal(rng);
-      auto tableBytes = guardedBytes(table.size() * 4);
-      std::memcpy(tableBytes.get(), table.data(), table.size() * 4);
       std::vector<uint16_t> hb(heads);
       std::vector<float> hbf(heads);
       for (int h = 0; h < heads; ++h) {
         hb[h] = test::toHalfBits(true, 2.f * normal(rng));
         hbf[h] = test::fromHalfBits(true, hb[h]);
       }
-      auto hbBytes = guardedBytes(heads * 2);
-      std::memcpy(hbBytes.get(), hb.data(), heads * 2);
       // Every fifth row (at a random phase) keeps no key.
-      auto rows = guardedBytes(seqQ);
+      std::vector<uint8_t> keep(seqQ);
       int phase = std::uniform_int_distribution<int>(0, 4)(rng);
       for (int i = 0; i < seqQ; ++i)
-        rows.get()[i] = (i % 5 == phase) ? 0 : uint8_t(1 + i % 200);
-      std::vector<uint8_t> keep(rows.get(), rows.get() + seqQ);
+        keep[i] = (i % 5 == phase) ? 0 : uint8_t(1 + i % 200);
       p.scoreMod = [table, hbf, seqKV](double x, int, int h, int i, int j) {
         return x + double(table[size_t(i - j + seqKV - 1) * 3 + h]) +
                double(hbf[h]);
@@ -542,9 +555,9 @@ func.func @relative_rows(%q: tensor<?x3x?x64xbf16>, %k: tensor<?x3x?x64xbf16>,
       p.maskMod = [keep](int, int, int i, int) { return keep[i] != 0; };
       std::vector<HostCapture> out;
       using Dims = std::vector<int64_t>;
-      out.push_back({tableBytes, Dims{heads, span}, Dims{1, heads}});
-      out.push_back({hbBytes, Dims{heads}, Dims{1}});
-      out.push_back({rows, Dims{seqQ}, Dims{1}});
+      out.push_back({guardedCopy(table), Dims{heads, span}, Dims{1, heads}});
+      out.push_back({guardedCopy(hb), Dims{heads}, Dims{1}});
+      out.push_back({guardedCopy(keep), Dims{seqQ}, Dims{1}});
       return out;
     };
     cases.push_back(c);
@@ -584,32 +597,19 @@ func.func @documents(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
     c.captures = [](std::mt19937_64 &rng, int batch, int seqQ, int,
                     templates::ReferenceProblem &p,
                     std::vector<int32_t> &bounds) {
-      std::vector<int32_t> ids(size_t(batch) * seqQ);
-      std::uniform_int_distribution<int> cut(1, seqQ - 1), count(2, 6);
+      std::vector<int32_t> ids = randomDocumentIds(rng, batch, seqQ, 2, 6);
+      // Row i's range: its document's first row to i (causal).
       bounds.assign(size_t(batch) * seqQ * 2, 0);
-      for (int b = 0; b < batch; ++b) {
-        std::vector<int> cuts;
-        for (int n = count(rng); n > 0; --n)
-          cuts.push_back(cut(rng));
-        int first = 0;
-        for (int i = 0; i < seqQ; ++i) {
-          int id = int(std::count_if(cuts.begin(), cuts.end(),
-                                     [&](int at) { return at <= i; }));
-          if (i > 0 && id != ids[size_t(b) * seqQ + i - 1])
-            first = i;
-          ids[size_t(b) * seqQ + i] = id;
-          bounds[(size_t(b) * seqQ + i) * 2] = first;
-          bounds[(size_t(b) * seqQ + i) * 2 + 1] = i + 1;
-        }
+      for (size_t row = 0, first = 0; row < ids.size(); ++row) {
+        if (row % seqQ == 0 || ids[row] != ids[row - 1])
+          first = row % seqQ;
+        bounds[row * 2] = int32_t(first);
+        bounds[row * 2 + 1] = int32_t(row % seqQ + 1);
       }
-      auto doc = guardedBytes(ids.size() * 4);
-      std::memcpy(doc.get(), ids.data(), ids.size() * 4);
-      p.maskMod = [ids, seqQ](int b, int, int i, int j) {
-        return ids[size_t(b) * seqQ + i] == ids[size_t(b) * seqQ + j];
-      };
+      p.maskMod = documentMask(ids, seqQ);
       using Dims = std::vector<int64_t>;
       std::vector<HostCapture> out;
-      out.push_back({doc, Dims{batch, seqQ}, Dims{seqQ, 1}});
+      out.push_back({guardedCopy(ids), Dims{batch, seqQ}, Dims{seqQ, 1}});
       return out;
     };
     cases.push_back(c);

@@ -26,26 +26,10 @@ if not torch.cuda.is_available():
     sys.exit(77)
 
 import attnc  # noqa: E402
+from gpu_sinks import random_sinks  # noqa: E402
 
 passed = failed = 0
 
-
-
-def off_log2_grid(sinks):
-    """Moves head 0's sink to a float that does not survive a trip through
-    the log2 domain ((x * log2 e) * ln 2 != x in float32, as for about 15%
-    of floats): a kernel computing a keyless row's LSE that way fails every
-    run, not by chance."""
-    log2e = torch.tensor(1.4426950408889634, dtype=torch.float32,
-                         device=sinks.device)
-    ln2 = torch.tensor(0.6931471805599453, dtype=torch.float32,
-                       device=sinks.device)
-    # Candidates above the sink (whole ranges round-trip exactly): the
-    # first one that does not.
-    cand = sinks[0] + torch.linspace(0, 4, 65536, device=sinks.device)
-    off = ((cand * log2e) * ln2 != cand).nonzero()
-    sinks[0] = cand[off[0, 0]]
-    return sinks
 
 def check(name, ok, detail=""):
     global passed, failed
@@ -100,9 +84,7 @@ def case(name, b, sq, skv, hq, hk, d, dtype, causal=False, window=None,
     # Sinks near the rows' LSE, and far above it every third head.
     s = None
     if sinks:
-        s = 2 * torch.randn(hq, device="cuda", generator=g) + 2
-        s[2::3] += 10
-        off_log2_grid(s)
+        s = random_sinks(torch, hq, g)
     def run(q, k, v, s):
         return attnc.attention(q, k, v, causal=causal, window=window,
                                softcap=softcap, return_lse=True, sinks=s)
@@ -163,9 +145,7 @@ def varlen_case(name, b, max_q, max_k, hq, hk, d, dtype, causal=False,
     v = torch.randn(tk, hk, d, device="cuda", dtype=dtype, generator=g)
     s = None
     if sinks:
-        s = 2 * torch.randn(hq, device="cuda", generator=g) + 2
-        s[2::3] += 10
-        off_log2_grid(s)
+        s = random_sinks(torch, hq, g)
     def run(q, k, v, cu_q, cu_k, s):
         return attnc.attention_varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k),
                                       causal=causal, window=window, softcap=softcap,

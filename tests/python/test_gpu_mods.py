@@ -29,26 +29,10 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "python"))
 import attnc.mods as mods  # noqa: E402
+from gpu_sinks import random_sinks  # noqa: E402
 
 LN2 = math.log(2.0)
 
-
-
-def off_log2_grid(sinks):
-    """Moves head 0's sink to a float that does not survive a trip through
-    the log2 domain ((x * log2 e) * ln 2 != x in float32, as for about 15%
-    of floats): a kernel computing a keyless row's LSE that way fails every
-    run, not by chance."""
-    log2e = torch.tensor(1.4426950408889634, dtype=torch.float32,
-                         device=sinks.device)
-    ln2 = torch.tensor(0.6931471805599453, dtype=torch.float32,
-                       device=sinks.device)
-    # Candidates above the sink (whole ranges round-trip exactly): the
-    # first one that does not.
-    cand = sinks[0] + torch.linspace(0, 4, 65536, device=sinks.device)
-    off = ((cand * log2e) * ln2 != cand).nonzero()
-    sinks[0] = cand[off[0, 0]]
-    return sinks
 
 def alibi(s, b, h, i, j):
     # slope 2^-(h+1)/2 per head, as exp((h + 1) * -ln2 / 2)
@@ -299,9 +283,7 @@ def run(case, label=""):
     v = torch.randn(b, s, hk, d, device="cuda", dtype=tdt, generator=g)
     sinks = None
     if has_sinks(name):  # near the rows' LSE, far above it every third head
-        sinks = 2 * torch.randn(hq, device="cuda", generator=g) + 2
-        sinks[2::3] += 10
-        off_log2_grid(sinks)
+        sinks = random_sinks(torch, hq, g)
     # Poison: o and lse are allocated by attention(); NaN-filled blocks of
     # their sizes freed just before are what the caching allocator hands
     # out, so an element the kernel does not write shows as NaN.
