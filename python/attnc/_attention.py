@@ -396,10 +396,9 @@ def _remember_plan(key, plan, score_mod, mask_mod):
                     weakref.finalize(owner, _forget_plans, id(owner))
         except TypeError:
             return
-    if len(_plans) >= _route.MAX_PLANS:
-        _plans.clear()
+    if len(_plans) >= _route.MAX_PLANS:  # remember() clears the plans
         _mod_plan_keys.clear()
-    _plans[key] = plan
+    _route.remember(_plans, key, plan)
     for owner in owners:
         _mod_plan_keys.setdefault(id(owner), set()).add(key)
 

@@ -99,6 +99,7 @@ private:
   bool compiledHere_ = false;
   std::vector<ParamSlot> plan_;
   std::vector<RowParamSlot> rowPlan_; // row kernels (rowwise_v1)
+  bool takesKVBounds_ = false;        // plan_ has the kv_bounds slot
 };
 
 class Context {
