@@ -12,6 +12,7 @@
 // nothing, and the masks see positions within the sequence.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Analysis/MaskIntervals.h"
 #include "compiler/LaunchABI.h"
 #include "compiler/Transforms/OnlineSoftmax.h"
 #include "compiler/Transforms/Passes.h"
@@ -52,6 +53,18 @@ private:
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), i64);
   }
   Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  /// Whether the KV loop is narrowed to the mask region: a region of the
+  /// query row (a mask of keys or heads alone leaves the loop the same for
+  /// every tile, which the persistent schedule's stream-K tail needs) that
+  /// the interval evaluation understands.
+  bool narrowsToMaskByRow() {
+    return att.hasMaskMod() && !att.getMask().getArgument(2).use_empty() &&
+           mask_intervals::isAnalyzable(att.getMask());
+  }
+  /// [lo, hi) narrowed to the keys where the mask region may yield true for
+  /// some row of [q0, q0 + blockM) (see build()).
+  std::pair<Value, Value> narrowToMask(Value lo, Value hi, Value q0, Value seqQ,
+                                       Value seqKV, Value batch, Value head);
   /// A [batch, heads, seq(, dim)] view of a bare pointer with the ABI's
   /// element strides (the innermost stride is 1). With `firstRow`, a
   /// [1, heads, seq(, dim)] view of rows [firstRow, firstRow + seq) (one
@@ -238,10 +251,14 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   // them from the last, and tile.dim0_major asks the mapping to start the
   // programs with id 0 slowest: every head's longest tile first, the short
   // ones filling the tail (as FlashAttention-3 schedules causal tiles).
+  // Likewise for a mask region whose tiles are narrowed (causal or
+  // prefix-LM as a mod; a window's tiles are all alike).
+  const bool narrowsByRow = narrowsToMaskByRow();
+  const bool longestLast = att.getCausal() || narrowsByRow;
   Value mTile;
   if (!varlen) {
     mTile = programId(0);
-    if (att.getCausal()) {
+    if (longestLast) {
       fn->setAttr(tile::kDim0MajorAttrName, b.getUnitAttr());
       mTile = arith::SubIOp::create(
           b, loc,
@@ -264,7 +281,7 @@ func::FuncOp KernelBuilder::build(StringRef name) {
     hasRows =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, pid0, qTiles);
     mTile = pid0;
-    if (att.getCausal()) {
+    if (longestLast) {
       fn->setAttr(tile::kDim0MajorAttrName, b.getUnitAttr());
       mTile = arith::SubIOp::create(
           b, loc, arith::SubIOp::create(b, loc, qTiles, cst(1)), pid0);
@@ -338,11 +355,12 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   // Key ranges (kv_bounds, non-decreasing along the rows): the tile's first
   // row's first key and its last row's end key bound the keys any of its
   // rows sees; the tiles outside are skipped (the first on a tile boundary,
-  // so that K/V loads stay aligned).
+  // so that K/V loads stay aligned). tile.score masks each row to its range.
+  Value bounds;
   if (att.hasKVBounds()) {
     auto boundsT = MemRefType::get(
         {ShapedType::kDynamic, ShapedType::kDynamic, 2}, b.getI32Type());
-    Value bounds = memref::ReinterpretCastOp::create(
+    bounds = memref::ReinterpretCastOp::create(
         b, loc, boundsT, arg(boundsArg), b.getIndexAttr(0),
         ArrayRef<OpFoldResult>{batch, seqQ, b.getIndexAttr(2)},
         ArrayRef<OpFoldResult>{
@@ -367,6 +385,13 @@ func::FuncOp KernelBuilder::build(StringRef name) {
     hi = arith::MinSIOp::create(b, loc, hi, bound(lastRow, 1));
   }
 
+  // A mask region of the row that the interval evaluation understands
+  // (causal, windows, prefix-LM written as mods): the KV tiles where it is
+  // false for every row of this tile are skipped, as the built-in masks'
+  // are.
+  if (narrowsByRow)
+    std::tie(lo, hi) = narrowToMask(lo, hi, q0, seqQ, seqKV, bIdx, head);
+
   auto fin = buildOnlineSoftmaxLoop(
       b, loc, qTile, lo, hi, blockN, elt,
       {[&](Value k0) -> Value {
@@ -380,7 +405,7 @@ func::FuncOp KernelBuilder::build(StringRef name) {
        [&](Value s, Value k0) -> Value {
          auto score = tile::ScoreOp::create(
              b, loc, s.getType(), s, bIdx, head, q0, k0, seqQ, seqKV,
-             captureViews, b.getF32FloatAttr(att.getEffectiveScale()),
+             captureViews, bounds, b.getF32FloatAttr(att.getEffectiveScale()),
              att.getCausal() ? b.getUnitAttr() : UnitAttr(), window,
              att.getSoftcapAttr());
          cloneRegion(att.getScore(), score.getScoreMod(), captureViews);
@@ -393,6 +418,86 @@ func::FuncOp KernelBuilder::build(StringRef name) {
     tile::StoreOp::create(b, loc, fin.getLse(), lseView, viewBatch, head, q0);
   func::ReturnOp::create(b, loc);
   return fn;
+}
+
+std::pair<Value, Value> KernelBuilder::narrowToMask(Value lo, Value hi,
+                                                    Value q0, Value seqQ,
+                                                    Value seqKV, Value batch,
+                                                    Value head) {
+  using P = arith::CmpIPredicate;
+  auto c = [](OpBuilder &nb, Location l, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, l, v);
+  };
+  // Positions inside the sequences, as the region sees them.
+  auto clampTo = [&](OpBuilder &nb, Location l, Value x, Value seq) -> Value {
+    Value last = arith::SubIOp::create(nb, l, seq, c(nb, l, 1));
+    return arith::MaxSIOp::create(nb, l, arith::MinSIOp::create(nb, l, x, last),
+                                  c(nb, l, 0));
+  };
+  Value firstRow = clampTo(b, loc, q0, seqQ);
+  Value lastRow =
+      clampTo(b, loc, arith::AddIOp::create(b, loc, q0, cst(blockM - 1)), seqQ);
+  // Whether the region is false for every row and every key in [k0, k1].
+  auto noneVisible = [&](OpBuilder &nb, Location l, Value k0,
+                         Value k1) -> Value {
+    auto outcome = mask_intervals::evaluate(
+        nb, l, att.getMask(),
+        {{batch, batch},
+         {head, head},
+         {firstRow, lastRow},
+         {clampTo(nb, l, k0, seqKV), clampTo(nb, l, k1, seqKV)}});
+    return arith::XOrIOp::create(nb, l, outcome->mayBeTrue,
+                                 arith::ConstantIntOp::create(nb, l, 1, 1));
+  };
+  // A binary search over KV tile indices [l, r) (a uniform loop of about
+  // log2(tiles) steps): "no key visible" over a suffix (prefix) of the keys
+  // can only become true as the suffix (prefix) shrinks, since the
+  // evaluation over a sub-range is at least as certain.
+  auto search = [&](Value l0, Value r0, bool suffix, Value edgeKey) {
+    Type idx = b.getIndexType();
+    auto loop = scf::WhileOp::create(
+        b, loc, TypeRange{idx, idx}, ValueRange{l0, r0},
+        [&](OpBuilder &nb, Location l, ValueRange lr) {
+          scf::ConditionOp::create(
+              nb, l, arith::CmpIOp::create(nb, l, P::slt, lr[0], lr[1]), lr);
+        },
+        [&](OpBuilder &nb, Location l, ValueRange lr) {
+          Value sum = arith::AddIOp::create(nb, l, lr[0], lr[1]);
+          if (!suffix) // the upper middle: l < mid <= r
+            sum = arith::AddIOp::create(nb, l, sum, c(nb, l, 1));
+          Value mid = arith::DivSIOp::create(nb, l, sum, c(nb, l, 2));
+          Value key = arith::MulIOp::create(nb, l, mid, c(nb, l, blockN));
+          // Suffix: keys [mid tile, edge]; prefix: [edge, mid tile).
+          Value none =
+              suffix
+                  ? noneVisible(nb, l, key, edgeKey)
+                  : noneVisible(nb, l, edgeKey,
+                                arith::SubIOp::create(nb, l, key, c(nb, l, 1)));
+          Value below = arith::SubIOp::create(nb, l, mid, c(nb, l, 1));
+          Value above = arith::AddIOp::create(nb, l, mid, c(nb, l, 1));
+          // Suffix: the first tile of an invisible suffix, in [l, r];
+          // prefix: the last tile ending an invisible prefix, in [l, r].
+          Value nl = arith::SelectOp::create(nb, l, none, suffix ? lr[0] : mid,
+                                             suffix ? above : lr[0]);
+          Value nr = arith::SelectOp::create(nb, l, none, suffix ? mid : lr[1],
+                                             suffix ? lr[1] : below);
+          scf::YieldOp::create(nb, l, ValueRange{nl, nr});
+        });
+    return loop.getResult(0);
+  };
+  Value bn = cst(blockN);
+  Value tLo = arith::DivSIOp::create(b, loc, lo, bn);
+  // The first tile from which no key up to hi - 1 is visible.
+  Value tEnd =
+      search(tLo, arith::CeilDivSIOp::create(b, loc, hi, bn),
+             /*suffix=*/true, arith::SubIOp::create(b, loc, hi, cst(1)));
+  Value newHi = arith::MinSIOp::create(b, loc, hi,
+                                       arith::MulIOp::create(b, loc, tEnd, bn));
+  // The last tile before which no key from lo is visible.
+  Value tFirst = search(tLo, tEnd, /*suffix=*/false, lo);
+  Value newLo = arith::MinSIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, tFirst, bn), newHi);
+  return {arith::MaxSIOp::create(b, loc, lo, newLo), newHi};
 }
 
 class TileAttentionPass

@@ -275,8 +275,9 @@ void BackwardBuilder::buildMain(StringRef name) {
                                   /*transpose_b=*/true);
     Value t = tile::ScoreOp::create(
         b, loc, sT, s, bIdx, head, q0, k0, seqQ, seqKV, ValueRange(),
-        b.getF32FloatAttr(scale), op.getCausal() ? b.getUnitAttr() : UnitAttr(),
-        window, op.getSoftcapAttr());
+        /*kv_bounds=*/Value(), b.getF32FloatAttr(scale),
+        op.getCausal() ? b.getUnitAttr() : UnitAttr(), window,
+        op.getSoftcapAttr());
     Value p = tile::ProbsFromLseOp::create(b, loc, sT, t, lse);
     // dV += Pᵀ·dO.
     Value dV1 = tile::DotOp::create(b, loc, kvAccT, truncTo(p, elt), dOTile, dV,

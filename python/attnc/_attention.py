@@ -59,8 +59,11 @@ def kv_bounds_key(kv_bounds):
     """What check_kv_bounds() looks at, for a plan's key."""
     if kv_bounds is None:
         return None
-    return (kv_bounds.dtype, kv_bounds.device, kv_bounds.shape,
-            kv_bounds.stride())
+    try:
+        return (kv_bounds.dtype, kv_bounds.device, kv_bounds.shape,
+                kv_bounds.stride())
+    except AttributeError:  # not a tensor: no plan; the checks say why
+        raise TypeError("kv_bounds is not a tensor")
 
 
 def check_kv_bounds(torch, kv_bounds, q):
@@ -207,7 +210,7 @@ def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
     if scale is not None and math.isnan(scale):
         scale = None
     custom_ir = ""
-    if score_mod is not None or mask_mod is not None:
+    if score_mod is not None or mask_mod is not None or kv_bounds:
         from . import mods
 
         custom_ir = mods.attention_ir(
@@ -313,26 +316,26 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     the mods are traced again only when such a tensor's dtype or rank
     changes.
 
-    kv_bounds: None, or with mods an int32 [batch, seq_q, 2] tensor on q's
-    device (contiguous): row i of batch b sees no key outside
-    [kv_bounds[b, i, 0], kv_bounds[b, i, 1]), both columns non-decreasing
-    in i. A promise, not a mask (the mods, causal or window must mask
-    those keys): the kernel skips the KV tiles outside each query tile's
-    range, FlexAttention's block sparsity for masks whose keys are a range
-    per row (documents: attnc.document_kv_bounds, prefix-LM, windows).
+    kv_bounds: None, or an int32 [batch, seq_q, 2] tensor on q's device
+    (contiguous), a range mask: row i of batch b sees only the keys in
+    [kv_bounds[b, i, 0], kv_bounds[b, i, 1]) (and-ed with causal, window
+    and mask_mod), both columns non-decreasing in i. The kernel visits
+    only the KV tiles a query tile's ranges reach and runs the tiles inside
+    every row's range without per-element masks: FlexAttention's block
+    sparsity for masks whose keys are one range per row. Documents are
+    causal=True with kv_bounds=attnc.mods.document_kv_bounds(doc_ids) and
+    no mask_mod; prefix-LM and per-row windows likewise.
 
     Under torch.compile, torch.export, fake tensors or a dispatch mode the
     call goes through the custom op torch.ops.attnc.attention (see
     attnc.torch_ops); a plain eager call launches directly.
     """
     ops = _route.ops_for(q)
-    if kv_bounds is not None and score_mod is None and mask_mod is None:
-        _fail("attnc.attention: kv_bounds go with a score_mod or mask_mod "
-              "(the built-in causal and window skip their tiles already)")
-    if ops is not None and (score_mod is not None or mask_mod is not None):
-        _fail("attnc.attention: score_mod and mask_mod run in eager calls "
-              "only; under torch.compile, torch.export or a dispatch mode "
-              "they are not supported yet")
+    if ops is not None and (score_mod is not None or mask_mod is not None
+                            or kv_bounds is not None):
+        _fail("attnc.attention: score_mod, mask_mod and kv_bounds run in "
+              "eager calls only; under torch.compile, torch.export or a "
+              "dispatch mode they are not supported yet")
     if ops is not None:
         left, right = window_bounds(window)
         o, lse = ops.attention(
@@ -529,7 +532,7 @@ def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
     plan.mod_trace = captured = None
     plan.mods = None
     plan.capture_packs = plan.capture_array = None
-    if score_mod is not None or mask_mod is not None:
+    if score_mod is not None or mask_mod is not None or kv_bounds:
         from . import mods
 
         plan.mod_trace = mods.trace_mods(score_mod, mask_mod)

@@ -870,8 +870,9 @@ def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
     arguments and the attention's captures, in ModTrace.captures' order.
     mod_trace: trace_mods(score_mod, mask_mod) when already made.
     kv_bounds: the function takes each query row's key range ([B, Sq, 2]
-    i32, the launch's kv_bounds) after the sinks, and the kernel skips the
-    KV tiles outside a query tile's range."""
+    i32, the launch's kv_bounds) after the sinks, a mask of its own: the
+    kernel skips the KV tiles outside a query tile's ranges and runs those
+    inside every row's range unmasked."""
     elt = {"bf16": "bf16", "fp16": "f16"}.get(dtype)
     if elt is None:
         raise TraceError("dtype must be bf16 or fp16, not %r" % (dtype,))

@@ -562,12 +562,10 @@ func.func @relative_rows(%q: tensor<?x3x?x64xbf16>, %k: tensor<?x3x?x64xbf16>,
     };
     cases.push_back(c);
   }
-  // Key ranges (kv_bounds): a document mask from captured doc ids with the
-  // documents' ranges (consistent with the mask: the result is the
-  // reference's), and ranges alone beside an all-keeping mask, where the
-  // result must be that of exactly the KV tiles the ranges leave (a tile of
-  // rows [r0, r1] runs the tiles of keys [lo(r0) rounded down to a tile,
-  // hi(r1))): the tiles are skipped, not masked element by element.
+  // Key ranges (kv_bounds) are a mask: a document mask from captured doc
+  // ids with the documents' ranges (the same mask twice), documents as
+  // causal plus ranges alone (no mask region), and random non-decreasing
+  // ranges with Sq < Skv (keyless rows among them).
   {
     Case c{"kv_bounds: documents from doc ids [B, S] + their ranges, causal",
            config(2, 2, 64, "bf16"),
@@ -615,8 +613,46 @@ func.func @documents(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
     cases.push_back(c);
   }
   {
-    Case c{"kv_bounds alone: random non-decreasing ranges skip whole tiles, "
-           "Sq<Skv",
+    Case c{"kv_bounds: documents as causal + each row's document range, no "
+           "mask region",
+           config(2, 2, 64, "bf16"),
+           2,
+           157,
+           157,
+           true};
+    c.config.causal = true;
+    c.ir = R"mlir(
+func.func @documents(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
+                     %v: tensor<?x2x?x64xbf16>, %bounds: tensor<?x?x2xi32>)
+    -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v kv_bounds(%bounds : tensor<?x?x2xi32>) {causal}
+      : tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+      -> tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+  return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+}
+)mlir";
+    c.captures = [](std::mt19937_64 &rng, int batch, int seqQ, int,
+                    templates::ReferenceProblem &p,
+                    std::vector<int32_t> &bounds) {
+      std::vector<int32_t> ids = randomDocumentIds(rng, batch, seqQ, 2, 6);
+      // Row i's range: its whole document (causal cuts it at i).
+      bounds.assign(size_t(batch) * seqQ * 2, 0);
+      for (size_t row = 0, first = 0; row < ids.size(); ++row) {
+        if (row % seqQ == 0 || ids[row] != ids[row - 1])
+          first = row % seqQ;
+        size_t end = row % seqQ + 1;
+        while (end < size_t(seqQ) && ids[row - row % seqQ + end] == ids[row])
+          ++end;
+        bounds[row * 2] = int32_t(first);
+        bounds[row * 2 + 1] = int32_t(end);
+      }
+      p.maskMod = documentMask(ids, seqQ);
+      return std::vector<HostCapture>();
+    };
+    cases.push_back(c);
+  }
+  {
+    Case c{"kv_bounds: random non-decreasing ranges, keyless rows, Sq<Skv",
            config(2, 1, 64, "bf16"),
            1,
            77,
@@ -629,19 +665,14 @@ func.func @ranges(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x1x?x64xbf16>,
   %o, %lse = attn.attention %q, %k, %v kv_bounds(%bounds : tensor<?x?x2xi32>)
       : tensor<?x2x?x64xbf16>, tensor<?x1x?x64xbf16>, tensor<?x1x?x64xbf16>
       -> tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
-  mask {
-  ^bb0(%b: index, %h: index, %i: index, %j: index):
-    %true = arith.constant true
-    attn.yield %true : i1
-  }
   return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
 }
 )mlir";
-    const int64_t blockM = c.blockM, blockN = c.blockN;
-    c.captures = [blockM, blockN](std::mt19937_64 &rng, int, int seqQ,
-                                  int seqKV, templates::ReferenceProblem &p,
-                                  std::vector<int32_t> &bounds) {
-      // Non-decreasing first and end keys with random steps.
+    c.captures = [](std::mt19937_64 &rng, int, int seqQ, int seqKV,
+                    templates::ReferenceProblem &p,
+                    std::vector<int32_t> &bounds) {
+      // Non-decreasing first and end keys with random steps; the first
+      // rows' ranges are empty (end == first: keyless rows).
       std::uniform_int_distribution<int> step(0, 3), width(1, 40);
       bounds.assign(size_t(seqQ) * 2, 0);
       int lo = 0, hi = width(rng);
@@ -649,18 +680,90 @@ func.func @ranges(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x1x?x64xbf16>,
         lo = std::min(lo + step(rng), seqKV - 1);
         hi = std::min(std::max(hi + step(rng), lo + 1), seqKV);
         bounds[size_t(i) * 2] = lo;
-        bounds[size_t(i) * 2 + 1] = hi;
+        bounds[size_t(i) * 2 + 1] = i < 3 ? lo : hi;
       }
-      // The keys of the KV tiles the ranges leave to a row's query tile:
-      // from the tile holding its first row's first key to the tile
-      // holding its last row's end key, whole.
-      p.maskMod = [bounds, seqQ, blockM, blockN](int, int, int i, int j) {
-        int r0 = int(i / blockM * blockM);
-        int r1 = std::min(int(r0 + blockM), seqQ) - 1;
-        int first = int(bounds[size_t(r0) * 2] / blockN * blockN);
-        int end =
-            int((bounds[size_t(r1) * 2 + 1] + blockN - 1) / blockN * blockN);
-        return j >= first && j < end;
+      p.maskMod = [bounds](int, int, int i, int j) {
+        return j >= bounds[size_t(i) * 2] && j < bounds[size_t(i) * 2 + 1];
+      };
+      return std::vector<HostCapture>();
+    };
+    cases.push_back(c);
+  }
+  // Mods the compiler's interval evaluation understands: the KV loop is
+  // narrowed to the tiles where the region may be true (a tile skipped
+  // wrongly changes the result; the reference evaluates the mask at every
+  // element).
+  {
+    Case c{"mask_mod prefix-LM (top-left causal or one of the first 23 "
+           "keys), Sq<Skv",
+           config(2, 1, 64, "bf16"),
+           2,
+           100,
+           150,
+           false};
+    c.ir = R"mlir(
+func.func @prefix(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x1x?x64xbf16>,
+                  %v: tensor<?x1x?x64xbf16>)
+    -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v
+      : tensor<?x2x?x64xbf16>, tensor<?x1x?x64xbf16>, tensor<?x1x?x64xbf16>
+      -> tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c23 = arith.constant 23 : index
+    %causal = arith.cmpi sge, %i, %j : index
+    %prefix = arith.cmpi slt, %j, %c23 : index
+    %keep = arith.ori %causal, %prefix : i1
+    attn.yield %keep : i1
+  }
+  return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+}
+)mlir";
+    c.captures = [](std::mt19937_64 &, int, int, int,
+                    templates::ReferenceProblem &p, std::vector<int32_t> &) {
+      p.maskMod = [](int, int, int i, int j) { return j <= i || j < 23; };
+      return std::vector<HostCapture>();
+    };
+    cases.push_back(c);
+  }
+  {
+    Case c{"mask_mod window (17 left, 5 right) in i32, head 1 causal; "
+           "Sq>Skv: rows without keys",
+           config(2, 2, 64, "bf16"),
+           1,
+           130,
+           60,
+           true};
+    c.ir = R"mlir(
+func.func @window(%q: tensor<?x2x?x64xbf16>, %k: tensor<?x2x?x64xbf16>,
+                  %v: tensor<?x2x?x64xbf16>)
+    -> (tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v
+      : tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+      -> tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+  mask {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %i32 = arith.index_cast %i : index to i32
+    %j32 = arith.index_cast %j : index to i32
+    %d = arith.subi %i32, %j32 : i32
+    %c17 = arith.constant 17 : i32
+    %m5 = arith.constant -5 : i32
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : index
+    %h1 = arith.cmpi eq, %h, %c1 : index
+    %right = arith.select %h1, %c0, %m5 : i32
+    %l = arith.cmpi sle, %d, %c17 : i32
+    %r = arith.cmpi sge, %d, %right : i32
+    %keep = arith.andi %l, %r : i1
+    attn.yield %keep : i1
+  }
+  return %o, %lse : tensor<?x2x?x64xbf16>, tensor<?x2x?xf32>
+}
+)mlir";
+    c.captures = [](std::mt19937_64 &, int, int, int,
+                    templates::ReferenceProblem &p, std::vector<int32_t> &) {
+      p.maskMod = [](int, int h, int i, int j) {
+        return i - j <= 17 && i - j >= (h == 1 ? 0 : -5);
       };
       return std::vector<HostCapture>();
     };

@@ -9,8 +9,11 @@ that leaves whole rows without a key (O = 0, LSE = -inf, no NaN), and
 the last two with attention sinks (those rows: O = 0, LSE = the sink).
 Mods with captured tensors: ALiBi from a random slopes tensor [H], a
 per-head bias tensor, a relative-position table [H, 2S-1], document masking
-from random document ids [B, S] with causal, a bool mask tensor with empty
-rows, and all of them at once with sinks; each runs twice, the second time
+from random document ids [B, S] with causal (also with their key ranges,
+and as causal plus ranges alone, no mod), a bool mask tensor with empty
+rows, and all of them at once with sinks; causal and a two-sided window
+written as mask_mods (tiles narrowed and run unmasked by the compiler's
+interval evaluation); each runs twice, the second time
 with new tensors bound to the same variables (the same kernel must read
 them). Fresh random inputs each run; outputs poisoned with NaN before the
 launch; NaN/Inf checked.
@@ -63,6 +66,14 @@ def rows_without_keys(b, h, i, j):
     return (i % 7 != 3) & (j <= i)
 
 
+def causal_mod(b, h, i, j):
+    return j <= i
+
+
+def window_both(b, h, i, j):
+    return (i - j <= 64) & (j - i <= 16)
+
+
 # Captured tensors: module globals the mods below index, bound per case
 # (run() binds random tensors, --write-specs stand-ins).
 SLOPES = HEAD_BIAS = REL = DOC_IDS = KEEP = None
@@ -108,6 +119,12 @@ CASES = [
      128, "bf16", 1, 513, False),
     ("sliding window 100 as a mask, D128", None, window100, 8, 8, 128, "bf16",
      1, 900, False),
+    # Masks the compiler's interval evaluation understands: KV tiles
+    # narrowed, interior tiles unmasked.
+    ("causal as a mask_mod, GQA 8/2 D128", None, causal_mod, 8, 2, 128,
+     "bf16", 2, 1111, False),
+    ("window (64 left, 16 right) as a mask_mod, D64", None, window_both, 4,
+     4, 64, "bf16", 1, 999, False),
     ("rows without keys (i % 7 == 3), D64", None, rows_without_keys, 2, 2, 64,
      "bf16", 1, 300, False),
     # Attention sinks merged after the mods (a row without keys: O = 0,
@@ -125,6 +142,9 @@ CASES = [
     # The documents' key ranges: the KV tiles of other documents skipped.
     ("captures: documents from random doc ids [B, S] + causal flag, with "
      "kv_bounds, D128", None, doc_ids, 4, 2, 128, "bf16", 3, 700, True),
+    # Documents as the causal flag plus the documents' ranges, no mod.
+    ("ranges: documents as causal + kv_bounds alone, with kv_bounds, GQA "
+     "8/2 D128", None, None, 8, 2, 128, "bf16", 2, 2049, True),
     ("captures: bool mask tensor [H, S, S] with rows without keys, D64",
      None, keep_tensor, 4, 4, 64, "bf16", 1, 300, False),
     ("captures: ALiBi slopes + head bias, documents + causal in the mask, "
@@ -148,8 +168,10 @@ CAPTURES = {
 
 def captured(case):
     """{global name: (dtype, shape)} of the tensors a case's mods index."""
-    (_name, score, mask, hq, _hk, _d, _dt, b, s, _causal) = case
+    (name, score, mask, hq, _hk, _d, _dt, b, s, _causal) = case
     out = {}
+    if name.startswith("ranges:"):  # the documents the ranges come from
+        out["DOC_IDS"] = ("int32", (b, s))
     for fn in (score, mask):
         for name, (dtype, shape) in CAPTURES.get(fn, {}).items():
             out[name] = (dtype, shape(b, s, hq))
@@ -233,7 +255,7 @@ def torch_mask(name, i, j, causal):
     keep = torch.ones_like(i + j, dtype=torch.bool)[None, None]
     if causal:
         keep = keep & (j <= i)
-    if name.startswith("captures:"):
+    if name.startswith("captures:") or name.startswith("ranges:"):
         if "documents" in name:  # [B, Sq, 1] == [B, 1, Skv]
             d = DOC_IDS.long()
             keep = keep & (d[:, :, None] == d[:, None, :])[:, None]
@@ -250,6 +272,10 @@ def torch_mask(name, i, j, causal):
         keep &= (j <= i) & (i - j < 100)
     if "rows without keys" in name:  # (also the sinks case)
         keep &= (i % 7 != 3) & (j <= i)
+    if "causal as a mask_mod" in name:
+        keep &= j <= i
+    if "window (64 left, 16 right)" in name:
+        keep &= (i - j <= 64) & (j - i <= 16)
     return keep
 
 
@@ -291,7 +317,9 @@ def run(case, label=""):
               torch.full((b, hq, s), float("nan"), device="cuda"))
     del poison
     try:
-        bounds = (mods.document_kv_bounds(DOC_IDS, causal=causal)
+        # (Ranges alone: each row's whole document, and-ed with causal.)
+        bounds = (mods.document_kv_bounds(
+            DOC_IDS, causal=causal and not name.startswith("ranges:"))
                   if has_kv_bounds(name) else None)
         o, lse = attnc.attention(q, k, v, causal=causal, return_lse=True,
                                  score_mod=score, mask_mod=mask, sinks=sinks,

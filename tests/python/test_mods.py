@@ -117,6 +117,13 @@ class FakeTensor:
     def data_ptr(self):
         return self._data
 
+    def is_contiguous(self):
+        n, want = 1, []
+        for size in reversed(self.shape):
+            want.insert(0, n)
+            n *= size
+        return self._stride == tuple(want)
+
     def dim(self):
         return len(self.shape)
 
@@ -599,6 +606,8 @@ def stand_in_runtime():
 
     torch = types.ModuleType("torch")
     torch.float32 = "torch.float32"
+    torch.int32 = "torch.int32"
+    torch.Tensor = FakeTensor
     torch.empty_like = lambda t: FakeTensor(t.dtype, t.shape, [], t.stride(),
                                             t.device)
     torch.empty = lambda shape, dtype, device: FakeTensor(dtype, shape, [],
@@ -722,9 +731,20 @@ def capture_launch(rng):
                 message = None
             except attnc.AttncError as e:
                 message = str(e)
-            check("kv_bounds without a mod is an error",
-                  message is not None and "kv_bounds go with a score_mod"
-                  in message, message or "no error")
+            check("kv_bounds that are not an int32 [B, Sq, 2] tensor are an "
+                  "error", message is not None and "kv_bounds must be an "
+                  "int32 tensor" in message, message or "no error")
+            # Ranges alone (documents as causal + ranges): a kernel whose IR
+            # takes kv_bounds and has no mask region.
+            bounds = FakeTensor("torch.int32", (CB, CS, 2),
+                                [0] * (CB * CS * 2))
+            before = len(lookups)
+            attnc.attention(q, k, v, causal=True, kv_bounds=bounds)
+            check("kv_bounds without mods: IR with kv_bounds, causal, no "
+                  "regions", len(lookups) == before + 1
+                  and "kv_bounds(%kv_bounds : tensor<?x?x2xi32>) {causal}"
+                  in lookups[-1] and "mask {" not in lookups[-1]
+                  and "score {" not in lookups[-1], "\n".join(lookups))
             # A mod made per call (a closure over this step's tensor): the
             # plan keeps neither the function nor its tensor once the
             # caller drops them, and one at the same address is not taken

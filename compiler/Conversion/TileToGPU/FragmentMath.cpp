@@ -61,6 +61,13 @@ LogicalResult FragmentMath::score(tile::ScoreOp op, const IRMapping &map,
     for (int64_t mt = 0; mt < mTiles; ++mt) {
       Value rows[2] = {positions ? row(mt, 0) : Value(),
                        positions ? row(mt, 1) : Value()};
+      // Each row's key range, loaded once for the tile.
+      SmallVector<Value, 2> ranges[2];
+      if (masks && op.getKvBounds())
+        for (int64_t r = 0; r < 2; ++r) {
+          auto [first, end] = gpu_emit::rowKeyRange(b, l, op, map, rows[r]);
+          ranges[r] = {first, end};
+        }
       for (int64_t nt = 0; nt < n8; ++nt) {
         Value reg = s.regs[mt * n8 + nt];
         SmallVector<Value> e;
@@ -68,7 +75,8 @@ LogicalResult FragmentMath::score(tile::ScoreOp op, const IRMapping &map,
           for (int64_t c = 0; c < 2; ++c)
             e.push_back(gpu_emit::scoreElement(
                 b, l, op, map, elem(reg, r, c), rows[r],
-                positions ? add(c0, nt * 8 + c) : Value(), masks, defer));
+                positions ? add(c0, nt * 8 + c) : Value(), masks, defer,
+                ranges[r]));
         out.push_back(vector::FromElementsOp::create(b, l, cT, e));
       }
     }

@@ -1,5 +1,6 @@
 //===- GPUEmitCommon.cpp - pieces every GPU mapping of tile ops shares ----===//
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
+#include "compiler/Analysis/MaskIntervals.h"
 #include "compiler/LaunchABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -178,7 +179,8 @@ static Value inlineRegion(OpBuilder &b, tile::ScoreOp op, Region &region,
 
 Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
                              const IRMapping &map, Value s, Value row,
-                             Value key, bool masks, bool deferScale) {
+                             Value key, bool masks, bool deferScale,
+                             ArrayRef<Value> rowRange) {
   auto window = op.getWindowAttr();
   int64_t left = window ? window.getLeft() : -1;
   int64_t right = op.getCausal() ? 0 : (window ? window.getRight() : -1);
@@ -267,6 +269,17 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
     andWith(arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::sge, key,
         arith::SubIOp::create(b, loc, diag, constant(left))));
+  if (op.getKvBounds()) { // the row's key range [first, end)
+    auto [first, end] = rowRange.empty() ? rowKeyRange(b, loc, op, map, row)
+                                         : std::pair{rowRange[0], rowRange[1]};
+    if (key.getType().isIndex()) {
+      first = arith::IndexCastOp::create(b, loc, b.getIndexType(), first);
+      end = arith::IndexCastOp::create(b, loc, b.getIndexType(), end);
+    }
+    andWith(
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, key, first));
+    andWith(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, end));
+  }
   if (!op.getMaskMod().empty())
     andWith(inlineRegion(b, op, op.getMaskMod(), {batch, head, modRow, modKey},
                          map));
@@ -275,6 +288,22 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
   return arith::SelectOp::create(
       b, loc, visible, log2x,
       f32Const(b, loc, -std::numeric_limits<float>::infinity()));
+}
+
+std::pair<Value, Value> gpu_emit::rowKeyRange(OpBuilder &b, Location loc,
+                                              tile::ScoreOp op,
+                                              const IRMapping &map, Value row) {
+  Value bounds = map.lookup(op.getKvBounds());
+  Value seqQ = map.lookup(op.getSeqQ()), batch = map.lookup(op.getBatch());
+  if (!row.getType().isIndex())
+    row = arith::IndexCastOp::create(b, loc, b.getIndexType(), row);
+  row = arith::MinUIOp::create(
+      b, loc, row, arith::SubIOp::create(b, loc, seqQ, indexConst(b, loc, 1)));
+  auto at = [&](int64_t which) -> Value {
+    return memref::LoadOp::create(
+        b, loc, bounds, ValueRange{batch, row, indexConst(b, loc, which)});
+  };
+  return {at(0), at(1)};
 }
 
 int64_t gpu_emit::tilePageCount(int64_t rows, int64_t pageSize) {
@@ -573,7 +602,11 @@ bool gpu_emit::isRowOwnedLoad(tile::LoadOp load) {
 Value gpu_emit::tileNeedsMasks(OpBuilder &b, Location loc, tile::ScoreOp op,
                                const IRMapping &map, int64_t rows,
                                int64_t cols) {
-  if (!op.getMaskMod().empty())
+  // A mask region needs its per-element masks wherever it may be false;
+  // where the interval evaluation cannot tell, on every tile.
+  const bool analyzable =
+      op.getMaskMod().empty() || mask_intervals::isAnalyzable(op.getMaskMod());
+  if (!analyzable)
     return arith::ConstantIntOp::create(b, loc, 1, 1);
   auto window = op.getWindowAttr();
   int64_t left = window ? window.getLeft() : -1;
@@ -608,6 +641,41 @@ Value gpu_emit::tileNeedsMasks(OpBuilder &b, Location loc, tile::ScoreOp op,
         b, loc, arith::AddIOp::create(b, loc, lastRow, shift),
         indexConst(b, loc, left));
     needs = arith::OrIOp::create(b, loc, needs, gt(lowest, k0));
+  }
+  if (op.getKvBounds()) { // ranges non-decreasing along the rows: the last
+    // row starts latest, the first ends earliest
+    Value lastRow =
+        arith::AddIOp::create(b, loc, q0, indexConst(b, loc, rows - 1));
+    auto idx = [&](Value v) -> Value {
+      return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+    };
+    Value latestFirst = idx(rowKeyRange(b, loc, op, map, lastRow).first);
+    Value earliestEnd = idx(rowKeyRange(b, loc, op, map, q0).second);
+    needs = arith::OrIOp::create(b, loc, needs, gt(latestFirst, k0));
+    needs = arith::OrIOp::create(
+        b, loc, needs,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, lastKey,
+                              earliestEnd));
+  }
+  if (!op.getMaskMod().empty()) { // positions inside the sequences
+    auto clampTo = [&](Value x, Value seq) -> Value {
+      Value last = arith::SubIOp::create(b, loc, seq, indexConst(b, loc, 1));
+      return arith::MaxSIOp::create(b, loc,
+                                    arith::MinSIOp::create(b, loc, x, last),
+                                    indexConst(b, loc, 0));
+    };
+    Value seqQ = map.lookup(op.getSeqQ());
+    Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
+    auto outcome = mask_intervals::evaluate(
+        b, loc, op.getMaskMod(),
+        {{batch, batch},
+         {head, head},
+         {clampTo(q0, seqQ),
+          clampTo(
+              arith::AddIOp::create(b, loc, q0, indexConst(b, loc, rows - 1)),
+              seqQ)},
+         {clampTo(k0, seqKV), clampTo(lastKey, seqKV)}});
+    needs = arith::OrIOp::create(b, loc, needs, outcome->mayBeFalse);
   }
   return needs;
 }

@@ -133,14 +133,25 @@ mlir::Value log2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
 /// visible (see tileNeedsMasks).
 /// With `deferScale` (plain ops only: no softcap, no score_mod) the
 /// scale·log2(e) multiply is left to the consumer: the raw score or -inf.
+/// With kv_bounds, `rowRange` may give the row's [first, end) (i32, from
+/// rowKeyRange) so that a caller computing many elements of one row loads
+/// them once; otherwise they are loaded here.
 mlir::Value scoreElement(mlir::OpBuilder &b, mlir::Location loc,
                          attnc::tile::ScoreOp op, const mlir::IRMapping &map,
                          mlir::Value s, mlir::Value row, mlir::Value key,
-                         bool masks = true, bool deferScale = false);
+                         bool masks = true, bool deferScale = false,
+                         mlir::ArrayRef<mlir::Value> rowRange = {});
+
+/// Row `row`'s key range [first, end) from tile.score's kv_bounds (i32
+/// values; a row past seq_q reads the last row's: it is never stored).
+std::pair<mlir::Value, mlir::Value>
+rowKeyRange(mlir::OpBuilder &b, mlir::Location loc, attnc::tile::ScoreOp op,
+            const mlir::IRMapping &map, mlir::Value row);
 
 /// Whether any score of the tile of query rows [q0, q0 + rows) and keys
 /// [k0, k0 + cols) may be masked (an i1, the same on every thread): a key
-/// past seq_kv, a causal/window bound crossing the tile, or a mask_mod.
+/// past seq_kv, a causal/window bound or a row's key range (kv_bounds)
+/// crossing the tile, or a mask_mod.
 mlir::Value tileNeedsMasks(mlir::OpBuilder &b, mlir::Location loc,
                            attnc::tile::ScoreOp op, const mlir::IRMapping &map,
                            int64_t rows, int64_t cols);

@@ -150,8 +150,16 @@ protected:
     if (auto ifOp = dyn_cast<scf::IfOp>(op); ifOp && ifOp.getNumResults() == 0)
       return emitIf(ifOp);
     // Scalar index arithmetic, casts and views: the same on every thread.
+    // (A scalar loop, such as the search for a mask's KV tiles, is cloned
+    // with its regions: block arguments mapped by an earlier walk over the
+    // same ops, another role's, are forgotten first, or the clone would
+    // reuse them instead of making its own.)
     if (llvm::any_of(op.getResultTypes(), llvm::IsaPred<RankedTensorType>))
       return op.emitError("no GPU mapping for this tile op");
+    op.walk([&](Block *block) {
+      for (BlockArgument arg : block->getArguments())
+        map.erase(arg);
+    });
     b.clone(op, map);
     return success();
   }

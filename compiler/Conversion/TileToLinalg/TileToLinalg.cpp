@@ -282,6 +282,21 @@ struct LowerScore : OpRewritePattern<tile::ScoreOp> {
                 arith::CmpIPredicate::sge, key,
                 arith::SubIOp::create(
                     b, l, diag, arith::ConstantIndexOp::create(b, l, left)));
+          if (Value bounds = op.getKvBounds()) { // [first, end) of the row
+            Value lastRow = arith::SubIOp::create(
+                b, l, op.getSeqQ(), arith::ConstantIndexOp::create(b, l, 1));
+            Value at = arith::MinUIOp::create(b, l, row, lastRow);
+            auto bound = [&](int64_t which) -> Value {
+              return arith::IndexCastOp::create(
+                  b, l, b.getIndexType(),
+                  memref::LoadOp::create(
+                      b, l, bounds,
+                      ValueRange{op.getBatch(), at,
+                                 arith::ConstantIndexOp::create(b, l, which)}));
+            };
+            andWith(arith::CmpIPredicate::sge, key, bound(0));
+            andWith(arith::CmpIPredicate::slt, key, bound(1));
+          }
           if (!op.getMaskMod().empty())
             visible = arith::AndIOp::create(
                 b, l, visible,

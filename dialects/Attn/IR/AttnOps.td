@@ -87,14 +87,15 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
     }
     ```
 
-    Key ranges (block sparsity for masks whose visible keys are a range
-    per row: documents, prefix-LM, windows): `kv_bounds(%r :
-    tensor<?x?x2xi32>)`, `[B, Sq, 2]` i32, says that row `i` of batch `b`
-    sees no key outside `[r[b, i, 0], r[b, i, 1])`, both columns
-    non-decreasing in `i`. It is a promise, not a mask: the keys outside
-    must be masked by the op's masks (causal, window, the mask region); the
-    kernel skips the KV tiles outside a query tile's range. Not with
-    varlen.
+    Key ranges (a range mask with block sparsity: documents, prefix-LM,
+    any mask whose visible keys are one range per row): `kv_bounds(%r :
+    tensor<?x?x2xi32>)`, `[B, Sq, 2]` i32: row `i` of batch `b` sees only the
+    keys in `[r[b, i, 0], r[b, i, 1])`, and-ed with the op's other masks.
+    Both columns must be non-decreasing in `i` (a promise the kernels build
+    on): a query tile visits only the KV tiles its rows' ranges reach, and a
+    tile inside every row's range (and clear of the other masks) runs
+    without per-element masks. Documents are `causal` plus each row's
+    document as its range, with no mask region. Not with varlen.
 
     With a FlexAttention-style mask (a document mask on a 256-token stride):
     ```mlir

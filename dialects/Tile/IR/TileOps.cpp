@@ -95,6 +95,13 @@ LogicalResult ScoreOp::verify() {
   if (getPacked() && (!getScoreMod().empty() || !getMaskMod().empty()))
     return emitOpError() << "packed rows (several heads per tile) cannot "
                             "take score or mask regions";
+  if (Value bounds = getKvBounds()) {
+    auto t = cast<MemRefType>(bounds.getType());
+    if (getPacked() || t.getRank() != 3 || !t.getElementType().isInteger(32) ||
+        t.getDimSize(2) != 2)
+      return emitOpError() << "expected kv_bounds as an i32 memref "
+                              "[batch, seq_q, 2] of unpacked rows";
+  }
   // Each region: its scalar arguments, then the captures' memrefs.
   for (auto [region, scalars] :
        {std::pair<Region *, unsigned>{&getScoreMod(), 5}, {&getMaskMod(), 4}}) {

@@ -108,7 +108,7 @@ def Tile_DotOp : Tile_Op<"dot", [Pure,
 }
 
 def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
-    AllTypesMatch<["scores", "result"]>]> {
+    AttrSizedOperandSegments, AllTypesMatch<["scores", "result"]>]> {
   let summary = "Scales, soft-caps, modifies and masks a score tile";
   let description = [{
     For the `M x N` tile of raw scores `s` of query rows `q0 + i` and keys
@@ -125,6 +125,10 @@ def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
     `captures`: the memrefs (views of kernel parameters) of the attention's
     captured tensors; both regions take them after their indices and read
     them with `memref.load`.
+
+    `kv_bounds`: a `[B, Sq, 2]` i32 memref of per-row key ranges `[first,
+    end)` (non-decreasing along the rows), a further mask: key `j` of row
+    `i` is visible only if `first <= j < end`.
     ```mlir
     %t = tile.score %s, %b, %h, %q0, %k0, %sq, %skv {scale = 0.088 : f32, causal}
         : tensor<64x64xf32>
@@ -133,6 +137,7 @@ def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
   let arguments = (ins AnyStaticShapeTensor:$scores, Index:$batch, Index:$head,
                        Index:$q0, Index:$k0, Index:$seq_q, Index:$seq_kv,
                        Variadic<AnyMemRef>:$captures,
+                       Optional<AnyMemRef>:$kv_bounds,
                        F32Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<Attn_WindowAttr>:$window,
                        OptionalAttr<F32Attr>:$softcap,
@@ -142,6 +147,7 @@ def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
   let assemblyFormat = [{
     $scores `,` $batch `,` $head `,` $q0 `,` $k0 `,` $seq_q `,` $seq_kv
     (`captures` `(` $captures^ `:` type($captures) `)`)?
+    (`kv_bounds` `(` $kv_bounds^ `:` type($kv_bounds) `)`)?
     attr-dict `:` type($scores)
     (`score` $score_mod^)? (`mask` $mask_mod^)?
   }];

@@ -5,7 +5,9 @@
 // Key ranges: the kernel takes "kv_bounds" after the contract's parameters,
 // reads the first key of the query tile's first row and the end key of its
 // last row, and narrows the KV loop to them (the first rounded down to a KV
-// tile): the tiles outside are never loaded.
+// tile): the tiles outside are never loaded. tile.score masks each row to its
+// range; the GPU mappings load the rows' bounds for the masked tiles and the
+// tile's extreme rows' bounds for the choice of the unmasked path.
 // TILE-LABEL: func.func @ranges(
 // TILE-SAME: %[[R:[a-z0-9]+]]: memref<i32> {tile.param = "kv_bounds"})
 // TILE: %[[RV:.*]] = memref.reinterpret_cast %[[R]] to offset: [0], sizes: [%{{.*}}, %{{.*}}, 2], strides: [%{{.*}}, 2, 1] : memref<i32> to memref<?x?x2xi32>
@@ -15,10 +17,13 @@
 // TILE: memref.load %[[RV]][%{{.*}}, %[[LAST]], %c1{{.*}}] : memref<?x?x2xi32>
 // TILE: %[[HI:.*]] = arith.minsi %{{.*}}, %{{.*}} : index
 // TILE: scf.for %{{.*}} = %[[LO]] to %[[HI]] step %c16
+// TILE: tile.score {{.*}} kv_bounds(%[[RV]] : memref<?x?x2xi32>) {causal
 
 // MMA: gpu.func @ranges
 // MMA: memref.load %{{.*}} : memref<?x?x2xi32>
 // MMA: scf.for
+// MMA: memref.load %{{.*}} : memref<?x?x2xi32>
+// MMA: scf.if
 
 // WGMMA: gpu.func @ranges
 // WGMMA: memref.load %{{.*}} : memref<?x?x2xi32>
@@ -27,13 +32,5 @@ func.func @ranges(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: te
                   %r: tensor<?x?x2xi32>) -> tensor<?x8x?x128xbf16> {
   %o = attn.attention %q, %k, %v kv_bounds(%r : tensor<?x?x2xi32>) {causal}
       : tensor<?x8x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x?x128xbf16>
-  mask {
-  ^bb0(%b: index, %h: index, %i: index, %j: index):
-    %c64 = arith.constant 64 : index
-    %di = arith.divui %i, %c64 : index
-    %dj = arith.divui %j, %c64 : index
-    %same = arith.cmpi eq, %di, %dj : index
-    attn.yield %same : i1
-  }
   return %o : tensor<?x8x?x128xbf16>
 }
