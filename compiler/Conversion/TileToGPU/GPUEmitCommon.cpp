@@ -192,13 +192,24 @@ Value gpu_emit::scoreElement(OpBuilder &b, Location loc, tile::ScoreOp op,
   // seq_q and keys past seq_kv are masked or never stored whatever a region
   // says, so they see the last row and key instead, and a mod that indexes
   // a captured tensor by position never reads outside it.
+  // Clamped in 32 bits and zero-extended (positions are below 2^30; the
+  // runtime checks the lengths): 64-bit clamps of every column's key are
+  // hoisted and kept live beside the accumulators (the causal-as-a-mod
+  // wgmma kernel spilled 96 B with them), while comparisons of extended
+  // values narrow back to 32 bits.
   Value modRow = row, modKey = key;
   if (row && key && (!op.getScoreMod().empty() || !op.getMaskMod().empty())) {
-    Value one = indexConst(b, loc, 1);
-    modRow = arith::MinUIOp::create(b, loc, row,
-                                    arith::SubIOp::create(b, loc, seqQ, one));
-    modKey = arith::MinUIOp::create(b, loc, key,
-                                    arith::SubIOp::create(b, loc, seqKV, one));
+    auto clamp = [&](Value x, Value seq) -> Value {
+      Type i32 = b.getI32Type();
+      Value x32 = arith::IndexCastOp::create(b, loc, i32, x);
+      Value last = arith::SubIOp::create(
+          b, loc, arith::IndexCastOp::create(b, loc, i32, seq),
+          arith::ConstantIntOp::create(b, loc, i32, 1));
+      return arith::IndexCastUIOp::create(
+          b, loc, b.getIndexType(), arith::MinUIOp::create(b, loc, x32, last));
+    };
+    modRow = clamp(row, seqQ);
+    modKey = clamp(key, seqKV);
   }
 
   // Without softcap or score_mod, scale and log2(e) fold into one multiply.
