@@ -356,7 +356,7 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   // row's first key and its last row's end key bound the keys any of its
   // rows sees; the tiles outside are skipped (the first on a tile boundary,
   // so that K/V loads stay aligned). tile.score masks each row to its range.
-  Value bounds;
+  Value bounds, innerFirst, innerEnd;
   if (att.hasKVBounds()) {
     auto boundsT = MemRefType::get(
         {ShapedType::kDynamic, ShapedType::kDynamic, 2}, b.getI32Type());
@@ -377,6 +377,10 @@ func::FuncOp KernelBuilder::build(StringRef name) {
           memref::LoadOp::create(b, loc, bounds,
                                  ValueRange{bIdx, row, cst(which)}));
     };
+    // The keys every row of the tile sees by its range: from the last
+    // row's first to the first row's end (tile.score's inner range).
+    innerFirst = bound(lastRow, 0);
+    innerEnd = bound(q0, 1);
     Value first = arith::MaxSIOp::create(b, loc, bound(q0, 0), cst(0));
     first = arith::MulIOp::create(
         b, loc, arith::DivSIOp::create(b, loc, first, cst(blockN)),
@@ -405,7 +409,8 @@ func::FuncOp KernelBuilder::build(StringRef name) {
        [&](Value s, Value k0) -> Value {
          auto score = tile::ScoreOp::create(
              b, loc, s.getType(), s, bIdx, head, q0, k0, seqQ, seqKV,
-             captureViews, bounds, b.getF32FloatAttr(att.getEffectiveScale()),
+             captureViews, bounds, innerFirst, innerEnd,
+             b.getF32FloatAttr(att.getEffectiveScale()),
              att.getCausal() ? b.getUnitAttr() : UnitAttr(), window,
              att.getSoftcapAttr());
          cloneRegion(att.getScore(), score.getScoreMod(), captureViews);

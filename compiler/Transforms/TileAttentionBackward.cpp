@@ -275,7 +275,7 @@ void BackwardBuilder::buildMain(StringRef name) {
                                   /*transpose_b=*/true);
     Value t = tile::ScoreOp::create(
         b, loc, sT, s, bIdx, head, q0, k0, seqQ, seqKV, ValueRange(),
-        /*kv_bounds=*/Value(), b.getF32FloatAttr(scale),
+        /*kv_bounds=*/Value(), Value(), Value(), b.getF32FloatAttr(scale),
         op.getCausal() ? b.getUnitAttr() : UnitAttr(), window,
         op.getSoftcapAttr());
     Value p = tile::ProbsFromLseOp::create(b, loc, sT, t, lse);

@@ -188,7 +188,7 @@ void DecodeBuilder::buildSplit(StringRef name) {
        [&](Value s, Value k0) -> Value {
          return tile::ScoreOp::create(
              b, loc, s.getType(), s, bIdx, kvHead, c0, k0, seqQ, kvLen,
-             ValueRange(), /*kv_bounds=*/Value(),
+             ValueRange(), /*kv_bounds=*/Value(), Value(), Value(),
              b.getF32FloatAttr(op.getEffectiveScale()),
              op.getCausal() ? b.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
              op.getSoftcapAttr(), b.getUnitAttr());

@@ -653,20 +653,14 @@ Value gpu_emit::tileNeedsMasks(OpBuilder &b, Location loc, tile::ScoreOp op,
         indexConst(b, loc, left));
     needs = arith::OrIOp::create(b, loc, needs, gt(lowest, k0));
   }
-  if (op.getKvBounds()) { // ranges non-decreasing along the rows: the last
-    // row starts latest, the first ends earliest
-    Value lastRow =
-        arith::AddIOp::create(b, loc, q0, indexConst(b, loc, rows - 1));
-    auto idx = [&](Value v) -> Value {
-      return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-    };
-    Value latestFirst = idx(rowKeyRange(b, loc, op, map, lastRow).first);
-    Value earliestEnd = idx(rowKeyRange(b, loc, op, map, q0).second);
-    needs = arith::OrIOp::create(b, loc, needs, gt(latestFirst, k0));
+  if (op.getKvBounds()) { // outside the keys every row sees by its range
+    Value innerFirst = map.lookup(op.getKvInnerFirst());
+    Value innerEnd = map.lookup(op.getKvInnerEnd());
+    needs = arith::OrIOp::create(b, loc, needs, gt(innerFirst, k0));
     needs = arith::OrIOp::create(
         b, loc, needs,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, lastKey,
-                              earliestEnd));
+                              innerEnd));
   }
   if (!op.getMaskMod().empty()) { // positions inside the sequences
     auto clampTo = [&](Value x, Value seq) -> Value {

@@ -102,6 +102,10 @@ LogicalResult ScoreOp::verify() {
       return emitOpError() << "expected kv_bounds as an i32 memref "
                               "[batch, seq_q, 2] of unpacked rows";
   }
+  if (!getKvBounds() != !getKvInnerFirst() ||
+      !getKvBounds() != !getKvInnerEnd())
+    return emitOpError() << "expected kv_bounds with the tile's inner key "
+                            "range, or neither";
   // Each region: its scalar arguments, then the captures' memrefs.
   for (auto [region, scalars] :
        {std::pair<Region *, unsigned>{&getScoreMod(), 5}, {&getMaskMod(), 4}}) {

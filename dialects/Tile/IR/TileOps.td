@@ -128,7 +128,10 @@ def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
 
     `kv_bounds`: a `[B, Sq, 2]` i32 memref of per-row key ranges `[first,
     end)` (non-decreasing along the rows), a further mask: key `j` of row
-    `i` is visible only if `first <= j < end`.
+    `i` is visible only if `first <= j < end`. With it, `inner(%f, %e)`:
+    the keys every row of the tile sees by its range (`[first of the last
+    row, end of the first row)`), computed once by the tile program, so
+    that a mapping tells a tile inside them (no range mask) without loads.
     ```mlir
     %t = tile.score %s, %b, %h, %q0, %k0, %sq, %skv {scale = 0.088 : f32, causal}
         : tensor<64x64xf32>
@@ -138,6 +141,8 @@ def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
                        Index:$q0, Index:$k0, Index:$seq_q, Index:$seq_kv,
                        Variadic<AnyMemRef>:$captures,
                        Optional<AnyMemRef>:$kv_bounds,
+                       Optional<Index>:$kv_inner_first,
+                       Optional<Index>:$kv_inner_end,
                        F32Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<Attn_WindowAttr>:$window,
                        OptionalAttr<F32Attr>:$softcap,
@@ -147,7 +152,8 @@ def Tile_ScoreOp : Tile_Op<"score", [Pure, IsolatedFromAbove,
   let assemblyFormat = [{
     $scores `,` $batch `,` $head `,` $q0 `,` $k0 `,` $seq_q `,` $seq_kv
     (`captures` `(` $captures^ `:` type($captures) `)`)?
-    (`kv_bounds` `(` $kv_bounds^ `:` type($kv_bounds) `)`)?
+    (`kv_bounds` `(` $kv_bounds^ `:` type($kv_bounds) `)` `inner` `(`
+     $kv_inner_first `,` $kv_inner_end `)`)?
     attr-dict `:` type($scores)
     (`score` $score_mod^)? (`mask` $mask_mod^)?
   }];

@@ -5,9 +5,10 @@
 // Key ranges: the kernel takes "kv_bounds" after the contract's parameters,
 // reads the first key of the query tile's first row and the end key of its
 // last row, and narrows the KV loop to them (the first rounded down to a KV
-// tile): the tiles outside are never loaded. tile.score masks each row to its
-// range; the GPU mappings load the rows' bounds for the masked tiles and the
-// tile's extreme rows' bounds for the choice of the unmasked path.
+// tile): the tiles outside are never loaded. It also reads the keys every
+// row sees by its range (the last row's first, the first row's end) once, for
+// tile.score's choice of the unmasked path; the masked path loads each row's
+// bounds.
 // TILE-LABEL: func.func @ranges(
 // TILE-SAME: %[[R:[a-z0-9]+]]: memref<i32> {tile.param = "kv_bounds"})
 // TILE: %[[RV:.*]] = memref.reinterpret_cast %[[R]] to offset: [0], sizes: [%{{.*}}, %{{.*}}, 2], strides: [%{{.*}}, 2, 1] : memref<i32> to memref<?x?x2xi32>
@@ -17,13 +18,13 @@
 // TILE: memref.load %[[RV]][%{{.*}}, %[[LAST]], %c1{{.*}}] : memref<?x?x2xi32>
 // TILE: %[[HI:.*]] = arith.minsi %{{.*}}, %{{.*}} : index
 // TILE: scf.for %{{.*}} = %[[LO]] to %[[HI]] step %c16
-// TILE: tile.score {{.*}} kv_bounds(%[[RV]] : memref<?x?x2xi32>) {causal
+// TILE: tile.score {{.*}} kv_bounds(%[[RV]] : memref<?x?x2xi32>) inner(%{{.*}}, %{{.*}}) {causal
 
 // MMA: gpu.func @ranges
 // MMA: memref.load %{{.*}} : memref<?x?x2xi32>
 // MMA: scf.for
-// MMA: memref.load %{{.*}} : memref<?x?x2xi32>
 // MMA: scf.if
+// MMA: memref.load %{{.*}} : memref<?x?x2xi32>
 
 // WGMMA: gpu.func @ranges
 // WGMMA: memref.load %{{.*}} : memref<?x?x2xi32>
