@@ -403,35 +403,64 @@ Result<const Kernel *> Context::getKernel(const KernelSpec &requested) {
     spec = &normalized;
   }
 
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto hit = bySpec_.find(*spec);
-  if (hit != bySpec_.end())
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (auto hit = bySpec_.find(*spec); hit != bySpec_.end())
     return hit->second;
 
   ATTNC_RETURN_IF_ERROR(validateSpec(*spec));
   ATTNC_RETURN_IF_ERROR(checkArchForDevice(spec->arch, ccMajor_, ccMinor_));
   std::string key = cacheKey(buildId_, spec->canonical());
-  // Equivalent specs (an explicit default scale) share one loaded kernel.
-  if (auto loaded = byKey_.find(key); loaded != byKey_.end()) {
-    bySpec_.emplace(*spec, loaded->second.get());
-    return static_cast<const Kernel *>(loaded->second.get());
+  // Equivalent specs (an explicit default scale) share one loaded kernel;
+  // a key another thread is resolving is waited for, not resolved twice
+  // (when that thread fails, this one tries itself).
+  for (;;) {
+    if (auto loaded = byKey_.find(key); loaded != byKey_.end()) {
+      bySpec_.emplace(*spec, loaded->second.get());
+      return static_cast<const Kernel *>(loaded->second.get());
+    }
+    if (!loading_.count(key))
+      break;
+    loaded_.wait(lock);
   }
+  loading_.insert(key);
+  std::shared_ptr<KernelCompiler> compiler = compiler_; // kept alive
+  lock.unlock();
 
+  // Outside mutex_: the disk cache, the compiler (one call at a time) and
+  // the driver's module load take milliseconds to seconds.
+  struct SerialCompiler final : KernelCompiler {
+    KernelCompiler *inner;
+    std::mutex *calls;
+    Result<CompiledKernel> compile(const KernelSpec &s) override {
+      std::lock_guard<std::mutex> one(*calls);
+      return inner->compile(s);
+    }
+  } serial;
+  serial.inner = compiler.get();
+  serial.calls = &compileMutex_;
   ResolveOptions resolveOptions;
-  resolveOptions.compiler = compiler_.get();
+  resolveOptions.compiler = compiler ? &serial : nullptr;
   if (options_.linkCubin) {
     Result<const CubinLinker *> linker = CubinLinker::load();
     if (linker.isOk())
       resolveOptions.cubinLinker = *linker;
   }
   resolveOptions.log = [this](const std::string &message) { warn(message); };
-  ATTNC_ASSIGN_OR_RETURN(
-      ResolvedKernel resolved,
-      resolveKernel(cache_, *spec, buildId_, resolveOptions));
-  ATTNC_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel,
-                         loadKernel(*spec, std::move(resolved)));
-  const Kernel *result = kernel.get();
-  byKey_.emplace(key, std::move(kernel));
+  Result<std::unique_ptr<Kernel>> kernel =
+      [&]() -> Result<std::unique_ptr<Kernel>> {
+    ATTNC_ASSIGN_OR_RETURN(
+        ResolvedKernel resolved,
+        resolveKernel(cache_, *spec, buildId_, resolveOptions));
+    return loadKernel(*spec, std::move(resolved));
+  }();
+
+  lock.lock();
+  loading_.erase(key);
+  loaded_.notify_all();
+  if (!kernel.isOk())
+    return kernel.status();
+  const Kernel *result = kernel->get();
+  byKey_.emplace(key, std::move(*kernel));
   bySpec_.emplace(*spec, result);
   return result;
 }

@@ -653,6 +653,72 @@ TEST_CASE("concurrent getKernel calls compile once", "[fake-driver]") {
   CHECK(f.compiler->calls == 1);
 }
 
+TEST_CASE("a compile does not hold up lookups of other kernels",
+          "[fake-driver]") {
+  // A compiler whose calls wait at a gate (opened by the test, or after 10 s
+  // so that a lookup stuck behind the compile fails the test instead of
+  // hanging it).
+  struct GateCompiler : KernelCompiler {
+    FakeCompiler inner;
+    std::atomic<bool> closed{false}, entered{false}, opened{false};
+    Result<CompiledKernel> compile(const KernelSpec &spec) override {
+      entered = true;
+      auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (closed && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      opened = true;
+      return inner.compile(spec);
+    }
+  };
+  Fixture f;
+  auto gate = std::make_shared<GateCompiler>();
+  Result<std::unique_ptr<Context>> made = Context::create(f.options());
+  REQUIRE(made.isOk());
+  std::unique_ptr<Context> context = std::move(made).value();
+  context->setCompiler(gate);
+  KernelSpec loaded = sampleSpec();
+  Result<const Kernel *> first = context->getKernel(loaded);
+  REQUIRE(first.isOk());
+
+  // Another spec compiles on a thread and waits at the gate; a second
+  // thread asks for the same spec and waits for the first's result.
+  KernelSpec slow = sampleSpec();
+  slow.headDim = 128;
+  gate->closed = true;
+  gate->entered = false;
+  gate->opened = false;
+  const Kernel *slowKernel = nullptr, *again = nullptr;
+  std::thread compiling([&] {
+    Result<const Kernel *> k = context->getKernel(slow);
+    if (k.isOk())
+      slowKernel = *k;
+  });
+  while (!gate->entered)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread waiting([&] {
+    Result<const Kernel *> k = context->getKernel(slow);
+    if (k.isOk())
+      again = *k;
+  });
+  // The loaded kernel (and its spec looked up anew) while the gate is shut.
+  Result<const Kernel *> hit = context->getKernel(loaded);
+  KernelSpec explicitScale = loaded;
+  explicitScale.scale = 1.0f / std::sqrt(64.0f);
+  Result<const Kernel *> equivalent = context->getKernel(explicitScale);
+  CHECK_FALSE(gate->opened.load());
+  REQUIRE(hit.isOk());
+  CHECK(*hit == *first);
+  REQUIRE(equivalent.isOk());
+  CHECK(*equivalent == *first);
+  gate->closed = false;
+  compiling.join();
+  waiting.join();
+  CHECK(slowKernel != nullptr);
+  CHECK(again == slowKernel);
+  CHECK(gate->inner.calls == 2); // loaded, slow: each once
+}
+
 TEST_CASE("the C ABI drives the same path", "[fake-driver][capi]") {
   Fixture f;
   attnc_context_options options;

@@ -22,6 +22,7 @@
 #include "attnc/runtime/Status.h"
 #include "attnc/runtime/TuningDb.h"
 
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -219,6 +220,15 @@ private:
   std::shared_ptr<KernelCompiler> compiler_;
   std::unordered_map<std::string, std::unique_ptr<Kernel>> byKey_;
   std::unordered_map<KernelSpec, const Kernel *, KernelSpecHash> bySpec_;
+  // Cache keys being resolved (read from disk or compiled) and loaded
+  // outside mutex_, so that lookups of loaded kernels never wait behind a
+  // compile; a second caller of such a key waits on `loaded_` (one compile
+  // per key). Guarded by mutex_.
+  std::set<std::string> loading_;
+  std::condition_variable loaded_;
+  // Serialises the compiler's calls (KernelCompiler's contract), not held
+  // with mutex_.
+  std::mutex compileMutex_;
 
   std::optional<TuningDb> tuningDb_;
   std::string gpuName_;
