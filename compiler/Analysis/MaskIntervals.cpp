@@ -69,9 +69,18 @@ private:
 unsigned widthOf(Type t) {
   if (t.isIndex())
     return 64;
-  if (auto i = dyn_cast<IntegerType>(t))
+  if (auto i = dyn_cast<IntegerType>(t); i && i.getWidth() <= 64)
     return i.getWidth();
-  return 0;
+  return 0; // not an integer the evaluation tracks
+}
+
+/// x + y for magnitudes, or nothing past kMaxMagnitude (which keeps every
+/// sum of two tracked magnitudes, and so every emitted bound, from
+/// wrapping).
+std::optional<int64_t> addMagnitudes(int64_t x, int64_t y) {
+  if (x > kMaxMagnitude - y)
+    return std::nullopt;
+  return x + y;
 }
 
 std::optional<Int> Evaluator::fit(Int r, unsigned width) {
@@ -113,7 +122,7 @@ std::optional<Int> Evaluator::integer(Operation *op) {
     if (!attr)
       return std::nullopt;
     int64_t v = attr.getValue().getSExtValue();
-    if (v == std::numeric_limits<int64_t>::min())
+    if (v < -kMaxMagnitude || v > kMaxMagnitude)
       return std::nullopt;
     Value x = idx(v);
     return Int{x, x, std::abs(v), v >= 0};
@@ -155,15 +164,19 @@ std::optional<Int> Evaluator::integer(Operation *op) {
   auto x = operand(0), y = operand(1);
   if (!x || !y)
     return std::nullopt;
-  if (isa<arith::AddIOp>(op))
-    return fit(Int{make<arith::AddIOp>(x->lo, y->lo),
-                   make<arith::AddIOp>(x->hi, y->hi), x->mag + y->mag,
-                   x->nonneg && y->nonneg},
-               width);
-  if (isa<arith::SubIOp>(op))
+  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+    std::optional<int64_t> mag = addMagnitudes(x->mag, y->mag);
+    if (!mag)
+      return std::nullopt;
+    if (isa<arith::AddIOp>(op))
+      return fit(Int{make<arith::AddIOp>(x->lo, y->lo),
+                     make<arith::AddIOp>(x->hi, y->hi), *mag,
+                     x->nonneg && y->nonneg},
+                 width);
     return fit(Int{make<arith::SubIOp>(x->lo, y->hi),
-                   make<arith::SubIOp>(x->hi, y->lo), x->mag + y->mag, false},
+                   make<arith::SubIOp>(x->hi, y->lo), *mag, false},
                width);
+  }
   if (isa<arith::MaxSIOp, arith::MinSIOp>(op) ||
       (isa<arith::MaxUIOp, arith::MinUIOp>(op) && x->nonneg && y->nonneg)) {
     bool max = isa<arith::MaxSIOp, arith::MaxUIOp>(op);

@@ -496,8 +496,12 @@ std::pair<Value, Value> KernelBuilder::narrowToMask(Value lo, Value hi,
   Value tEnd =
       search(tLo, arith::CeilDivSIOp::create(b, loc, hi, bn),
              /*suffix=*/true, arith::SubIOp::create(b, loc, hi, cst(1)));
-  Value newHi = arith::MinSIOp::create(b, loc, hi,
-                                       arith::MulIOp::create(b, loc, tEnd, bn));
+  // (At least lo: a loop whose end precedes its start is never formed.)
+  Value newHi = arith::MaxSIOp::create(
+      b, loc,
+      arith::MinSIOp::create(b, loc, hi,
+                             arith::MulIOp::create(b, loc, tEnd, bn)),
+      lo);
   // The last tile before which no key from lo is visible.
   Value tFirst = search(tLo, tEnd, /*suffix=*/false, lo);
   Value newLo = arith::MinSIOp::create(

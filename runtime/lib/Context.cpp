@@ -425,6 +425,20 @@ Result<const Kernel *> Context::getKernel(const KernelSpec &requested) {
   loading_.insert(key);
   std::shared_ptr<KernelCompiler> compiler = compiler_; // kept alive
   lock.unlock();
+  // However this ends (a result, an error, an exception from a compiler
+  // or a log callback), the key stops loading and its waiters wake.
+  struct LoadingDone {
+    std::unique_lock<std::mutex> &lock;
+    std::set<std::string> &loading;
+    std::condition_variable &loaded;
+    const std::string &key;
+    ~LoadingDone() {
+      if (!lock.owns_lock())
+        lock.lock();
+      loading.erase(key);
+      loaded.notify_all();
+    }
+  } done{lock, loading_, loaded_, key};
 
   // Outside mutex_: the disk cache, the compiler (one call at a time) and
   // the driver's module load take milliseconds to seconds.
@@ -455,8 +469,6 @@ Result<const Kernel *> Context::getKernel(const KernelSpec &requested) {
   }();
 
   lock.lock();
-  loading_.erase(key);
-  loaded_.notify_all();
   if (!kernel.isOk())
     return kernel.status();
   const Kernel *result = kernel->get();

@@ -719,6 +719,45 @@ TEST_CASE("a compile does not hold up lookups of other kernels",
   CHECK(gate->inner.calls == 2); // loaded, slow: each once
 }
 
+TEST_CASE("a compiler that throws leaves the spec loadable", "[fake-driver]") {
+  struct ThrowOnce : KernelCompiler {
+    FakeCompiler inner;
+    std::atomic<int> calls{0};
+    Result<CompiledKernel> compile(const KernelSpec &spec) override {
+      if (calls++ == 0)
+        throw std::runtime_error("compiler crashed");
+      return inner.compile(spec);
+    }
+  };
+  Fixture f;
+  Result<std::unique_ptr<Context>> made = Context::create(f.options());
+  REQUIRE(made.isOk());
+  std::unique_ptr<Context> context = std::move(made).value();
+  auto compiler = std::make_shared<ThrowOnce>();
+  context->setCompiler(compiler);
+  KernelSpec spec = sampleSpec();
+  try {
+    (void)context->getKernel(spec);
+  } catch (const std::exception &) {
+  }
+  // The second call must not wait for the first (as it would if the first
+  // had left the spec marked as loading): it runs detached, and the test
+  // gives it 10 s.
+  std::atomic<bool> finished{false}, ok{false};
+  Context *raw = context.get();
+  std::thread([&, raw] {
+    ok = raw->getKernel(spec).isOk();
+    finished = true;
+  }).detach();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!finished && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(finished.load());
+  CHECK(ok.load());
+  if (!finished)
+    (void)context.release(); // the stuck thread still uses it
+}
+
 TEST_CASE("the C ABI drives the same path", "[fake-driver][capi]") {
   Fixture f;
   attnc_context_options options;

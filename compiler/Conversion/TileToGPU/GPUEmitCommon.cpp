@@ -615,8 +615,10 @@ Value gpu_emit::tileNeedsMasks(OpBuilder &b, Location loc, tile::ScoreOp op,
                                int64_t cols) {
   // A mask region needs its per-element masks wherever it may be false;
   // where the interval evaluation cannot tell, on every tile.
+  // (Packed rows, several heads per tile, take no regions.)
   const bool analyzable =
-      op.getMaskMod().empty() || mask_intervals::isAnalyzable(op.getMaskMod());
+      op.getMaskMod().empty() ||
+      (!op.getPacked() && mask_intervals::isAnalyzable(op.getMaskMod()));
   if (!analyzable)
     return arith::ConstantIntOp::create(b, loc, 1, 1);
   auto window = op.getWindowAttr();

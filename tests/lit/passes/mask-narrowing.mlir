@@ -15,7 +15,8 @@
 // CHECK: scf.yield
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[ENDKEY:.*]] = arith.muli %[[END]]#0, %c32
-// CHECK-NEXT: %[[HI:.*]] = arith.minsi %{{.*}}, %[[ENDKEY]] : index
+// CHECK-NEXT: %[[CAPPEDEND:.*]] = arith.minsi %{{.*}}, %[[ENDKEY]] : index
+// CHECK-NEXT: %[[HI:.*]] = arith.maxsi %[[CAPPEDEND]], %{{.*}} : index
 // CHECK-NEXT: %[[FIRST:.*]]:2 = scf.while
 // CHECK: scf.yield
 // CHECK-NEXT: }
