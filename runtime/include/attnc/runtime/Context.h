@@ -52,7 +52,10 @@ struct ContextOptions {
   // On a compile, also produce a cubin with nvJitLink (when it loads) and
   // cache it beside the PTX.
   bool linkCubin = true;
-  LogFn log; // warnings; empty: write them to stderr
+  // Warnings; empty: write them to stderr. Called from the thread that
+  // met the warning, so from several threads at once where the Context is
+  // shared (kernels load outside its lock).
+  LogFn log;
   // Tuning database (TuningDb.h) that getKernelFor consults: a path; empty:
   // $ATTNC_TUNING_DB when set, else none. A file that does not load is an
   // error of create().
