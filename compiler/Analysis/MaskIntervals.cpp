@@ -363,6 +363,19 @@ std::optional<Outcome> Evaluator::run(Region &region,
 
 } // namespace
 
+PositionRange attnc::mask_intervals::clampedRange(OpBuilder &b, Location loc,
+                                                  Value first, Value last,
+                                                  Value seq) {
+  Value end = arith::SubIOp::create(b, loc, seq,
+                                    arith::ConstantIndexOp::create(b, loc, 1));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  auto clamp = [&](Value x) -> Value {
+    return arith::MaxSIOp::create(b, loc,
+                                  arith::MinSIOp::create(b, loc, x, end), zero);
+  };
+  return {clamp(first), clamp(last)};
+}
+
 std::optional<Outcome>
 attnc::mask_intervals::evaluate(OpBuilder &b, Location loc, Region &region,
                                 ArrayRef<PositionRange> args) {

@@ -33,6 +33,13 @@ struct PositionRange {
   mlir::Value lo, hi;
 };
 
+/// The positions [first, last] of a sequence of length `seq` as a region
+/// sees them: each clamped to [0, seq - 1] (rows and keys past the end are
+/// masked or never stored; the regions see the last one instead).
+PositionRange clampedRange(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value first, mlir::Value last,
+                           mlir::Value seq);
+
 /// Whether the region may yield true / false (i1 values).
 struct Outcome {
   mlir::Value mayBeTrue, mayBeFalse;

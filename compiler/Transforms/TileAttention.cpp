@@ -433,15 +433,8 @@ std::pair<Value, Value> KernelBuilder::narrowToMask(Value lo, Value hi,
   auto c = [](OpBuilder &nb, Location l, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(nb, l, v);
   };
-  // Positions inside the sequences, as the region sees them.
-  auto clampTo = [&](OpBuilder &nb, Location l, Value x, Value seq) -> Value {
-    Value last = arith::SubIOp::create(nb, l, seq, c(nb, l, 1));
-    return arith::MaxSIOp::create(nb, l, arith::MinSIOp::create(nb, l, x, last),
-                                  c(nb, l, 0));
-  };
-  Value firstRow = clampTo(b, loc, q0, seqQ);
-  Value lastRow =
-      clampTo(b, loc, arith::AddIOp::create(b, loc, q0, cst(blockM - 1)), seqQ);
+  mask_intervals::PositionRange rows = mask_intervals::clampedRange(
+      b, loc, q0, arith::AddIOp::create(b, loc, q0, cst(blockM - 1)), seqQ);
   // Whether the region is false for every row and every key in [k0, k1].
   auto noneVisible = [&](OpBuilder &nb, Location l, Value k0,
                          Value k1) -> Value {
@@ -449,8 +442,8 @@ std::pair<Value, Value> KernelBuilder::narrowToMask(Value lo, Value hi,
         nb, l, att.getMask(),
         {{batch, batch},
          {head, head},
-         {firstRow, lastRow},
-         {clampTo(nb, l, k0, seqKV), clampTo(nb, l, k1, seqKV)}});
+         rows,
+         mask_intervals::clampedRange(nb, l, k0, k1, seqKV)});
     return arith::XOrIOp::create(nb, l, outcome->mayBeTrue,
                                  arith::ConstantIntOp::create(nb, l, 1, 1));
   };

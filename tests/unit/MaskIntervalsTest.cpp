@@ -239,35 +239,30 @@ TEST_CASE("mask intervals: a region computing in floats or reading memory "
           "says nothing",
           "[mask-intervals]") {
   Fixture f;
+  auto analyzable = [&](const std::string &body) {
+    auto m = f.parse(body);
+    REQUIRE(m);
+    return mask_intervals::isAnalyzable(maskOf(*m));
+  };
   // Index arithmetic that may wrap 64 bits (j + 2^63 - 1 < 0 holds for
   // every key but 0): its bounds would wrap too, so it is not evaluated.
-  {
-    auto m = f.parse(R"(
+  CHECK_FALSE(analyzable(R"(
   %big = arith.constant 9223372036854775807 : index
   %c0 = arith.constant 0 : index
   %s = arith.addi %j, %big : index
   %v = arith.cmpi slt, %s, %c0 : index
-  return %v : i1)");
-    REQUIRE(m);
-    CHECK_FALSE(mask_intervals::isAnalyzable(maskOf(*m)));
-  }
-  {
-    auto m = f.parse(R"(
+  return %v : i1)"));
+  CHECK_FALSE(analyzable(R"(
   %big = arith.constant 4611686018427387904 : index
   %c0 = arith.constant 0 : index
   %s = arith.addi %j, %big : index
   %t = arith.addi %s, %big : index
   %v = arith.cmpi slt, %t, %c0 : index
-  return %v : i1)");
-    REQUIRE(m);
-    CHECK_FALSE(mask_intervals::isAnalyzable(maskOf(*m)));
-  }
-  auto m = f.parse(R"(
+  return %v : i1)"));
+  CHECK_FALSE(analyzable(R"(
   %x = arith.index_cast %i : index to i64
   %f = arith.sitofp %x : i64 to f32
   %z = arith.constant 0.5 : f32
   %v = arith.cmpf ogt, %f, %z : f32
-  return %v : i1)");
-  REQUIRE(m);
-  CHECK_FALSE(mask_intervals::isAnalyzable(maskOf(*m)));
+  return %v : i1)"));
 }

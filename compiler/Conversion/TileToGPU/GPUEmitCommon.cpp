@@ -664,24 +664,17 @@ Value gpu_emit::tileNeedsMasks(OpBuilder &b, Location loc, tile::ScoreOp op,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, lastKey,
                               innerEnd));
   }
-  if (!op.getMaskMod().empty()) { // positions inside the sequences
-    auto clampTo = [&](Value x, Value seq) -> Value {
-      Value last = arith::SubIOp::create(b, loc, seq, indexConst(b, loc, 1));
-      return arith::MaxSIOp::create(b, loc,
-                                    arith::MinSIOp::create(b, loc, x, last),
-                                    indexConst(b, loc, 0));
-    };
+  if (!op.getMaskMod().empty()) {
     Value seqQ = map.lookup(op.getSeqQ());
     Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
+    Value lastRow =
+        arith::AddIOp::create(b, loc, q0, indexConst(b, loc, rows - 1));
     auto outcome = mask_intervals::evaluate(
         b, loc, op.getMaskMod(),
         {{batch, batch},
          {head, head},
-         {clampTo(q0, seqQ),
-          clampTo(
-              arith::AddIOp::create(b, loc, q0, indexConst(b, loc, rows - 1)),
-              seqQ)},
-         {clampTo(k0, seqKV), clampTo(lastKey, seqKV)}});
+         mask_intervals::clampedRange(b, loc, q0, lastRow, seqQ),
+         mask_intervals::clampedRange(b, loc, k0, lastKey, seqKV)});
     needs = arith::OrIOp::create(b, loc, needs, outcome->mayBeFalse);
   }
   return needs;
