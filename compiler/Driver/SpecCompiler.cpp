@@ -481,16 +481,11 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   } else if (spec.tuning.epilogue == "registers") {
     tile.epilogue = tgpu::Epilogue::registers;
   }
-  // Varlen kernels: one block per tile and O from registers (validateSpec
-  // refuses a spec naming the persistent grid or the TMA epilogue); the
-  // mbarrier rings, whose copies are bounded per row, unless the spec names
-  // kv_sync "tma" (heuristicTuning's varlen default is mbarrier).
-  if (varlen) {
-    if (tile.kvSync == tgpu::KVSync::tma && spec.tuning.kvSync != "tma")
-      tile.kvSync = tgpu::KVSync::mbarrier;
-    tile.grid = tgpu::Grid::tiles;
+  // Varlen kernels store O from registers, bounded at each sequence's end
+  // (validateSpec refuses a spec naming the TMA epilogue); their grid and
+  // K/V schedule are the dense kernel's (heuristicTuning).
+  if (varlen)
     tile.epilogue = tgpu::Epilogue::registers;
-  }
   settleWgmmaSchedule(tile, choice.mapping, spec.headDim,
                       /*epilogueRequested=*/!spec.tuning.epilogue.empty());
   CompiledKernel out;

@@ -156,17 +156,14 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
     if ((t.kvSync == "pingpong" || t.kvSync == "tma") && t.blockM < 128)
       return "kv_sync " + t.kvSync +
              " needs two consumer warpgroups (block_m >= 128)";
-    // Varlen kernels take neither the persistent grid nor the TMA
-    // epilogue (validateSpec), and kv_sync unset is the mbarrier rings for
-    // them (heuristicTuning): one grid and one epilogue, the default's.
-    if (spec.varlen && (t.grid == "persistent" || t.epilogue == "tma"))
-      return "varlen kernels take neither grid persistent nor epilogue tma";
-    if (spec.varlen && (!t.grid.empty() || !t.epilogue.empty()))
-      return "grid tiles and epilogue registers are the only grid and "
-             "epilogue of a varlen kernel: the default's kernel";
-    // kv_sync unset is tma from block_m 128 (the variants wgmma takes).
-    const bool tma = t.kvSync == "tma" ||
-                     (!spec.varlen && t.kvSync.empty() && t.blockM >= 128);
+    // Varlen kernels store O from registers (validateSpec); kv_sync unset
+    // is tma from block_m 128 for them as for dense kernels.
+    if (spec.varlen && t.epilogue == "tma")
+      return "varlen kernels store O from registers, not by epilogue tma";
+    if (spec.varlen && t.epilogue == "registers")
+      return "epilogue registers is the only epilogue of a varlen kernel: "
+             "the default's kernel";
+    const bool tma = t.kvSync == "tma" || (t.kvSync.empty() && t.blockM >= 128);
     if (t.grid == "persistent" && !tma)
       return "grid persistent needs kv_sync tma (the default at block_m >= "
              "128)";

@@ -213,6 +213,14 @@ Status encodeTensorMap(const DriverApi *driver, std::string_view name,
                   "newer); it is missing");
   constexpr int64_t kElem = abi::kTensorMapElementBytes,
                     kAlign = abi::kTensorMapAlignBytes;
+  // An empty tensor (no keys at all, e.g. a varlen batch whose sequences
+  // have none) is never copied from: the kernel runs no KV tile. The driver
+  // refuses to encode it (a null address, a zero extent), so its map is
+  // zeros.
+  if (std::find(view.shape.begin(), view.shape.end(), 0) != view.shape.end()) {
+    std::memset(out, 0, sizeof(CUtensorMap));
+    return Status::ok();
+  }
   if (reinterpret_cast<uintptr_t>(view.data) % kAlign)
     return Status(ErrorCode::InvalidArgument,
                   what() + ": TMA needs the base address 16-byte aligned");
@@ -387,13 +395,9 @@ Result<LaunchGeometry> attentionGeometry(const KernelMetadata &meta,
   if (meta.blockM < 1)
     return Status(ErrorCode::Unsupported,
                   "grid rule " + meta.gridRule + " needs block_m >= 1");
-  // Varlen: one program row per sequence, sized by the longest.
+  // Varlen: one program row (or item row) per sequence, sized by the
+  // longest; a shorter sequence's programs past its tiles end at once.
   const bool varlen = args.cuSeqlensQ != nullptr;
-  if (varlen && persistent)
-    return Status(ErrorCode::Unsupported,
-                  "grid rule " + meta.gridRule +
-                      " cannot launch a varlen kernel (its items assume one "
-                      "length for every sequence)");
   const int64_t seqQ = varlen ? args.maxSeqlenQ : args.q.shape[2];
   const int64_t heads = args.q.shape[1];
   const int64_t batch = varlen ? args.varlenBatch : args.q.shape[0];

@@ -206,13 +206,12 @@ Status validateSpec(const KernelSpec &spec) {
     if (spec.op != "attention_fwd")
       return invalid("varlen is an attention_fwd field; op \"" + spec.op +
                      "\" takes none");
-    // A persistent item assumes one length for every sequence, and the
-    // TMA store of O writes whole boxes past a sequence's end.
-    if (spec.tuning.grid == "persistent" || spec.tuning.epilogue == "tma")
-      return invalid("varlen kernels support neither tuning.grid "
-                     "\"persistent\" nor tuning.epilogue \"tma\" (persistent "
-                     "items and the TMA store of O would cross sequence "
-                     "ends); leave them unset");
+    // The TMA store of O writes whole boxes, past a sequence's end into
+    // the next sequence's rows.
+    if (spec.tuning.epilogue == "tma")
+      return invalid("varlen kernels store O from registers, not by "
+                     "tuning.epilogue \"tma\" (its boxes would cross "
+                     "sequence ends); leave it unset");
   }
   if (!spec.tuning.kvSync.empty()) {
     if (!oneOf(spec.tuning.kvSync,

@@ -192,21 +192,19 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
                    : "tiles";
       t.epilogue = "tma";
     }
-    // Varlen kernels: no TMA (its boxes would cross a sequence's end) and
-    // no persistent grid (its items assume one length). Of the schedules
-    // whose copies are bounded per row, the mbarrier rings at 192x64 were
-    // the fastest at every head dim (H200 B4 S4k, bench/NOTES-hopper.md
-    // "The schedules side by side": D128 434 / 357 TFLOP/s against
-    // pingpong's 353 / 329 at 128x128); 128 rows with a soft-cap, as
-    // above, and above D128, where three consumer warpgroups' 168
-    // registers spill 0.5-0.7 KiB at D256. One block per (query tile,
-    // head, sequence), O from registers.
-    if (spec.varlen && !t.kvSync.empty()) {
-      t.blockM = spec.softcap == 0.0 && spec.headDim <= 128 ? 192 : 128;
-      t.blockN = 64;
-      t.kvSync = "mbarrier";
-      t.grid = "tiles";
+    // Varlen kernels take the dense kernel's tiles, TMA copies and grid;
+    // only O is stored from registers, bounded at each sequence's end (a
+    // TMA box would write into the next sequence's rows). Persistent items
+    // read their sequence from cu_seqlens; those past a shorter sequence's
+    // tiles end at once. Off the TMA schedule (a left window bound at
+    // D256), the mma.sync tiles above.
+    if (spec.varlen && t.kvSync == "tma") {
       t.epilogue = "registers";
+      // Three consumer warpgroups storing O from registers with a left
+      // window bound and causal (or a right bound) spill 132-144 B at D64
+      // (ptxas -v; the dense kernel's TMA store does not); two do not.
+      if (t.blockM == 192 && spec.windowLeft >= 0)
+        t.blockM = 128;
     }
     return t;
   } else if (spec.headDim <= 128) {

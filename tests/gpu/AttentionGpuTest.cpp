@@ -672,6 +672,19 @@ std::vector<Case> correctnessCases() {
   c.spec.varlen = true;
   c.varlenKeysMinusQueries = 37;
   cs.push_back(c);
+  // Persistent blocks (sm_90a's varlen default at D128 and causal up to
+  // D192) over items of different lengths: 7 blocks, so that each block
+  // loops over dozens of items, many past their sequence's last tile.
+  c = {"varlen, D128 causal GQA 8/2, B=9 up to 700, 7 persistent blocks",
+       spec(8, 2, 128, "bf16"),
+       9,
+       700,
+       700,
+       true};
+  c.spec.causal = true;
+  c.spec.varlen = true;
+  c.blocks = 7;
+  cs.push_back(c);
   c = {"varlen, D64 fp16 window (100, 0) MQA 4/1, B=4 up to 513",
        spec(4, 1, 64, "fp16"),
        4,
@@ -726,14 +739,16 @@ std::vector<Case> correctnessCases() {
   c.spec.varlen = true;
   c.qScale = 8.f;
   cs.push_back(c);
-  // sm_90a's opt-in TMA schedule for varlen (tuning.kv_sync "tma"; in the
-  // tma step, --only tma, and with --only varlen): the TMA copies start at
-  // each sequence's first row and read past its end into the next one's.
-  // The first, third and fourth varlen cases above again.
-  for (size_t from : {cs.size() - 7, cs.size() - 5, cs.size() - 4}) {
+  // sm_90a's varlen default is the dense kernel's TMA schedule (copies
+  // that start at each sequence's first row and read past its end into the
+  // next one's) on persistent blocks; the mbarrier rings, whose copies are
+  // bounded per row, are the opt-in (tuning.kv_sync "mbarrier"; in the
+  // mbarrier step, --only mbarrier, and with --only varlen). The first,
+  // third and fourth varlen cases above again.
+  for (size_t from : {cs.size() - 8, cs.size() - 5, cs.size() - 4}) {
     Case t = cs[from];
-    t.name = "varlen tma" + t.name.substr(std::string("varlen").size());
-    t.spec.tuning.kvSync = "tma";
+    t.name = "varlen mbarrier" + t.name.substr(std::string("varlen").size());
+    t.spec.tuning.kvSync = "mbarrier";
     cs.push_back(t);
   }
   c = {"varlen, no keys in any sequence, B=3",
@@ -893,8 +908,10 @@ std::vector<Case> benchCases() {
       packed.spec.varlen = true;
       packed.tiles = "varlen";
       cs.push_back(packed);
-      packed.spec.tuning.kvSync = "tma";
-      packed.tiles = "varlen tma";
+      packed.spec.tuning.kvSync = "mbarrier";
+      packed.spec.tuning.blockM = d <= 128 ? 192 : 128;
+      packed.spec.tuning.blockN = 64;
+      packed.tiles = "varlen mbarrier";
       cs.push_back(packed);
     }
   return cs;

@@ -168,8 +168,9 @@ TEST_CASE("varlen attention kernels assemble for sm_80 and sm_90a without "
           "spills",
           "[ptxas][attention][varlen]") {
   // Varlen kernels (packed sequences, cu_seqlens): mma.sync on sm_80, and
-  // on sm_90a wgmma on the mbarrier rings (no TMA, no persistent grid),
-  // with the same spill rules as the dense kernels of the same shape.
+  // on sm_90a the dense kernel's TMA schedule and grid (persistent at D128,
+  // and causal up to D192) with O stored from registers, with the same
+  // spill rules as the dense kernels of the same shape.
   for (const char *arch : {"sm_80", "sm_90a"}) {
     for (int64_t d : {64, 128, 192, 256}) {
       KernelSpec plain = variant(d, "bf16", arch);
@@ -179,15 +180,33 @@ TEST_CASE("varlen attention kernels assemble for sm_80 and sm_90a without "
       REQUIRE(k.isOk());
       if (std::string(arch) == "sm_90a") {
         CHECK(k->meta.mapping == "wgmma");
-        CHECK(k->meta.mappingWhy.find("kv_sync mbarrier, rescale") !=
+        CHECK(k->meta.mappingWhy.find("kv_sync tma, rescale") !=
               std::string::npos);
-        CHECK(k->meta.mappingWhy.find("grid tiles, epilogue registers") !=
-              std::string::npos);
+        const char *grid = d == 128 ? "grid persistent, epilogue registers"
+                                    : "grid tiles, epilogue registers";
+        CHECK(k->meta.mappingWhy.find(grid) != std::string::npos);
+        KernelSpec causal = plain;
+        causal.causal = true;
+        Result<CompiledKernel> kc = SpecCompiler().compile(causal);
+        REQUIRE(kc.isOk());
+        CHECK(kc->meta.mappingWhy.find(
+                  d <= 192
+                      ? "grid persistent, epilogue registers"
+                      : "grid tiles, epilogue registers") != std::string::npos);
+        // No stream-K tail: the items' KV loops differ in length.
+        for (const KernelParam &p : kc->meta.params)
+          CHECK(p.name != abi::kAttentionWorkspaceParam);
       }
-      // The kernel takes the cu_seqlens last, by name.
-      REQUIRE(k->meta.params.size() >= 2);
-      CHECK(k->meta.params[k->meta.params.size() - 2].name == "cu_seqlens_q");
-      CHECK(k->meta.params.back().name == "cu_seqlens_k");
+      // The kernel takes the cu_seqlens after the contract's parameters, by
+      // name (sm_90a: the tensor maps of Q, K and V come after them).
+      auto at = std::find_if(
+          k->meta.params.begin(), k->meta.params.end(),
+          [](const KernelParam &p) { return p.name == "cu_seqlens_q"; });
+      REQUIRE(at != k->meta.params.end());
+      REQUIRE(at + 1 != k->meta.params.end());
+      CHECK((at + 1)->name == "cu_seqlens_k");
+      CHECK(at - k->meta.params.begin() ==
+            std::ptrdiff_t(attentionFwdV1Params().size()));
       // sm_80 D128 (255 registers): the per-sequence view offsets cost the
       // non-causal kernel the causal one's 4 B spill each way too.
       const bool mma128 = d == 128 && std::string(arch) == "sm_80";
@@ -199,26 +218,29 @@ TEST_CASE("varlen attention kernels assemble for sm_80 and sm_90a without "
       causal.causal = true;
       assembles(causal, required && !mma128, mma128 ? 4 : -1);
       // Sinks and a sliding window (not at D256, where sm_90a falls back to
-      // mma.sync for a left bound): reported, not required.
+      // mma.sync for a left bound): required on sm_90a (D64 takes 128 query
+      // rows for it), reported on sm_80.
       KernelSpec sinks = causal;
       sinks.sinks = true;
       if (d != 256)
         sinks.windowLeft = 64;
-      assembles(sinks, /*mustNotSpill=*/false);
-      // sm_90a's opt-in TMA schedule (kv_sync "tma": the copies' row
-      // coordinates take each sequence's first row), O from registers.
+      assembles(sinks, /*mustNotSpill=*/std::string(arch) == "sm_90a");
+      // sm_90a's opt-in mbarrier rings (every thread copies, bounded per
+      // row), one block per tile, O from registers.
       if (std::string(arch) == "sm_90a")
         for (bool c : {false, true}) {
-          KernelSpec tma = plain;
-          tma.causal = c;
-          tma.tuning.kvSync = "tma";
-          Result<CompiledKernel> t = SpecCompiler().compile(tma);
+          KernelSpec rings = plain;
+          rings.causal = c;
+          rings.tuning.kvSync = "mbarrier";
+          rings.tuning.blockM = d <= 128 ? 192 : 128;
+          rings.tuning.blockN = 64;
+          Result<CompiledKernel> t = SpecCompiler().compile(rings);
           REQUIRE(t.isOk());
-          CHECK(t->meta.mappingWhy.find("kv_sync tma, rescale") !=
+          CHECK(t->meta.mappingWhy.find("kv_sync mbarrier, rescale") !=
                 std::string::npos);
           CHECK(t->meta.mappingWhy.find("grid tiles, epilogue registers") !=
                 std::string::npos);
-          assembles(tma, /*mustNotSpill=*/true);
+          assembles(rings, /*mustNotSpill=*/true);
         }
     }
   }

@@ -467,6 +467,21 @@ TEST_CASE("TMA kernels get tensor maps of Q, K and V by value", "[launch]") {
   Status misaligned = packAttentionParams(*plan, spec, args, packed, &driver);
   CHECK(misaligned.message() ==
         "tensor map v_tmap: TMA needs the base address 16-byte aligned");
+
+  // Empty K and V (no keys: the kernel runs no KV tile) have no address to
+  // encode: their maps are zeros, and only Q's is encoded.
+  args = contiguousArgs(spec, 1, 100, 0);
+  args.k.data = args.v.data = nullptr;
+  encodeCalls.clear();
+  REQUIRE(packAttentionParams(*plan, spec, args, packed, &driver).isOk());
+  REQUIRE(encodeCalls.size() == 1);
+  CHECK(encodeCalls[0].dims[1] == 100);
+  for (int t : {1, 2}) {
+    const auto *bytes =
+        static_cast<const unsigned char *>(packed.pointers[22 + t]);
+    CHECK(std::all_of(bytes, bytes + sizeof(CUtensorMap),
+                      [](unsigned char x) { return x == 0; }));
+  }
 }
 
 TEST_CASE("a TMA epilogue's kernel gets O's tensor map after Q, K and V's",
@@ -797,7 +812,8 @@ TEST_CASE("varlen launches: validation, packing and the grid", "[launch]") {
   CHECK(packed.storage[22] == 0x7000000);
   CHECK(packed.storage[23] == 0x7001000);
 
-  // The grid: (ceil(max_seqlen_q / block_m), heads, B); no persistent grid.
+  // The grid: (ceil(max_seqlen_q / block_m), heads, B); persistent,
+  // min(SMs, items) blocks over as many items.
   KernelMetadata meta;
   meta.gridRule = "attention_fwd_v1";
   meta.blockM = 64;
@@ -806,9 +822,12 @@ TEST_CASE("varlen launches: validation, packing and the grid", "[launch]") {
   REQUIRE(g.isOk());
   CHECK(g->grid == std::array<uint32_t, 3>{2, 8, 3});
   meta.gridRule = "attention_fwd_persistent_v1";
-  CHECK(attentionGeometry(meta, args, 132).status().message() ==
-        "grid rule attention_fwd_persistent_v1 cannot launch a varlen kernel "
-        "(its items assume one length for every sequence)");
+  g = attentionGeometry(meta, args, 132);
+  REQUIRE(g.isOk());
+  CHECK(g->grid == std::array<uint32_t, 3>{2 * 8 * 3, 1, 1});
+  g = attentionGeometry(meta, args, 20);
+  REQUIRE(g.isOk());
+  CHECK(g->grid == std::array<uint32_t, 3>{20, 1, 1});
 }
 
 TEST_CASE("captured tensors: names, validation and packing", "[launch]") {

@@ -233,17 +233,17 @@ TEST_CASE("spec validation explains what is wrong", "[spec]") {
               "\"decode\" takes none");
   CHECK(error([](KernelSpec &s) {
           s.varlen = true;
-          s.tuning.grid = "persistent";
-        }) == "invalid kernel spec: varlen kernels support neither "
-              "tuning.grid \"persistent\" nor tuning.epilogue \"tma\" "
-              "(persistent items and the TMA store of O would cross "
-              "sequence ends); leave them unset");
+          s.tuning.epilogue = "tma";
+        }) == "invalid kernel spec: varlen kernels store O from registers, "
+              "not by tuning.epilogue \"tma\" (its boxes would cross "
+              "sequence ends); leave it unset");
   {
-    // kv_sync "tma" is a varlen schedule (the TMA loads take each
-    // sequence's first row).
+    // kv_sync "tma" and the persistent grid are varlen schedules (the TMA
+    // loads take each sequence's first row; items read their sequence).
     KernelSpec tma = sampleSpec();
     tma.varlen = true;
     tma.tuning.kvSync = "tma";
+    tma.tuning.grid = "persistent";
     CHECK(validateSpec(tma).isOk());
   }
   CHECK(error([](KernelSpec &s) { s.tuning.stages = -1; }) ==

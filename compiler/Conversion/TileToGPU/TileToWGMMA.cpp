@@ -136,17 +136,14 @@ void MapTileToWGMMAPass::runOnOperation() {
                           "memory a block can have";
             }
             // Varlen kernels address each sequence through its own view
-            // (its first row and length). A persistent item assumes one
-            // length for every sequence, and the TMA store of O writes
-            // whole boxes, past a sequence's end into the next one's rows.
-            // (TMA loads take the view's first row: WGMMAKVLoop.)
-            if (gpu_emit::isVarlenKernel(kernel) &&
-                (sched.getGrid() == tgpu::Grid::persistent || tmaEpilogue))
+            // (its first row and length), which persistent items read per
+            // item (TMA loads add the view's first row: WGMMAKVLoop). The
+            // TMA store of O writes whole boxes, past a sequence's end into
+            // the next one's rows.
+            if (gpu_emit::isVarlenKernel(kernel) && tmaEpilogue)
               return kernel.emitError()
-                     << "the wgmma mapping takes a varlen kernel with grid "
-                        "tiles and epilogue registers, not grid "
-                     << tgpu::stringifyGrid(sched.getGrid()) << ", epilogue "
-                     << tgpu::stringifyEpilogue(sched.getEpilogue());
+                     << "the wgmma mapping stores a varlen kernel's O from "
+                        "registers, not by epilogue tma";
             if (sched.takesTurns() && launch.getBlockM() < 128)
               return kernel.emitError()
                      << "kv-sync " << tgpu::stringifyKVSync(sync)

@@ -3,6 +3,7 @@
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=64 block-n=32" -attnc-choose-mma-schedule -attnc-map-tile-to-mma | FileCheck %s --check-prefix=MMA
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=192 block-n=64" -attnc-assign-layouts="kv-sync=mbarrier" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=WGMMA
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-sync=tma" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=TMA
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-sync=tma grid=persistent" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=PERSIST
 
 // Varlen: the kernel takes cu_seqlens_q and cu_seqlens_k after the
 // contract's parameters; each program reads its sequence's start and end
@@ -71,6 +72,21 @@
 // TMA: %[[ROW:.*]] = arith.addi %{{.*}}, %[[FIRST]] : index
 // TMA: %[[ROW32:.*]] = arith.index_cast %[[ROW]] : index to i32
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %[[ROW32]], %{{.*}}, %{{.*}}]
+// Persistent blocks: each role's item loop reads the item's sequence from
+// cu_seqlens (its views are made per item); the KV loop's bounds differ
+// per item, so there is no stream-K tail (no schedule or workspace
+// parameters).
+// PERSIST: gpu.func @attention_fwd(
+// PERSIST-NOT: tile.param = "workspace"
+// PERSIST-SAME: tile.param = "cu_seqlens_k"
+// PERSIST-NOT: tile.param = "workspace"
+// PERSIST: gpu.grid_dim x
+// PERSIST: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (i32, i32)
+// PERSIST: memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [%{{.*}}], strides: [1] : memref<i32> to memref<?xi32>
+// PERSIST: memref.load %{{.*}} : memref<?xi32>
+// PERSIST: gpu.grid_dim x
+// PERSIST: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (i32, i32)
+// PERSIST: memref.load %{{.*}} : memref<?xi32>
 func.func @attention_fwd(%q: tensor<?x4x64xbf16>, %k: tensor<?x2x64xbf16>,
                          %v: tensor<?x2x64xbf16>, %cuq: tensor<?xi32>,
                          %cuk: tensor<?xi32>)
