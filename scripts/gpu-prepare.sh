@@ -25,6 +25,8 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/bundle"
 "$build/bin/attnc" bundle --specs tests/python/gpu_decode_specs.json -o "$stage/bundle"
 # The custom ops' GPU tests and bench/host_overhead.py (issue 35).
 "$build/bin/attnc" bundle --specs tests/python/gpu_torch_specs.json -o "$stage/bundle"
+# bench/serving.py's kernels (Llama-3.1-8B shapes).
+"$build/bin/attnc" bundle --specs bench/serving_specs.json -o "$stage/bundle"
 # Score/mask mods traced from Python (their specs hold the traced IR).
 python3 tests/python/test_gpu_mods.py --write-specs "$stage/gpu-mods-specs.json"
 "$build/bin/attnc" bundle --specs "$stage/gpu-mods-specs.json" -o "$stage/bundle"

@@ -283,6 +283,10 @@ step python-gpu-mods timeout 120 python3 tests/python/test_gpu_mods.py
 step doc-masking timeout 300 python3 bench/doc_masking.py --out "$out/doc-masking.md"
 step python-gpu-torch-ops timeout 540 python3 tests/python/test_gpu_torch_ops.py
 step host-overhead timeout 300 python3 bench/host_overhead.py --out "$out/host-overhead.md"
+# Issue 35's end-to-end serving benchmark: Llama-3.1-8B-shaped layers on
+# attnc ops (varlen prefill, paged decode under a CUDA graph) beside
+# PyTorch SDPA + torch.compile, outputs compared first (bench/serving.py).
+step serving timeout 540 python3 bench/serving.py --check
 # Host cost of a Python decode call vs its CUDA-graph GPU time.
 step decode-overhead timeout 120 python3 bench/decode_host_overhead.py
 # Each decode kernel's time and the gaps between calls, attnc beside cuDNN.
