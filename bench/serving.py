@@ -30,7 +30,9 @@ Reported per B: prefill time and tokens/s (eager, both), decode time per
 output token (TPOT, one graph replay per step, median of bursts) and
 tokens/s, attnc / PyTorch. --check compares the two models' outputs
 (relative L2 of the final hidden states after prefill and after the decode
-steps, NaN/Inf checked) before timing; the run fails past --tol.
+steps, NaN/Inf checked) before timing, and runs one attnc decode layer
+under torch.compile(fullgraph=True) against its eager result; the run
+fails past --tol.
 
 On the GPU machine, after scripts/gpu-prepare.sh (which bundles
 bench/serving_specs.json):
@@ -68,7 +70,9 @@ def parse_args(argv=None):
     p.add_argument("--tol", type=float, default=5e-2,
                    help="largest relative L2 between the two models")
     p.add_argument("--seed", type=int, default=None)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    args.compiled_checked = False
+    return args
 
 
 class Weights:
@@ -214,6 +218,34 @@ class AttncModel:
         self.x.copy_(out)
         self.pos += 1
         self.kv_lens += 1
+
+    def compiled_layer_error(self):
+        """One decode layer through torch.compile(fullgraph=True) (the attnc
+        calls become torch.ops.attnc.*; a graph break is an error) against
+        the same layer run eagerly: relative L2 of the two outputs. Writes
+        the same K/V into the cache slots of the next step twice; the step
+        overwrites them."""
+        t, a, bt = self.torch, self.attnc, self.batch
+        h = t.randn(bt.b, HIDDEN, device=DEVICE).to(t.bfloat16)
+        r = t.randn(bt.b, HIDDEN, device=DEVICE).to(t.bfloat16)
+
+        def layer(h, r, pos, kv_lens):
+            slot_mapping = self.slots(self.seq, pos)
+
+            def attend(l, q, k, v):
+                o = a.decode(q.view(bt.b, 1, HEADS, HEAD_DIM),
+                             self.k_cache[l], self.v_cache[l],
+                             self.block_table, kv_lens,
+                             max_kv_len=bt.capacity, workspace=self.workspace)
+                return o.view(bt.b, HEADS, HEAD_DIM)
+
+            return self.layer(0, h, r, pos, attend, slot_mapping)
+
+        eager = layer(h, r, self.pos, self.kv_lens)
+        compiled = t.compile(layer, fullgraph=True)(h, r, self.pos,
+                                                    self.kv_lens)
+        return max(rel_l2(compiled[0], eager[0]),
+                   rel_l2(compiled[1], eager[1]))
 
     def capture(self):
         t = self.torch
@@ -396,6 +428,13 @@ def run_batch(torch, attnc, w, fns, b, args, rng, cpu_rng, report):
     am.start_decode(out_a[last])
     tm.start_decode(out_t[torch.arange(b, device=DEVICE),
                           torch.tensor(bt.lens, device=DEVICE) - 1])
+    if args.check and not args.compiled_checked:
+        args.compiled_checked = True
+        e = am.compiled_layer_error()
+        good = e <= 1e-2
+        ok &= good
+        line += ", torch.compile(fullgraph) layer vs eager %.2e%s" % (
+            e, "" if good else " FAIL")
     am.capture()
     tm.capture()
     # The captures ran one step each (warm-up, then the capture itself ran

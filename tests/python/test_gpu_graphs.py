@@ -11,6 +11,8 @@ float64 reference (relative L2), and checked for NaN/Inf.
 - prefill attention (GQA, causal, LSE), captured on the warm-up's stream
   and on torch.cuda.graph's own stream (a persistent kernel's stream-K
   workspace is then allocated inside the capture);
+- varlen prefill (packed sequences; each replay packs new lengths, one of
+  them 0, into the captured cu_seqlens);
 - decode on a paged cache with a preallocated workspace and max_kv_len from
   the caller: nothing on the path may synchronise (a sync inside a capture
   is an error; torch's sync debug mode checks the eager call too). Each
@@ -175,6 +177,64 @@ def prefill(warmup_stream):
 
 run_case("prefill", lambda: prefill(True))
 run_case("prefill, fresh capture stream", lambda: prefill(False))
+
+
+# --- varlen prefill -------------------------------------------------------
+
+
+def varlen():
+    """Packed sequences captured once; each replay packs new lengths (one
+    of them 0, within the captured max_seqlen) into the same buffers."""
+    nseq, max_len, hq, hk, d = 5, 400, 8, 2, 128
+    total = nseq * max_len
+    q, k, v = randn(total, hq, d), randn(total, hk, d), randn(total, hk, d)
+    cu = torch.zeros(nseq + 1, dtype=torch.int32, device="cuda")
+
+    def draw():
+        lens = torch.randint(1, max_len + 1, (nseq,), generator=gen,
+                             device="cuda")
+        lens[int(torch.randint(0, nseq, (1,), generator=gen,
+                               device="cuda"))] = 0
+        cu[1:] = lens.cumsum(0).to(torch.int32)
+        return [int(x) for x in lens.tolist()]
+
+    draw()
+    g, (o, lse) = capture(lambda: attnc.attention_varlen(
+        q, k, v, cu, cu, max_len, max_len, causal=True, return_lse=True))
+    name = "varlen GQA 8/2 D128 causal, 5 sequences up to %d" % max_len
+    for i in range(REPLAYS):
+        lens = draw()
+        q.copy_(randn(total, hq, d))
+        k.copy_(randn(total, hk, d))
+        v.copy_(randn(total, hk, d))
+        o.fill_(NAN)
+        lse.fill_(NAN)
+        g.replay()
+        torch.cuda.synchronize()
+        eo, else_ = attnc.attention_varlen(q, k, v, cu, cu, max_len, max_len,
+                                           causal=True, return_lse=True)
+        torch.cuda.synchronize()
+        errs, start, ok = [], 0, True
+        for n in lens:
+            rows = slice(start, start + n)
+            start += n
+            if n == 0:
+                continue
+            ro, rlse = attention_ref(q[None, rows], k[None, rows],
+                                     v[None, rows], True)
+            errs.append(rel_l2(o[rows], ro[0]))
+            lse_err = float((lse[:, rows].double() - rlse[0]).abs().max())
+            ok &= (finite(o[rows], lse[:, rows]) and errs[-1] <= 1e-2
+                   and lse_err <= 1e-3)
+        used = slice(0, start)
+        err_eager = rel_l2(o[used], eo[used])
+        ok &= err_eager <= 1e-3 and torch.equal(lse[:, used], else_[:, used])
+        check("%s replay %d" % (name, i), ok,
+              "lengths %s, worst rel L2 %.2e vs float64, %.2e vs eager"
+              % (lens, max(errs), err_eager))
+
+
+run_case("varlen", varlen)
 
 
 # --- decode -----------------------------------------------------------------
