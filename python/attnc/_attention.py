@@ -13,7 +13,7 @@ import weakref
 
 from . import _route
 from ._capi import (AttncError, CaptureDesc, Context, Spec, TensorDesc,
-                    _AttentionArgs, _Capture, _args_to_c, _check,
+                    VarlenDesc, _AttentionArgs, _Capture, _args_to_c, _check,
                     capture_packer, lib)
 
 _byref = ctypes.byref
@@ -202,11 +202,15 @@ def arch_for_capability(capability):
 def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
               scale=None, return_lse=False, block_m=0, block_n=0,
               score_mod=None, mask_mod=None, sinks=False, mod_trace=None,
-              kv_bounds=False):
-    """The Spec for checked q/k ([B, S, H, D]) and attention() options;
-    with mods, its custom_ir is their trace (attnc.mods.attention_ir;
-    mod_trace: their attnc.mods.trace_mods() when already made)."""
+              kv_bounds=False, varlen=False):
+    """The Spec for checked q/k ([B, S, H, D]; with varlen packed
+    [total, H, D]) and attention() options; with mods, its custom_ir is
+    their trace (attnc.mods.attention_ir; mod_trace: their
+    attnc.mods.trace_mods() when already made)."""
     left, right = window_bounds(window)
+    heads, kv_heads, head_dim = (
+        (int(q.shape[1]), int(k.shape[1]), int(q.shape[2])) if varlen else
+        (int(q.shape[2]), int(k.shape[2]), int(q.shape[3])))
     if scale is not None and math.isnan(scale):
         scale = None
     custom_ir = ""
@@ -214,21 +218,21 @@ def make_spec(q, k, *, dtype, arch, causal=False, window=None, softcap=None,
         from . import mods
 
         custom_ir = mods.attention_ir(
-            heads=int(q.shape[2]), kv_heads=int(k.shape[2]),
-            head_dim=int(q.shape[3]), dtype=dtype, causal=bool(causal),
+            heads=heads, kv_heads=kv_heads, head_dim=head_dim, dtype=dtype,
+            causal=bool(causal),
             window=None if window is None else (left, right),
             softcap=softcap or None, scale=scale,
             return_lse=bool(return_lse), score_mod=score_mod,
             mask_mod=mask_mod, sinks=bool(sinks), mod_trace=mod_trace,
-            kv_bounds=bool(kv_bounds))
-    return Spec(heads=int(q.shape[2]), kv_heads=int(k.shape[2]),
-                head_dim=int(q.shape[3]), dtype=dtype, causal=bool(causal),
+            kv_bounds=bool(kv_bounds), varlen=bool(varlen))
+    return Spec(heads=heads, kv_heads=kv_heads,
+                head_dim=head_dim, dtype=dtype, causal=bool(causal),
                 has_lse=bool(return_lse), window_left=left,
                 window_right=right,
                 softcap=0.0 if softcap is None else float(softcap),
                 scale=None if scale is None else float(scale), arch=arch,
                 block_m=int(block_m), block_n=int(block_n),
-                custom_ir=custom_ir, sinks=bool(sinks))
+                custom_ir=custom_ir, sinks=bool(sinks), varlen=bool(varlen))
 
 
 def describe(t):
@@ -258,9 +262,11 @@ def context(device_index):
 
 def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
                 scale, return_lse, block_m, block_n, score_mod=None,
-                mask_mod=None, sinks=False, mod_trace=None, kv_bounds=False):
+                mask_mod=None, sinks=False, mod_trace=None, kv_bounds=False,
+                varlen=None):
     """The runtime's kernel for a call: for its spec at its size (the
-    tuning database's config when it has one)."""
+    tuning database's config when it has one; varlen: the sequences and
+    the longest lengths)."""
     import torch
 
     if arch is None:
@@ -269,11 +275,14 @@ def _kernel_for(ctx, q, k, dtype, device, arch, causal, window, softcap,
                      window=window, softcap=softcap, scale=scale,
                      return_lse=return_lse, block_m=block_m, block_n=block_n,
                      score_mod=score_mod, mask_mod=mask_mod, sinks=sinks,
-                     mod_trace=mod_trace, kv_bounds=kv_bounds)
+                     mod_trace=mod_trace, kv_bounds=kv_bounds,
+                     varlen=varlen is not None)
     # (Empty shapes look up as size 1: the runtime wants sizes >= 1.)
-    return ctx.get_kernel_for(spec, max(int(q.shape[0]), 1),
-                              max(int(q.shape[1]), 1),
-                              max(int(k.shape[1]), 1))
+    if varlen is not None:
+        sizes = (varlen.batch, varlen.max_seqlen_q, varlen.max_seqlen_k)
+    else:
+        sizes = (q.shape[0], q.shape[1], k.shape[1])
+    return ctx.get_kernel_for(spec, *(max(int(n), 1) for n in sizes))
 
 
 def window_bounds(window):
@@ -429,10 +438,12 @@ _launch_args_copy = _AttentionArgs.from_buffer_copy
 
 def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
            return_lse=False, arch=None, block_m=0, block_n=0, score_mod=None,
-           mask_mod=None, sinks=None, kv_bounds=None):
+           mask_mod=None, sinks=None, kv_bounds=None, varlen=None):
     """attention()'s eager launch: checks, the kernel lookup on the first
     call of a kind, and the launch on the current stream. Returns (o, lse)
-    when return_lse, else o."""
+    when return_lse, else o. varlen: (cu_seqlens_q, cu_seqlens_k,
+    max_seqlen_q, max_seqlen_k) of attention_varlen() with mods, q, k, v
+    then packed [total, H, D]."""
     if scale is not None and scale != scale:
         scale = None  # NaN: the default (and a key equal to itself)
     try:
@@ -444,7 +455,7 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
                     v.stride(), causal, window, softcap, scale, return_lse,
                     arch, block_m, block_n, _mod_key(score_mod),
                     _mod_key(mask_mod), sinks_key(sinks),
-                    kv_bounds_key(kv_bounds))
+                    kv_bounds_key(kv_bounds), varlen is not None)
         plan = _plans.get(plan_key)
     except TypeError:  # an unhashable option: no plan, the long way
         plan_key, plan = None, None
@@ -463,17 +474,26 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
                                    for t in captured):
             plan = None
     if plan is None:
-        dtype = check_inputs(q, k, v)  # before torch: testable with fakes
+        # Before torch: testable with fakes.
+        if varlen is not None:
+            from . import _varlen
+
+            dtype = _varlen.check_varlen_shapes(q, k, v, *varlen)
+            _varlen.check_devices(q, k, v, varlen[0], varlen[1])
+            if kv_bounds is not None:
+                _fail("kv_bounds do not combine with attention_varlen")
+        else:
+            dtype = check_inputs(q, k, v)
         import torch
 
         if sinks is not None:
-            check_sinks(torch, sinks, q)
+            check_sinks(torch, sinks, q if varlen is None else q.unsqueeze(0))
         if kv_bounds is not None:
             check_kv_bounds(torch, kv_bounds, q)
         plan, captured = _make_plan(torch, dtype, q, k, v, causal, window,
                                     softcap, scale, return_lse, arch,
                                     block_m, block_n, score_mod, mask_mod,
-                                    sinks, kv_bounds is not None)
+                                    sinks, kv_bounds is not None, varlen)
         if plan_key is not None:
             _remember_plan(plan_key, plan, score_mod, mask_mod)
     else:
@@ -488,6 +508,11 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
         args.sinks = sinks.data_ptr()
     if kv_bounds is not None:
         args.kv_bounds = kv_bounds.data_ptr()
+    if varlen is not None:
+        args.cu_seqlens_q = varlen[0].data_ptr()
+        args.cu_seqlens_k = varlen[1].data_ptr()
+        args.varlen_batch = varlen[0].shape[0] - 1
+        args.max_seqlen_q, args.max_seqlen_k = int(varlen[2]), int(varlen[3])
     if captured:
         # Shapes and strides too: one kernel serves every shape of them.
         # `args` keeps the array alive through the launch.
@@ -521,7 +546,7 @@ def launch(q, k, v, causal=False, window=None, softcap=None, scale=None,
 
 def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
                return_lse, arch, block_m, block_n, score_mod=None,
-               mask_mod=None, sinks=None, kv_bounds=False):
+               mask_mod=None, sinks=None, kv_bounds=False, varlen=None):
     """The first call of a kind, after the checks: the mods' trace and
     the tensors they capture, the context, the kernel for the spec at this
     size (the tuning database's config when it has one), the workspace
@@ -545,25 +570,39 @@ def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
                 _Capture * len(captured)).from_buffer_copy
     with torch.cuda.device(device):
         plan.ctx = ctx = context(device.index)
+        sizes = None
+        if varlen is not None:
+            from . import _varlen
+
+            sizes = VarlenDesc(0, 0, varlen[0].shape[0] - 1, int(varlen[2]),
+                               int(varlen[3]))
         plan.kernel = _kernel_for(ctx, q, k, dtype, device, arch, causal,
                                   window, softcap, scale, return_lse, block_m,
                                   block_n, score_mod, mask_mod,
                                   sinks is not None, plan.mod_trace,
-                                  kv_bounds)
+                                  kv_bounds, sizes)
         # o is torch.empty_like(q) on every call: its strides follow q's
         # (the plan's key), so the first call's stand for all.
         o = torch.empty_like(q)
         lse = None
-        if return_lse:
-            lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]),
-                              dtype=torch.float32, device=device)
-        descs = (describe(q), describe(k), describe(v), describe(o),
-                 None if lse is None else describe_lse(lse))
-        plan.need = ctx.workspace_size(
-            plan.kernel, *descs,
-            sinks=0 if sinks is None else sinks.data_ptr(),
-            captures=None if not captured else describe_captures(
-                plan.mod_trace, captured))
+        if varlen is not None:
+            if return_lse:
+                lse = torch.empty((q.shape[1], q.shape[0]),
+                                  dtype=torch.float32, device=device)
+            descs = tuple(_varlen.describe_packed(t) for t in (q, k, v, o)) \
+                + (None if lse is None else _varlen.describe_varlen_lse(lse),)
+            plan.need = 0  # varlen kernels have no stream-K tail
+        else:
+            if return_lse:
+                lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]),
+                                  dtype=torch.float32, device=device)
+            descs = (describe(q), describe(k), describe(v), describe(o),
+                     None if lse is None else describe_lse(lse))
+            plan.need = ctx.workspace_size(
+                plan.kernel, *descs,
+                sinks=0 if sinks is None else sinks.data_ptr(),
+                captures=None if not captured else describe_captures(
+                    plan.mod_trace, captured))
     # The sinks' address is set per call; the shapes and strides stay.
     plan.args = _args_to_c(*descs)
     plan.lse_shape = None if lse is None else tuple(lse.shape)

@@ -112,7 +112,7 @@ def make_varlen_spec(q, k, *, dtype, arch, causal=False, window=None,
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                      max_seqlen_k, *, causal=False, window=None, softcap=None,
                      sinks=None, scale=None, return_lse=False, arch=None,
-                     block_m=0, block_n=0):
+                     block_m=0, block_n=0, score_mod=None, mask_mod=None):
     """Attention forward of packed variable-length sequences
     (FlashAttention's flash_attn_varlen_func).
 
@@ -128,10 +128,26 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     sequence are not written), or (o, lse) with lse float32
     [heads, total_q] when return_lse.
 
+    score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx, kv_idx)
+    as in attnc.attention, where b is the sequence and q_idx, kv_idx are
+    positions within it (a captured per-sequence tensor is indexed
+    [b, q_idx]); eager calls only.
+
     Under torch.compile, torch.export, fake tensors or a dispatch mode the
     call goes through torch.ops.attnc.attention_varlen.
     """
     ops = _route.ops_for(q)
+    if score_mod is not None or mask_mod is not None:
+        if ops is not None:
+            _fail("score_mod and mask_mod run in eager calls only; under "
+                  "torch.compile, torch.export or a dispatch mode they are "
+                  "not supported yet")
+        from . import _attention
+
+        return _attention.launch(
+            q, k, v, causal, window, softcap, scale, return_lse, arch,
+            block_m, block_n, score_mod, mask_mod, sinks,
+            varlen=(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
     if ops is not None:
         left, right = window_bounds(window)
         o, lse = ops.attention_varlen(
@@ -146,7 +162,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                   arch, block_m, block_n, sinks)
 
 
-def _check_devices(q, k, v, cu_seqlens_q, cu_seqlens_k):
+def check_devices(q, k, v, cu_seqlens_q, cu_seqlens_k):
     for name, t in (("q", q), ("k", k), ("v", v),
                     ("cu_seqlens_q", cu_seqlens_q),
                     ("cu_seqlens_k", cu_seqlens_k)):
@@ -166,7 +182,7 @@ def launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
         scale = None
     dtype = check_varlen_shapes(q, k, v, cu_seqlens_q, cu_seqlens_k,
                                 max_seqlen_q, max_seqlen_k)
-    _check_devices(q, k, v, cu_seqlens_q, cu_seqlens_k)
+    check_devices(q, k, v, cu_seqlens_q, cu_seqlens_k)
     import torch
 
     if sinks is not None:

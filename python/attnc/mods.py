@@ -860,7 +860,8 @@ def mask_region(mask_mod):
 def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
                  window=None, softcap=None, scale=None, return_lse=False,
                  score_mod=None, mask_mod=None, sinks=False,
-                 name="attention_mod", mod_trace=None, kv_bounds=False):
+                 name="attention_mod", mod_trace=None, kv_bounds=False,
+                 varlen=False):
     """The kernel function (MLIR text) of an attention with these options
     and mods: what KernelSpec.custom_ir holds. window: (left, right), -1 or
     None for an unbounded side (with causal, (left, -1) means (left, 0)).
@@ -872,14 +873,24 @@ def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
     kv_bounds: the function takes each query row's key range ([B, Sq, 2]
     i32, the launch's kv_bounds) after the sinks, a mask of its own: the
     kernel skips the KV tiles outside a query tile's ranges and runs those
-    inside every row's range unmasked."""
+    inside every row's range unmasked.
+    varlen: packed sequences (attnc.attention_varlen): q, k, v and o are
+    [total, heads, head_dim], the LSE [heads, total_q], and the function
+    takes cu_seqlens_q and cu_seqlens_k after the sinks; the mods see the
+    sequence as b and positions within it as q_idx and kv_idx."""
     elt = {"bf16": "bf16", "fp16": "f16"}.get(dtype)
     if elt is None:
         raise TraceError("dtype must be bf16 or fp16, not %r" % (dtype,))
+    if varlen and kv_bounds:
+        raise TraceError("kv_bounds do not combine with varlen")
     if mod_trace is None and (score_mod is not None or mask_mod is not None):
         mod_trace = trace_mods(score_mod, mask_mod)
-    t = lambda h: "tensor<?x%dx?x%dx%s>" % (h, head_dim, elt)  # noqa: E731
-    lse_t = "tensor<?x%dx?xf32>" % heads
+    if varlen:
+        t = lambda h: "tensor<?x%dx%dx%s>" % (h, head_dim, elt)  # noqa: E731
+        lse_t = "tensor<%dx?xf32>" % heads
+    else:
+        t = lambda h: "tensor<?x%dx?x%dx%s>" % (h, head_dim, elt)  # noqa
+        lse_t = "tensor<?x%dx?xf32>" % heads
     attrs = []
     if causal:
         attrs.append("causal")
@@ -899,6 +910,10 @@ def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
     sinks_t = "tensor<%dxf32>" % heads
     sinks_arg = ", %%sinks: %s" % sinks_t if sinks else ""
     sinks_operand = " sinks(%%sinks : %s)" % sinks_t if sinks else ""
+    cu_t = "tensor<?xi32>"
+    if varlen:
+        sinks_arg += ", %%cu_q: %s, %%cu_k: %s" % (cu_t, cu_t)
+        sinks_operand += " varlen(%%cu_q, %%cu_k : %s, %s)" % (cu_t, cu_t)
     bounds_t = "tensor<?x?x2xi32>"
     bounds_arg = ", %%kv_bounds: %s" % bounds_t if kv_bounds else ""
     bounds_operand = (" kv_bounds(%%kv_bounds : %s)" % bounds_t
@@ -927,14 +942,17 @@ def attention_ir(*, heads, kv_heads, head_dim, dtype="bf16", causal=False,
 def bundle_spec(*, heads, kv_heads, head_dim, dtype="bf16", arch="sm_90a",
                 causal=False, window=None, softcap=None, scale=None,
                 return_lse=False, score_mod=None, mask_mod=None,
-                sinks=False, kv_bounds=False):
+                sinks=False, kv_bounds=False, varlen=False):
     """The spec (a dict for the "specs" list of `attnc bundle --specs`) of
-    the kernel attnc.attention(..., score_mod=, mask_mod=) asks for with
-    these options: its custom_ir is the mods' trace."""
+    the kernel attnc.attention(..., score_mod=, mask_mod=) (with varlen:
+    attnc.attention_varlen) asks for with these options: its custom_ir is
+    the mods' trace."""
     from ._attention import window_bounds
 
     left, right = window_bounds(window)
     extra = {"sinks": True} if sinks else {}
+    if varlen:
+        extra["varlen"] = True
     return {
         **extra,
         "op": "attention_fwd", "dtype": dtype, "heads": int(heads),
@@ -947,7 +965,7 @@ def bundle_spec(*, heads, kv_heads, head_dim, dtype="bf16", arch="sm_90a",
             heads=heads, kv_heads=kv_heads, head_dim=head_dim, dtype=dtype,
             causal=causal, window=window, softcap=softcap, scale=scale,
             return_lse=return_lse, score_mod=score_mod, mask_mod=mask_mod,
-            sinks=sinks, kv_bounds=kv_bounds),
+            sinks=sinks, kv_bounds=kv_bounds, varlen=varlen),
     }
 
 

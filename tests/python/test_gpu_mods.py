@@ -13,7 +13,8 @@ from random document ids [B, S] with causal (also with their key ranges,
 and as causal plus ranges alone, no mod), a bool mask tensor with empty
 rows, and all of them at once with sinks; causal and a two-sided window
 written as mask_mods (tiles narrowed and run unmasked by the compiler's
-interval evaluation); each runs twice, the second time
+interval evaluation); varlen (attnc.attention_varlen) with captured
+slopes and per-sequence document ids; each runs twice, the second time
 with new tensors bound to the same variables (the same kernel must read
 them). Fresh random inputs each run; outputs poisoned with NaN before the
 launch; NaN/Inf checked.
@@ -186,8 +187,26 @@ def has_kv_bounds(name):
     return "with kv_bounds" in name
 
 
+# Varlen with mods (attnc.attention_varlen): ALiBi from a slopes tensor
+# and documents from per-sequence ids [B, max_len] (b is the sequence, i
+# and j positions within it), causal, GQA 8/2 D128.
+VARLEN = dict(heads=8, kv_heads=2, head_dim=128, batch=5, max_len=700)
+
+
+def varlen_spec():
+    globals()["SLOPES"] = mods.tensor_like("float32", (VARLEN["heads"],))
+    globals()["DOC_IDS"] = mods.tensor_like(
+        "int32", (VARLEN["batch"], VARLEN["max_len"]))
+    return mods.bundle_spec(heads=VARLEN["heads"],
+                            kv_heads=VARLEN["kv_heads"],
+                            head_dim=VARLEN["head_dim"], arch="sm_90a",
+                            causal=True, return_lse=True,
+                            score_mod=alibi_slopes, mask_mod=doc_ids,
+                            varlen=True)
+
+
 def specs():
-    out = []
+    out = [varlen_spec()]
     for case in CASES:
         (name, score, mask, hq, hk, d, dtype, _b, _s, causal) = case
         for var, (cdtype, shape) in captured(case).items():
@@ -361,8 +380,77 @@ def run(case, label=""):
           (rel, lse_err, int(masked.sum()), not finite))
 
 
+def run_varlen():
+    """Packed sequences (random lengths, one 0 and one 1) with the
+    captured slopes and per-sequence document ids, against float64 per
+    sequence."""
+    hq, hk, d = VARLEN["heads"], VARLEN["kv_heads"], VARLEN["head_dim"]
+    nseq, max_len = VARLEN["batch"], VARLEN["max_len"]
+    name = ("varlen: ALiBi slopes [H] + documents from per-sequence ids "
+            "[B, S], causal, GQA 8/2 D128, %d sequences" % nseq)
+    g = torch.Generator(device="cuda").manual_seed(
+        int.from_bytes(os.urandom(4), "little"))
+    lens = torch.randint(2, max_len + 1, (nseq,), generator=g,
+                         device="cuda").tolist()
+    lens[1], lens[3] = 0, 1
+    lens[0] = max_len
+    starts = [0]
+    for n in lens:
+        starts.append(starts[-1] + n)
+    total = starts[-1]
+    cu = torch.tensor(starts, dtype=torch.int32, device="cuda")
+    bind_captures(("captures: documents", None, doc_ids, hq, hk, d, "bf16",
+                   nseq, max_len, True), g)
+    bind_captures(("", alibi_slopes, None, hq, hk, d, "bf16", nseq, max_len,
+                   True), g)
+    q = torch.randn(total, hq, d, device="cuda", dtype=torch.bfloat16,
+                    generator=g)
+    k = torch.randn(total, hk, d, device="cuda", dtype=torch.bfloat16,
+                    generator=g)
+    v = torch.randn(total, hk, d, device="cuda", dtype=torch.bfloat16,
+                    generator=g)
+    poison = (torch.full_like(q, float("nan")),
+              torch.full((hq, total), float("nan"), device="cuda"))
+    del poison
+    try:
+        o, lse = attnc.attention_varlen(q, k, v, cu, cu, max_len, max_len,
+                                        causal=True, return_lse=True,
+                                        score_mod=alibi_slopes,
+                                        mask_mod=doc_ids)
+        torch.cuda.synchronize()
+    except attnc.AttncError as e:
+        check(name, False, str(e))
+        return
+    worst, lse_err, ok = 0.0, 0.0, True
+    for b, n in enumerate(lens):
+        if n == 0:
+            continue
+        rows = slice(starts[b], starts[b] + n)
+        qd = q[rows].double().transpose(0, 1)  # [H, n, D]
+        kd = k[rows].double().transpose(0, 1).repeat_interleave(hq // hk, 0)
+        vd = v[rows].double().transpose(0, 1).repeat_interleave(hq // hk, 0)
+        sc = qd @ kd.transpose(-1, -2) / math.sqrt(d)
+        i = torch.arange(n, device="cuda")[:, None]
+        j = torch.arange(n, device="cuda")[None, :]
+        sc = sc - SLOPES.double()[:, None, None] * (i - j).abs()
+        doc = DOC_IDS[b, :n].long()
+        keep = (j <= i) & (doc[:, None] == doc[None, :])
+        sc = sc.masked_fill(~keep, float("-inf"))
+        rlse = torch.logsumexp(sc, -1)
+        ro = (torch.exp(sc - rlse[..., None]) @ vd).transpose(0, 1)
+        got = o[rows].double()
+        worst = max(worst, float((got - ro).norm() / ro.norm()))
+        lse_err = max(lse_err, float((lse[:, rows].double() - rlse)
+                                     .abs().max()))
+        ok &= bool(torch.isfinite(got).all())
+    check(name, ok and worst <= 1e-2 and lse_err <= 1e-3,
+          "lengths %s, worst rel L2 %.2e, LSE max err %.2e"
+          % (lens, worst, lse_err))
+
+
 from attnc import _attention  # noqa: E402
 
+run_varlen()
 for c in CASES:
     run(c)
     if captured(c):  # the same kernel with new tensors in its variables

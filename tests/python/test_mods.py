@@ -575,20 +575,25 @@ def capture_errors():
 
 
 @contextlib.contextmanager
-def stand_in_runtime():
+def stand_in_runtime(varlens=None):
     """attnc.attention over stand-ins for torch, the runtime's context and
     libattnc.so: yields (lookups, launches), the custom_ir of every kernel
     lookup and the captures of every launch as
-    (data, dtype, rank, shape, stride)."""
+    (data, dtype, rank, shape, stride). varlens: a list that gets each
+    lookup's (varlen, batch, seq_q, seq_kv) and each launch's
+    (cu_seqlens_q, cu_seqlens_k, varlen_batch, max_seqlen_q,
+    max_seqlen_k, q's shape, lse's shape)."""
     from attnc import _attention
 
     lookups, launches = [], []
+    varlens = [] if varlens is None else varlens
 
     class Context:
         _handle = 1
 
         def get_kernel_for(self, spec, batch, seq_q, seq_kv):
             lookups.append(spec.custom_ir)
+            varlens.append((spec.varlen, batch, seq_q, seq_kv))
             return 42
 
         def workspace_size(self, kernel, *descs, sinks=0, captures=None):
@@ -602,6 +607,9 @@ def stand_in_runtime():
                  tuple(c.stride[:c.rank]))
                 for c in (a.captures[:a.num_captures]
                           if a.num_captures else [])])
+            varlens.append((a.cu_seqlens_q, a.cu_seqlens_k, a.varlen_batch,
+                            a.max_seqlen_q, a.max_seqlen_k,
+                            tuple(a.q.shape), tuple(a.lse.shape)))
             return 0
 
     torch = types.ModuleType("torch")
@@ -827,6 +835,65 @@ SHIFT = m.tensor_like("int8", (8,))
 BUCKET = m.tensor_like("uint8", (8, 4, 4))
 
 
+def varlen_launch(rng):
+    """attnc.attention_varlen with mods: the kernel of the mods' varlen
+    trace (packed types, cu_seqlens, the captures), looked up at the
+    sequences and longest lengths; each launch passes the cu_seqlens, the
+    lengths, the packed [1, H, total, D] views, the [1, H, total_q] LSE
+    and the captured tensors; the mods under tracing are refused."""
+    import attnc
+
+    slopes = fake(rng, "torch.float32", (8,), -1, 1)
+    doc = fake(rng, "torch.int32", (3, 50), 0, 4)
+
+    def alibi(s, b, h, i, j):
+        return s - slopes[h] * m.abs(i - j)
+
+    def docs(b, h, i, j):
+        return doc[b, i] == doc[b, j]
+
+    q = FakeTensor("torch.bfloat16", (100, 8, 64), [])
+    k = FakeTensor("torch.bfloat16", (120, 2, 64), [])
+    v = FakeTensor("torch.bfloat16", (120, 2, 64), [])
+    cu_q = FakeTensor("torch.int32", (4,), [])
+    cu_k = FakeTensor("torch.int32", (4,), [])
+    seen = []
+    with stand_in_runtime(seen) as (lookups, launches):
+        for max_q in (40, 45):
+            attnc.attention_varlen(q, k, v, cu_q, cu_k, max_q, 50,
+                                   causal=True, return_lse=True,
+                                   score_mod=alibi, mask_mod=docs)
+        want = m.attention_ir(heads=8, kv_heads=2, head_dim=64, causal=True,
+                              return_lse=True, score_mod=alibi,
+                              mask_mod=docs, varlen=True)
+        expect("varlen with mods looks up the kernel of the varlen trace "
+               "once, at the sequences and the longest lengths",
+               lookups == [want] and seen[0] == (True, 3, 40, 50)
+               and "varlen(%cu_q, %cu_k : tensor<?xi32>, tensor<?xi32>) "
+               "captures(%arg_c0, %arg_c1" in want
+               and "-> tensor<?x8x64xbf16>, tensor<8x?xf32>" in want,
+               "%s\n%s" % (seen, "\n".join(lookups)))
+        launch = [x for x in seen if len(x) == 7]
+        expect("each varlen launch passes the cu_seqlens, B, its longest "
+               "lengths and the packed views",
+               launch == [(cu_q.data_ptr(), cu_k.data_ptr(), 3, mq, 50,
+                           (1, 8, 100, 64), (1, 8, 100, 1))
+                          for mq in (40, 45)], repr(launch))
+        expect("and the captured tensors",
+               [len(c) for c in launches] == [2, 2]
+               and launches[0][0][0] == slopes.data_ptr()
+               and launches[0][1][0] == doc.data_ptr(), repr(launches))
+        try:
+            attnc.attention_varlen(q, k, v, cu_q, cu_k, 40, 50,
+                                   mask_mod=docs, window=(8, 8),
+                                   return_lse=False)
+            refused = False
+        except attnc.AttncError:
+            refused = True
+        expect("another option is another kernel (no error)",
+               not refused and len(lookups) == 2)
+
+
 def capture_compile_cases():
     """`attnc emit` cases whose mods capture tensors: every dtype, ranks 1
     to 3, with sinks, LSE, GQA, a window and both head dims."""
@@ -868,6 +935,12 @@ def compiles(attnc_bin, ptxas):
             heads=8, kv_heads=2, head_dim=64, return_lse=True, sinks=True,
             score_mod=SCORE_MODS["alibi"],
             mask_mod=MASK_MODS["documents of 100 tokens"])),
+        ("varlen: ALiBi slopes [H] + documents from per-sequence ids "
+         "[B, S], causal GQA 8/2 D128, LSE, sinks", dict(
+             heads=8, kv_heads=2, head_dim=128, causal=True, varlen=True,
+             return_lse=True, sinks=True,
+             score_mod=lambda s, b, h, i, j: s - SLOPES[h] * m.abs(i - j),
+             mask_mod=lambda b, h, i, j: DOCS[b, i] == DOCS[b, j])),
     ] + capture_compile_cases()
     with tempfile.TemporaryDirectory() as tmp:
         for name, kw in cases:
@@ -924,16 +997,22 @@ def bundles(attnc_bin):
           in with_bounds["custom_ir"] and "sinks(%sinks : tensor<8xf32>) "
           "kv_bounds(%kv_bounds : tensor<?x?x2xi32>) captures(%arg_c0"
           in with_bounds["custom_ir"], with_bounds["custom_ir"])
+    varlen = m.bundle_spec(
+        heads=8, kv_heads=2, head_dim=64, causal=True, varlen=True,
+        mask_mod=lambda b, h, i, j: DOCS[b, i] == DOCS[b, j])
+    check("bundle_spec with varlen says so in the spec and the IR",
+          varlen.get("varlen") is True and "varlen(%cu_q, %cu_k" in
+          varlen["custom_ir"], varlen["custom_ir"])
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "specs.json")
         with open(path, "w") as f:
             json.dump({"specs": [spec, with_sinks, with_captures,
-                                 with_bounds]}, f)
+                                 with_bounds, varlen]}, f)
         r = subprocess.run([attnc_bin, "bundle", "--no-cubin", "--specs",
                             path, "-o", os.path.join(tmp, "cache")],
                            capture_output=True, text=True)
         check("attnc bundle compiles bundle_spec's spec",
-              r.returncode == 0 and "4 of 4 specs" in r.stdout,
+              r.returncode == 0 and "5 of 5 specs" in r.stdout,
               (r.stdout + r.stderr).strip().splitlines()[-1:][0]
               if (r.stdout + r.stderr).strip() else "")
 
@@ -969,6 +1048,7 @@ def main():
     capture_contract(random.Random(seed))
     capture_errors()
     capture_launch(random.Random(seed))
+    varlen_launch(random.Random(seed))
     if len(sys.argv) > 1:
         compiles(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
         bundles(sys.argv[1])
