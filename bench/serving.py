@@ -19,16 +19,20 @@ Per batch size B (--batches), prompts of random lengths in
   max_kv_len fixed, no host synchronisation), captured once in a CUDA graph
   that also advances the positions, lengths and slots on the device.
 - PyTorch: prefill pads the prompts to the longest (right padding) and runs
-  F.scaled_dot_product_attention (is_causal, enable_gqa); the cache is a
+  F.scaled_dot_product_attention (is_causal, enable_gqa; flash, cuDNN or
+  memory-efficient kernels only, never the math fallback); the cache is a
   static [B, 8, capacity, 128] tensor per layer (Hugging Face's static
-  cache), decode attends over the whole capacity with a boolean mask of
-  each sequence's length. RMSNorm, RoPE, SiLU-and-mul and the residual
-  adds are torch.compile'd functions (dynamic shapes); the decode step is
-  captured in a CUDA graph the same way.
+  cache), and decode attends over the whole capacity with a boolean mask
+  of each sequence's length, the 4 query heads of a KV head as 4 query
+  rows (GQA without copying K/V; SDPA's enable_gqa takes no mask).
+  RMSNorm, RoPE, SiLU-and-mul and the residual adds are torch.compile'd
+  functions (dynamic shapes); the decode step is captured in a CUDA graph
+  the same way.
 
-Reported per B: prefill time and tokens/s (eager, both), decode time per
-output token (TPOT, one graph replay per step, median of bursts) and
-tokens/s, attnc / PyTorch. --check compares the two models' outputs
+Reported per B: prefill time (eager, both; PyTorch computes the padded
+rows) and prompt tokens/s, decode time per output token (TPOT, one graph
+replay per step, median of bursts) and tokens/s, and attnc's speedup
+(PyTorch's time / attnc's). --check compares the two models' outputs
 (relative L2 of the final hidden states after prefill and after the decode
 steps, NaN/Inf checked) before timing, and runs one attnc decode layer
 under torch.compile(fullgraph=True) against its eager result; the run
@@ -71,6 +75,9 @@ def parse_args(argv=None):
                    help="largest relative L2 between the two models")
     p.add_argument("--seed", type=int, default=None)
     args = p.parse_args(argv)
+    if args.gen < args.bursts + 10:
+        p.error("--gen must be at least --bursts + 10 (the steps checked and "
+                "timed stay within the cache)")
     args.compiled_checked = False
     return args
 
@@ -334,8 +341,9 @@ class TorchModel:
         def attend(l, q, k, v):
             self.k_cache[l][:, :, :bt.max_len].copy_(k)
             self.v_cache[l][:, :, :bt.max_len].copy_(v)
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                                  enable_gqa=True)
+            with fused_sdpa(t):
+                return F.scaled_dot_product_attention(
+                    q, k, v, is_causal=True, enable_gqa=True)
 
         return self.run_layers(x_padded, positions, attend)
 
@@ -347,22 +355,37 @@ class TorchModel:
         self.keys = t.arange(bt.capacity, device=DEVICE)
 
     def decode_step(self):
-        F, bt = self.torch.nn.functional, self.batch
+        t, F, bt = self.torch, self.torch.nn.functional, self.batch
         mask = (self.keys[None, :] <= self.pos[:, None]).view(
             bt.b, 1, 1, bt.capacity)
+        group = HEADS // KV_HEADS
 
         def attend(l, q, k, v):
             self.k_cache[l][self.rows, :, self.pos] = k[:, :, 0]
             self.v_cache[l][self.rows, :, self.pos] = v[:, :, 0]
-            return F.scaled_dot_product_attention(
-                q, self.k_cache[l], self.v_cache[l], attn_mask=mask,
-                enable_gqa=True)
+            # Query head h reads KV head h // group: a KV head's group as
+            # rows of one query [B, KV_HEADS, group, D].
+            with fused_sdpa(t):
+                o = F.scaled_dot_product_attention(
+                    q.reshape(bt.b, KV_HEADS, group, HEAD_DIM),
+                    self.k_cache[l], self.v_cache[l], attn_mask=mask)
+            return o.reshape(bt.b, HEADS, 1, HEAD_DIM)
 
         out = self.run_layers(self.x, self.pos.view(bt.b, 1), attend)
         self.x.copy_(out)
         self.pos += 1
 
     capture = AttncModel.capture
+
+
+def fused_sdpa(torch):
+    """SDPA limited to its fused kernels: a call none of them takes raises
+    instead of running the math fallback."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION,
+                        SDPBackend.CUDNN_ATTENTION,
+                        SDPBackend.EFFICIENT_ATTENTION])
 
 
 # ---------------------------------------------------------------- driver
@@ -458,7 +481,7 @@ def run_batch(torch, attnc, w, fns, b, args, rng, cpu_rng, report):
     ms_t = time_graph(torch, tm, steps, args.bursts)
     pre_a = time_eager(torch, lambda: am.prefill(x))
     pre_t = time_eager(torch, lambda: tm.prefill(xp))
-    report.append((b, bt.total, pre_a, pre_t, ms_a, ms_t))
+    report.append((b, bt.total, b * bt.max_len, pre_a, pre_t, ms_a, ms_t))
     print("B=%d prompts %d-%d (%d tokens)%s" % (b, min(bt.lens),
                                                  max(bt.lens), bt.total,
                                                  line), flush=True)
@@ -491,14 +514,17 @@ def main(argv=None):
     for b in [int(x) for x in args.batches.split(",")]:
         ok &= run_batch(torch, attnc, w, fns, b, args, rng, cpu_rng, report)
     print()
-    print("| B | prompt tokens | prefill ms attnc / PyTorch (ratio) | "
-          "TPOT ms attnc / PyTorch | decode tokens/s attnc / PyTorch "
-          "(ratio) |")
-    print("|---|---|---|---|---|")
-    for b, total, pa, pt, da, dt in report:
-        print("| %d | %d | %.1f / %.1f (%.2fx) | %.2f / %.2f | %.0f / %.0f "
-              "(%.2fx) |" % (b, total, pa, pt, pt / pa, da, dt,
-                             b * 1e3 / da, b * 1e3 / dt, dt / da))
+    print("| B | prompt tokens (padded) | prefill ms attnc / PyTorch | "
+          "prompt tokens/s attnc / PyTorch | prefill speedup | TPOT ms "
+          "attnc / PyTorch | decode tokens/s attnc / PyTorch | decode "
+          "speedup |")
+    print("|---|---|---|---|---|---|---|---|")
+    for b, total, padded, pa, pt, da, dt in report:
+        print("| %d | %d (%d) | %.1f / %.1f | %.0f / %.0f | %.2fx | %.2f / "
+              "%.2f | %.0f / %.0f | %.2fx |"
+              % (b, total, padded, pa, pt, total * 1e3 / pa,
+                 total * 1e3 / pt, pt / pa, da, dt, b * 1e3 / da,
+                 b * 1e3 / dt, dt / da))
     print("serving: %s" % ("all checks passed" if ok else "FAILED"))
     return 0 if ok else 1
 

@@ -126,7 +126,10 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     bottom-right aligned on its own lengths. window, softcap, scale, sinks
     and arch as in attnc.attention. Returns o (like q; rows outside every
     sequence are not written), or (o, lse) with lse float32
-    [heads, total_q] when return_lse.
+    [heads, total_q] when return_lse. On sm_90a the kernel copies K and V
+    in whole tiles, past a sequence's end into the next rows, and weights
+    those V rows by 0: every row of v must be finite, padding after the
+    last sequence included (0 * NaN is NaN; docs/variants.md).
 
     score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx, kv_idx)
     as in attnc.attention, where b is the sequence and q_idx, kv_idx are

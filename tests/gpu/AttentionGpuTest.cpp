@@ -685,6 +685,31 @@ std::vector<Case> correctnessCases() {
   c.spec.varlen = true;
   c.blocks = 7;
   cs.push_back(c);
+  // Fewer keys than queries (causal rows without a key beside rows with
+  // tiles) on persistent blocks, and D64 causal: three consumer
+  // warpgroups (192 query rows) on persistent blocks.
+  c = {"varlen, D128 causal, Skv = Sq - 50, B=6 up to 500, 5 persistent "
+       "blocks",
+       spec(4, 2, 128, "bf16"),
+       6,
+       500,
+       0,
+       true};
+  c.spec.causal = true;
+  c.spec.varlen = true;
+  c.varlenKeysMinusQueries = -50;
+  c.blocks = 5;
+  cs.push_back(c);
+  c = {"varlen, D64 causal GQA 8/2, B=7 up to 800, 6 persistent blocks",
+       spec(8, 2, 64, "bf16"),
+       7,
+       800,
+       800,
+       true};
+  c.spec.causal = true;
+  c.spec.varlen = true;
+  c.blocks = 6;
+  cs.push_back(c);
   c = {"varlen, D64 fp16 window (100, 0) MQA 4/1, B=4 up to 513",
        spec(4, 1, 64, "fp16"),
        4,
@@ -745,7 +770,7 @@ std::vector<Case> correctnessCases() {
   // bounded per row, are the opt-in (tuning.kv_sync "mbarrier"; in the
   // mbarrier step, --only mbarrier, and with --only varlen). The first,
   // third and fourth varlen cases above again.
-  for (size_t from : {cs.size() - 8, cs.size() - 5, cs.size() - 4}) {
+  for (size_t from : {cs.size() - 10, cs.size() - 5, cs.size() - 4}) {
     Case t = cs[from];
     t.name = "varlen mbarrier" + t.name.substr(std::string("varlen").size());
     t.spec.tuning.kvSync = "mbarrier";

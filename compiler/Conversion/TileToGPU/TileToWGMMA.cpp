@@ -201,7 +201,11 @@ void MapTileToWGMMAPass::runOnOperation() {
             // Two consumer warpgroups only: three (block_m 192) have 160
             // registers each, and the tail's values spill (16 B, fp16
             // D128 192x64).
+            // (A varlen kernel's items have their own lengths: its KV loop
+            // is not item-invariant either; said here rather than left to
+            // the IR's order.)
             if (sched.getStreamK() && launch.getBlockM() == 128 &&
+                !gpu_emit::isVarlenKernel(kernel) &&
                 itemInvariantKVLoop(kernel, launch)) {
               for (const char *name : abi::kAttentionStreamKParams)
                 streamKArgs.push_back(appendParam(name, ab.getI32Type()));
