@@ -81,7 +81,8 @@ class _Capture(ctypes.Structure):
 
 
 class _AttentionArgs(ctypes.Structure):
-    _fields_ = [(name, _Tensor) for name in ("q", "k", "v", "o", "lse")] + [
+    _fields_ = [("struct_size", ctypes.c_size_t)] + [
+        (name, _Tensor) for name in ("q", "k", "v", "o", "lse")] + [
         ("workspace", ctypes.c_void_p),
         ("workspace_bytes", ctypes.c_size_t),
         ("sinks", ctypes.c_void_p),
@@ -546,8 +547,9 @@ def _set_captures(args, array):
 
 
 def _args_to_c(q, k, v, o, lse, sinks=0, varlen=None, captures=None):
-    args = _AttentionArgs(*(_tensor_to_c(t, n) for t, n in (
-        (q, "q"), (k, "k"), (v, "v"), (o, "o"), (lse, "lse"))))
+    args = _AttentionArgs(ctypes.sizeof(_AttentionArgs), *(
+        _tensor_to_c(t, n) for t, n in (
+            (q, "q"), (k, "k"), (v, "v"), (o, "o"), (lse, "lse"))))
     args.sinks = sinks or None
     if varlen is not None:
         (args.cu_seqlens_q, args.cu_seqlens_k, args.varlen_batch,

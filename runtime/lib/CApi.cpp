@@ -169,7 +169,12 @@ attnc::Status capturesFromC(const attnc_attention_args &a,
   return attnc::Status::ok();
 }
 
-attnc::AttentionArgs argsFromC(const attnc_attention_args &a) {
+attnc::Result<attnc::AttentionArgs>
+argsFromC(const attnc_attention_args &a) {
+  if (attnc::Status s = checkStructSize(
+          a.struct_size, sizeof(attnc_attention_args), "attnc_attention_args");
+      !s.isOk())
+    return s;
   attnc::AttentionArgs args{tensorFromC(a.q), tensorFromC(a.k),
                             tensorFromC(a.v), tensorFromC(a.o),
                             tensorFromC(a.lse)};
@@ -456,11 +461,13 @@ attnc_status attnc_attention_validate(const attnc_spec *spec,
                       cxx->op + "\"");
     // The captures' structure here; their dtypes and ranks need the
     // kernel's metadata (checked at launch).
-    attnc::AttentionArgs cxxArgs = argsFromC(*args);
+    auto cxxArgs = argsFromC(*args);
+    if (!cxxArgs.isOk())
+      return fail(cxxArgs.status());
     CaptureStorage captures;
-    if (attnc::Status s = capturesFromC(*args, captures, cxxArgs); !s.isOk())
+    if (attnc::Status s = capturesFromC(*args, captures, *cxxArgs); !s.isOk())
       return fail(s);
-    return report(attnc::validateAttentionArgs(*cxx, cxxArgs));
+    return report(attnc::validateAttentionArgs(*cxx, *cxxArgs));
   });
 }
 
@@ -472,8 +479,10 @@ attnc_status attnc_attention_workspace_size(attnc_context *ctx,
     if (!ctx || !kernel || !args || !bytes)
       return fail(ATTNC_ERROR_INVALID_ARGUMENT,
                   "ctx, kernel, args or bytes is NULL");
-    auto size =
-        ctx->impl->workspaceSize(*kernelFromC(kernel), argsFromC(*args));
+    auto cxx = argsFromC(*args);
+    if (!cxx.isOk())
+      return fail(cxx.status());
+    auto size = ctx->impl->workspaceSize(*kernelFromC(kernel), *cxx);
     if (!size.isOk())
       return fail(size.status());
     *bytes = *size;
@@ -488,11 +497,13 @@ attnc_status attnc_attention_launch(attnc_context *ctx,
   return guarded([&]() -> attnc_status {
     if (!ctx || !kernel || !args)
       return fail(ATTNC_ERROR_INVALID_ARGUMENT, "ctx, kernel or args is NULL");
-    attnc::AttentionArgs cxx = argsFromC(*args);
+    auto cxx = argsFromC(*args);
+    if (!cxx.isOk())
+      return fail(cxx.status());
     CaptureStorage captures;
-    if (attnc::Status s = capturesFromC(*args, captures, cxx); !s.isOk())
+    if (attnc::Status s = capturesFromC(*args, captures, *cxx); !s.isOk())
       return fail(s);
-    return report(ctx->impl->launch(*kernelFromC(kernel), cxx,
+    return report(ctx->impl->launch(*kernelFromC(kernel), *cxx,
                                     static_cast<CUstream>(stream)));
   });
 }
@@ -524,6 +535,13 @@ attnc::Result<attnc::DecodeArgs> decodeArgsFromC(const attnc_decode_args *in) {
 }
 
 } // namespace
+
+void attnc_attention_args_init(attnc_attention_args *args) {
+  if (!args)
+    return;
+  *args = attnc_attention_args{};
+  args->struct_size = sizeof(attnc_attention_args);
+}
 
 void attnc_decode_args_init(attnc_decode_args *args) {
   if (!args)

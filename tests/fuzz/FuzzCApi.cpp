@@ -156,7 +156,10 @@ void fuzzAttention(Bytes &in) {
     spec.softcap = std::nan("");
   spec.scale = in.u8() % 4 == 0 ? double(int64_t(in.u64())) : std::nan("");
 
-  attnc_attention_args args{};
+  attnc_attention_args args;
+  attnc_attention_args_init(&args);
+  if (in.u8() % 16 == 0) // an older or uninitialised struct
+    args.struct_size = in.u64() % (sizeof(args) + 16);
   attnc_tensor *tensors[5] = {&args.q, &args.k, &args.v, &args.o, &args.lse};
   if (in.u8() % 4 == 0) { // raw fields
     for (attnc_tensor *t : tensors) {

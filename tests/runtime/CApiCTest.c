@@ -42,12 +42,22 @@ int main(void) {
   EXPECT(ctx == NULL);
   EXPECT(strncmp(attnc_last_error(), "CUDA driver not found (", 23) == 0);
 
+  /* Arguments without struct_size (an older header's struct, or no init)
+   * are refused with the reason; initialised ones get to the checks. */
   memset(&args, 0, sizeof(args));
   spec.heads = 8;
   spec.kv_heads = 2;
   spec.head_dim = 64;
   EXPECT(attnc_attention_validate(&spec, &args) ==
          ATTNC_ERROR_INVALID_ARGUMENT);
+  EXPECT(strstr(attnc_last_error(), "attnc_attention_args.struct_size is 0") !=
+         NULL);
+  attnc_attention_args_init(&args);
+  EXPECT(args.struct_size == sizeof(args) && args.q.data == NULL &&
+         args.kv_bounds == NULL);
+  EXPECT(attnc_attention_validate(&spec, &args) ==
+         ATTNC_ERROR_INVALID_ARGUMENT);
+  EXPECT(strstr(attnc_last_error(), "struct_size") == NULL);
   EXPECT(strcmp(attnc_status_string(ATTNC_ERROR_INVALID_ARGUMENT),
                 "InvalidArgument") == 0);
 
@@ -71,7 +81,7 @@ int main(void) {
     attnc_tensor *views[4] = {&args.q, &args.k, &args.v, &args.o};
     const int64_t heads[4] = {8, 2, 2, 8}, rows[4] = {tq, tk, tk, tq};
     int i;
-    memset(&args, 0, sizeof(args));
+    attnc_attention_args_init(&args);
     spec.varlen = 1;
     for (i = 0; i < 4; ++i) {
       views[i]->data = (const void *)(uintptr_t)(0x100000u * (unsigned)(i + 1));

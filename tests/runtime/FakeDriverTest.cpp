@@ -803,7 +803,8 @@ TEST_CASE("the C ABI drives the same path", "[fake-driver][capi]") {
         "spec.dtype: expected string but found integer");
 
   AttentionArgs cxx = contiguousArgs(sampleSpec(), 2, 10, 20);
-  attnc_attention_args args{};
+  attnc_attention_args args;
+  attnc_attention_args_init(&args);
   auto copy = [](const TensorArg &from, attnc_tensor &to) {
     to.data = from.data;
     for (int i = 0; i < 4; ++i) {

@@ -119,7 +119,8 @@ TEST_CASE("GPU-free parts keep working without a driver", "[no-driver]") {
   spec.heads = 8;
   spec.kv_heads = 2;
   spec.head_dim = 64;
-  attnc_attention_args args{};
+  attnc_attention_args args;
+  attnc_attention_args_init(&args);
   CHECK(attnc_attention_validate(&spec, &args) == ATTNC_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(attnc_last_error()) ==
         "invalid attention arguments: q: data pointer is null");
@@ -142,7 +143,8 @@ TEST_CASE("attnc_attention_validate checks the spec before the arguments",
   // Valid contiguous arguments (fake addresses, never dereferenced).
   const KernelSpec cxx = sampleSpec();
   const AttentionArgs valid = contiguousArgs(cxx, 2, 100, 300);
-  attnc_attention_args args{};
+  attnc_attention_args args;
+  attnc_attention_args_init(&args);
   for (auto [to, from] :
        {std::pair<attnc_tensor *, const TensorArg *>{&args.q, &valid.q},
         {&args.k, &valid.k},

@@ -10,7 +10,8 @@
  *   attnc_spec spec;     attnc_spec_init(&spec);
  *   spec.heads = 32; spec.kv_heads = 8; spec.head_dim = 128;
  *   const attnc_kernel *k;  attnc_get_kernel(ctx, &spec, &k);
- *   attnc_attention_args args = {...};
+ *   attnc_attention_args args;  attnc_attention_args_init(&args);
+ *   args.q = ...;  ...
  *   attnc_attention_launch(ctx, k, &args, stream);
  *   attnc_context_destroy(ctx);
  *
@@ -96,7 +97,11 @@ typedef struct attnc_capture {
   int64_t stride[4];
 } attnc_capture;
 
+/* Call attnc_attention_args_init first: it sets struct_size and zeroes the
+ * rest (a caller built against an older header passes a smaller struct,
+ * which is refused with the reason). */
 typedef struct attnc_attention_args {
+  size_t struct_size;
   attnc_tensor q, k, v, o, lse; /* lse.data NULL unless has_lse */
   /* Optional (NULL: none): the stream-K tail's workspace of a persistent
    * kernel, attnc_attention_workspace_size bytes, 256-byte aligned, zeroed
@@ -131,6 +136,8 @@ typedef struct attnc_attention_args {
    * query tile's range); NULL otherwise. */
   const int32_t *kv_bounds;
 } attnc_attention_args;
+
+ATTNC_API void attnc_attention_args_init(attnc_attention_args *args);
 
 typedef struct attnc_context_options {
   size_t struct_size;
