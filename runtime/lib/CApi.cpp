@@ -169,8 +169,7 @@ attnc::Status capturesFromC(const attnc_attention_args &a,
   return attnc::Status::ok();
 }
 
-attnc::Result<attnc::AttentionArgs>
-argsFromC(const attnc_attention_args &a) {
+attnc::Result<attnc::AttentionArgs> argsFromC(const attnc_attention_args &a) {
   if (attnc::Status s = checkStructSize(
           a.struct_size, sizeof(attnc_attention_args), "attnc_attention_args");
       !s.isOk())
