@@ -481,11 +481,6 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   } else if (spec.tuning.epilogue == "registers") {
     tile.epilogue = tgpu::Epilogue::registers;
   }
-  // Varlen kernels store O from registers, bounded at each sequence's end
-  // (validateSpec refuses a spec naming the TMA epilogue); their grid and
-  // K/V schedule are the dense kernel's (heuristicTuning).
-  if (varlen)
-    tile.epilogue = tgpu::Epilogue::registers;
   settleWgmmaSchedule(tile, choice.mapping, spec.headDim,
                       /*epilogueRequested=*/!spec.tuning.epilogue.empty());
   CompiledKernel out;

@@ -156,13 +156,7 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
     if ((t.kvSync == "pingpong" || t.kvSync == "tma") && t.blockM < 128)
       return "kv_sync " + t.kvSync +
              " needs two consumer warpgroups (block_m >= 128)";
-    // Varlen kernels store O from registers (validateSpec); kv_sync unset
-    // is tma from block_m 128 for them as for dense kernels.
-    if (spec.varlen && t.epilogue == "tma")
-      return "varlen kernels store O from registers, not by epilogue tma";
-    if (spec.varlen && t.epilogue == "registers")
-      return "epilogue registers is the only epilogue of a varlen kernel: "
-             "the default's kernel";
+    // kv_sync unset is tma from block_m 128, for varlen kernels too.
     const bool tma = t.kvSync == "tma" || (t.kvSync.empty() && t.blockM >= 128);
     if (t.grid == "persistent" && !tma)
       return "grid persistent needs kv_sync tma (the default at block_m >= "

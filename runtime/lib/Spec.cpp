@@ -202,17 +202,9 @@ Status validateSpec(const KernelSpec &spec) {
   if (spec.sinks && spec.op != "attention_fwd" && spec.op != "decode")
     return invalid("sinks are an attention_fwd and decode field; op \"" +
                    spec.op + "\" takes none");
-  if (spec.varlen) {
-    if (spec.op != "attention_fwd")
-      return invalid("varlen is an attention_fwd field; op \"" + spec.op +
-                     "\" takes none");
-    // The TMA store of O writes whole boxes, past a sequence's end into
-    // the next sequence's rows.
-    if (spec.tuning.epilogue == "tma")
-      return invalid("varlen kernels store O from registers, not by "
-                     "tuning.epilogue \"tma\" (its boxes would cross "
-                     "sequence ends); leave it unset");
-  }
+  if (spec.varlen && spec.op != "attention_fwd")
+    return invalid("varlen is an attention_fwd field; op \"" + spec.op +
+                   "\" takes none");
   if (!spec.tuning.kvSync.empty()) {
     if (!oneOf(spec.tuning.kvSync,
                {"barrier", "mbarrier", "producer", "pingpong", "tma"}))

@@ -192,17 +192,24 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
                    : "tiles";
       t.epilogue = "tma";
     }
-    // Varlen kernels take the dense kernel's tiles, TMA copies and grid;
-    // only O is stored from registers, bounded at each sequence's end (a
-    // TMA box would write into the next sequence's rows). Persistent items
-    // read their sequence from cu_seqlens; those past a shorter sequence's
-    // tiles end at once. Off the TMA schedule (a left window bound at
-    // D256), the mma.sync tiles above.
-    if (spec.varlen && t.kvSync == "tma") {
+    // Varlen kernels take the dense kernel's tiles, TMA copies, grid and
+    // epilogue: persistent items read their sequence from cu_seqlens (those
+    // past a shorter sequence's tiles end at once), and a warpgroup whose
+    // rows reach past its sequence's end stores them from registers (a
+    // TMA box would write into the next sequence's rows). Off the TMA
+    // schedule (a left window bound at D256), the mma.sync tiles above.
+    // The TMA store and its register fallback side by side need registers
+    // that three consumer warpgroups (160 each) and the mask arithmetic of
+    // causal and window tiles up to D128 do not have (ptxas -v, O from
+    // registers only against both: D64's 192-row persistent kernel 0
+    // against 144 B, D128 causal 0 against 8 B, D128 causal with a left
+    // window 0 against 176 B; D128 without a mask and D192/D256 none):
+    // those keep O in registers. Three warpgroups with a left window bound
+    // spill 132-144 B even so: 128 rows there.
+    if (spec.varlen && t.kvSync == "tma" &&
+        (t.blockM == 192 || spec.windowLeft >= 0 ||
+         (spec.causal && spec.headDim <= 128))) {
       t.epilogue = "registers";
-      // Three consumer warpgroups storing O from registers with a left
-      // window bound and causal (or a right bound) spill 132-144 B at D64
-      // (ptxas -v; the dense kernel's TMA store does not); two do not.
       if (t.blockM == 192 && spec.windowLeft >= 0)
         t.blockM = 128;
     }

@@ -700,6 +700,19 @@ std::vector<Case> correctnessCases() {
   c.varlenKeysMinusQueries = -50;
   c.blocks = 5;
   cs.push_back(c);
+  // O by TMA (D128 without a mask): warpgroups whose rows lie inside
+  // their sequence store by TMA at the sequence's rows, the rest from
+  // registers; the padding rows around the sequences must stay poisoned.
+  c = {"varlen, D128 GQA 8/2 (O by TMA where inside), B=6 up to 1000, 5 "
+       "persistent blocks",
+       spec(8, 2, 128, "bf16"),
+       6,
+       1000,
+       1000,
+       true};
+  c.spec.varlen = true;
+  c.blocks = 5;
+  cs.push_back(c);
   c = {"varlen, D64 causal GQA 8/2, B=7 up to 800, 6 persistent blocks",
        spec(8, 2, 64, "bf16"),
        7,
@@ -770,7 +783,7 @@ std::vector<Case> correctnessCases() {
   // bounded per row, are the opt-in (tuning.kv_sync "mbarrier"; in the
   // mbarrier step, --only mbarrier, and with --only varlen). The first,
   // third and fourth varlen cases above again.
-  for (size_t from : {cs.size() - 10, cs.size() - 5, cs.size() - 4}) {
+  for (size_t from : {cs.size() - 11, cs.size() - 5, cs.size() - 4}) {
     Case t = cs[from];
     t.name = "varlen mbarrier" + t.name.substr(std::string("varlen").size());
     t.spec.tuning.kvSync = "mbarrier";
@@ -933,6 +946,14 @@ std::vector<Case> benchCases() {
       packed.spec.varlen = true;
       packed.tiles = "varlen";
       cs.push_back(packed);
+      // Both epilogues at D128 (the default takes one of them).
+      for (const char *epilogue : {"registers", "tma"})
+        if (d == 128) {
+          Case e = packed;
+          e.spec.tuning.epilogue = epilogue;
+          e.tiles = std::string("varlen epilogue ") + epilogue;
+          cs.push_back(e);
+        }
       packed.spec.tuning.kvSync = "mbarrier";
       packed.spec.tuning.blockM = d <= 128 ? 192 : 128;
       packed.spec.tuning.blockN = 64;

@@ -135,15 +135,6 @@ void MapTileToWGMMAPass::runOnOperation() {
                        << " bytes), more than the 227 KiB of shared "
                           "memory a block can have";
             }
-            // Varlen kernels address each sequence through its own view
-            // (its first row and length), which persistent items read per
-            // item (TMA loads add the view's first row: WGMMAKVLoop). The
-            // TMA store of O writes whole boxes, past a sequence's end into
-            // the next one's rows.
-            if (gpu_emit::isVarlenKernel(kernel) && tmaEpilogue)
-              return kernel.emitError()
-                     << "the wgmma mapping stores a varlen kernel's O from "
-                        "registers, not by epilogue tma";
             if (sched.takesTurns() && launch.getBlockM() < 128)
               return kernel.emitError()
                      << "kv-sync " << tgpu::stringifyKVSync(sync)

@@ -147,6 +147,8 @@ public:
     return math().finalize(op, map);
   }
   LogicalResult emitStore(tile::StoreOp op);
+  /// O from registers, bounded at the view's end.
+  LogicalResult emitRegisterStore(tile::StoreOp op);
   /// epilogue=tma: O through shared memory and a TMA store (see its
   /// definition).
   LogicalResult emitTmaStore(tile::StoreOp op);
@@ -224,6 +226,9 @@ private:
   Value scratchAddress(int64_t offset);
   /// The address (i64) of a shared-memory buffer's first byte.
   Value bufferAddress(Value buf);
+  /// The first row of a varlen kernel's per-sequence view (its offset over
+  /// its row stride) in the packed tensor its tensor map addresses.
+  Value viewFirstRow(Value view);
 
   // The mbarrier objects: slot `kind` x kv-stages + `stage` (kinds kFull*
   // / kEmpty*, after them Q's full and, persistent, Q's empty barrier).

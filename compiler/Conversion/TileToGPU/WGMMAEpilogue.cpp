@@ -11,12 +11,44 @@ using namespace attnc;
 using namespace attnc::wgmma;
 
 LogicalResult WGMMAEmitter::emitStore(tile::StoreOp op) {
-  if (oTensorMap && frags[op.getValue()].kind == Frags::C)
+  if (!oTensorMap || frags[op.getValue()].kind != Frags::C)
+    return emitRegisterStore(op);
+  if (!gpu_emit::isVarlenKernel(kernel))
     return emitTmaStore(op);
+  // Varlen: a TMA box would write past the sequence's end into the next
+  // sequence's rows, so a warpgroup whose 64 rows all lie inside the
+  // sequence stores them by TMA and one reaching past its end from
+  // registers (each warpgroup decides alone: its barrier and its store are
+  // its own).
+  Value view = map.lookup(op.getDest());
+  Value seqLen = memref::DimOp::create(b, loc, view, 2);
+  Value wgRows =
+      mul(arith::DivUIOp::create(b, loc, tid, idx(128)).getResult(), 64);
+  Value inside = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ule,
+      add(add(map.lookup(op.getRow()), wgRows), 64), seqLen);
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, inside,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  if (failed(emitTmaStore(op)))
+    return failure();
+  b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  return emitRegisterStore(op);
+}
+
+LogicalResult WGMMAEmitter::emitRegisterStore(tile::StoreOp op) {
   Value q0 = map.lookup(op.getRow());
   return math().store(op, map, t4, [&](int64_t, int64_t r) {
     return add(add(q0, rowInTile), 8 * r);
   });
+}
+
+Value WGMMAEmitter::viewFirstRow(Value view) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, view);
+  // A zero row stride (every row the same memory) has offset 0.
+  Value stride = arith::MaxUIOp::create(b, loc, meta.getStrides()[2], idx(1));
+  return arith::DivUIOp::create(b, loc, meta.getOffset(), stride);
 }
 
 // epilogue=tma. Each consumer warpgroup writes its 64 rows of O (bf16/f16,
@@ -49,6 +81,10 @@ LogicalResult WGMMAEmitter::emitStore(tile::StoreOp op) {
 LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
   const Frags &o = frags[op.getValue()];
   const int64_t blockM = launch.getBlockM();
+  // A varlen kernel stores from inside a branch ptxas cannot prove uniform
+  // (emitStore): the persistent blocks' unaligned forms there too.
+  const bool varlen = gpu_emit::isVarlenKernel(kernel);
+  const bool unaligned = persistent || varlen;
   const int64_t n8 = int64_t(o.regs.size()), d = 8 * n8;
   // Persistent: the addresses below are the same for every item; hoisted
   // out of the item loop they would stay live across the KV loop, and the
@@ -67,7 +103,7 @@ LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
   Value epilogueBarrier = asI32(add(wg, 1 + consumerThreads() / 128));
   Value wgThreads = LLVM::ConstantOp::create(b, loc, b.getI32Type(), 128);
   auto syncWarpgroup = [&] {
-    if (!persistent) {
+    if (!unaligned) {
       NVVM::BarrierOp::create(b, loc, TypeRange{}, epilogueBarrier, wgThreads,
                               NVVM::BarrierReductionAttr(), Value());
       return;
@@ -89,7 +125,7 @@ LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
       b, loc, arith::DivUIOp::create(b, loc, tid, idx(32)), idx(4));
   Value warpRows = add(mul(wg, 64), mul(warpInGroup, 16));
   auto sharedPtrT = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  if (persistent) {
+  if (unaligned) {
     // Lane (g, t) holds columns 8j + 2t, 8j + 2t + 1 of rows g and g + 8
     // of its warp's 16 for each n8 tile j: 4 bytes at chunk (j % 8) ^ g
     // (the row's index mod 8 is g), byte 4t, of column block j / 8.
@@ -158,6 +194,10 @@ LogicalResult WGMMAEmitter::emitTmaStore(tile::StoreOp op) {
                                  NVVM::SharedSpace::shared_cta));
   syncWarpgroup();
   Value q0 = map.lookup(op.getRow());
+  // Varlen: the tensor map addresses the packed tensor, the view starts at
+  // the sequence's first row.
+  if (varlen)
+    q0 = add(q0, viewFirstRow(map.lookup(op.getDest())));
   Value batch = map.lookup(op.getBatch()), head = map.lookup(op.getHead());
   gpu_emit::emitIfThen(b, loc, first, [&] {
     Value wgRows = mul(wg, 64);

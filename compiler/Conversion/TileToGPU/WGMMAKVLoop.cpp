@@ -213,11 +213,7 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   // and V's weighted by P = 0.
   const bool varlen = gpu_emit::isVarlenKernel(kernel);
   auto firstRowOf = [&](tile::LoadOp load) -> Value {
-    auto meta = memref::ExtractStridedMetadataOp::create(
-        b, loc, map.lookup(load.getSource()));
-    // A zero row stride (every row the same memory) has offset 0.
-    Value stride = arith::MaxUIOp::create(b, loc, meta.getStrides()[2], idx(1));
-    return arith::DivUIOp::create(b, loc, meta.getOffset(), stride);
+    return viewFirstRow(map.lookup(load.getSource()));
   };
   auto tmaTile = [&](tile::LoadOp load, Value buf, Value row, Value offset,
                      Value bar, Value tensorMap) {

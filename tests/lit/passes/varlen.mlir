@@ -4,6 +4,7 @@
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=192 block-n=64" -attnc-assign-layouts="kv-sync=mbarrier" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=WGMMA
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-sync=tma" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=TMA
 // RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-sync=tma grid=persistent" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=PERSIST
+// RUN: attnc-opt %s -attnc-tile-attention="block-m=128 block-n=64" -attnc-assign-layouts="kv-sync=tma grid=persistent epilogue=tma" -attnc-map-tile-to-wgmma | FileCheck %s --check-prefix=TMASTORE
 
 // Varlen: the kernel takes cu_seqlens_q and cu_seqlens_k after the
 // contract's parameters; each program reads its sequence's start and end
@@ -87,6 +88,21 @@
 // PERSIST: gpu.grid_dim x
 // PERSIST: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (i32, i32)
 // PERSIST: memref.load %{{.*}} : memref<?xi32>
+// epilogue tma: a warpgroup whose 64 rows lie inside the sequence (row0 +
+// 64 (warpgroup) + 64 <= the view's length) stores them by TMA at the
+// sequence's first row plus its rows; one reaching past the end stores
+// from registers, bounded per row (a box would write into the next
+// sequence's rows).
+// TMASTORE: gpu.func @attention_fwd(
+// TMASTORE-SAME: tile.param = "o_tmap"
+// TMASTORE: %[[LEN:.*]] = memref.dim %[[OV:.*]], %{{.*}} : memref<1x4x?x64xbf16
+// TMASTORE: %[[INSIDE:.*]] = arith.cmpi ule, %{{.*}}, %[[LEN]] : index
+// TMASTORE: scf.if %[[INSIDE]] {
+// TMASTORE: memref.extract_strided_metadata %[[OV]]
+// TMASTORE: nvvm.cp.async.bulk.tensor.global.shared.cta
+// TMASTORE: } else {
+// TMASTORE: arith.cmpi slt, %{{.*}}, %{{.*}} : index
+// TMASTORE: vector.store %{{.*}}, %[[OV]]
 func.func @attention_fwd(%q: tensor<?x4x64xbf16>, %k: tensor<?x2x64xbf16>,
                          %v: tensor<?x2x64xbf16>, %cuq: tensor<?xi32>,
                          %cuk: tensor<?xi32>)
