@@ -192,23 +192,20 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
                    : "tiles";
       t.epilogue = "tma";
     }
-    // Varlen kernels take the dense kernel's tiles, TMA copies, grid and
-    // epilogue: persistent items read their sequence from cu_seqlens (those
-    // past a shorter sequence's tiles end at once), and a warpgroup whose
-    // rows reach past its sequence's end stores them from registers (a
-    // TMA box would write into the next sequence's rows). Off the TMA
-    // schedule (a left window bound at D256), the mma.sync tiles above.
-    // The TMA store and its register fallback side by side need registers
-    // that three consumer warpgroups (160 each) and the mask arithmetic of
-    // causal and window tiles up to D128 do not have (ptxas -v, O from
-    // registers only against both: D64's 192-row persistent kernel 0
-    // against 144 B, D128 causal 0 against 8 B, D128 causal with a left
-    // window 0 against 176 B; D128 without a mask and D192/D256 none):
-    // those keep O in registers. Three warpgroups with a left window bound
-    // spill 132-144 B even so: 128 rows there.
-    if (spec.varlen && t.kvSync == "tma" &&
-        (t.blockM == 192 || spec.windowLeft >= 0 ||
-         (spec.causal && spec.headDim <= 128))) {
+    // Varlen kernels take the dense kernel's tiles, TMA copies and grid:
+    // persistent items read their sequence from cu_seqlens (those past a
+    // shorter sequence's tiles end at once). O goes from registers, bounded
+    // at each sequence's end. The TMA store (a warpgroup whose rows lie
+    // inside the sequence by TMA, the rest from registers) is an opt-in
+    // (tuning.epilogue "tma") until it is measured: both stores side by
+    // side spill 8-176 B with three consumer warpgroups, causal, windows,
+    // soft-cap or sinks up to D128 and soft-cap at D256 (ptxas -v), and
+    // keep the sequence's view metadata live across the KV loop (D128: 632
+    // SASS instructions per KV tile against 621). Three consumer
+    // warpgroups with a left window bound and causal (or a right bound)
+    // spill 132-144 B even so: 128 rows there. Off the TMA schedule (a
+    // left window bound at D256), the mma.sync tiles above.
+    if (spec.varlen && t.kvSync == "tma") {
       t.epilogue = "registers";
       if (t.blockM == 192 && spec.windowLeft >= 0)
         t.blockM = 128;

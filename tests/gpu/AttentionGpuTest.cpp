@@ -700,17 +700,19 @@ std::vector<Case> correctnessCases() {
   c.varlenKeysMinusQueries = -50;
   c.blocks = 5;
   cs.push_back(c);
-  // O by TMA (D128 without a mask): warpgroups whose rows lie inside
-  // their sequence store by TMA at the sequence's rows, the rest from
-  // registers; the padding rows around the sequences must stay poisoned.
-  c = {"varlen, D128 GQA 8/2 (O by TMA where inside), B=6 up to 1000, 5 "
-       "persistent blocks",
+  // The opt-in TMA store of O (tuning.epilogue "tma"): warpgroups whose
+  // rows lie inside their sequence store by TMA at the sequence's rows,
+  // the rest from registers; the padding rows around the sequences must
+  // stay poisoned.
+  c = {"varlen, D128 GQA 8/2, epilogue tma (O by TMA where inside), B=6 up "
+       "to 1000, 5 persistent blocks",
        spec(8, 2, 128, "bf16"),
        6,
        1000,
        1000,
        true};
   c.spec.varlen = true;
+  c.spec.tuning.epilogue = "tma";
   c.blocks = 5;
   cs.push_back(c);
   c = {"varlen, D64 causal GQA 8/2, B=7 up to 800, 6 persistent blocks",
@@ -781,8 +783,8 @@ std::vector<Case> correctnessCases() {
   // that start at each sequence's first row and read past its end into the
   // next one's) on persistent blocks; the mbarrier rings, whose copies are
   // bounded per row, are the opt-in (tuning.kv_sync "mbarrier"; in the
-  // mbarrier step, --only mbarrier, and with --only varlen). The first,
-  // third and fourth varlen cases above again.
+  // mbarrier step, --only mbarrier, and with --only varlen). The GQA,
+  // D64 window and D256 varlen cases above again.
   for (size_t from : {cs.size() - 11, cs.size() - 5, cs.size() - 4}) {
     Case t = cs[from];
     t.name = "varlen mbarrier" + t.name.substr(std::string("varlen").size());

@@ -169,11 +169,8 @@ TEST_CASE("varlen attention kernels assemble for sm_80 and sm_90a without "
           "[ptxas][attention][varlen]") {
   // Varlen kernels (packed sequences, cu_seqlens): mma.sync on sm_80, and
   // on sm_90a the dense kernel's TMA schedule and grid (persistent at D128,
-  // and causal up to D192), O stored by TMA where a warpgroup's rows lie
-  // inside the sequence (from registers otherwise) except where both
-  // stores would spill (three consumer warpgroups, causal or window tiles
-  // up to D128: O from registers only), with the same spill rules as the
-  // dense kernels of the same shape.
+  // and causal up to D192) with O stored from registers, with the same
+  // spill rules as the dense kernels of the same shape.
   for (const char *arch : {"sm_80", "sm_90a"}) {
     for (int64_t d : {64, 128, 192, 256}) {
       KernelSpec plain = variant(d, "bf16", arch);
@@ -185,18 +182,28 @@ TEST_CASE("varlen attention kernels assemble for sm_80 and sm_90a without "
         CHECK(k->meta.mapping == "wgmma");
         CHECK(k->meta.mappingWhy.find("kv_sync tma, rescale") !=
               std::string::npos);
-        std::string grid =
-            std::string(d == 128 ? "grid persistent" : "grid tiles") +
-            (d == 64 ? ", epilogue registers" : ", epilogue tma");
+        const char *grid = d == 128 ? "grid persistent, epilogue registers"
+                                    : "grid tiles, epilogue registers";
         CHECK(k->meta.mappingWhy.find(grid) != std::string::npos);
         KernelSpec causal = plain;
         causal.causal = true;
         Result<CompiledKernel> kc = SpecCompiler().compile(causal);
         REQUIRE(kc.isOk());
-        std::string causalGrid =
-            std::string(d <= 192 ? "grid persistent" : "grid tiles") +
-            (d <= 128 ? ", epilogue registers" : ", epilogue tma");
-        CHECK(kc->meta.mappingWhy.find(causalGrid) != std::string::npos);
+        CHECK(kc->meta.mappingWhy.find(
+                  d <= 192
+                      ? "grid persistent, epilogue registers"
+                      : "grid tiles, epilogue registers") != std::string::npos);
+        // The opt-in TMA store of O (full warpgroups by TMA, the rest from
+        // registers): spill-free without a mask at D128 (persistent) and
+        // D256 (one block per tile), and with causal at D192.
+        if (d >= 128) {
+          KernelSpec tmaStore = d == 192 ? causal : plain;
+          tmaStore.tuning.epilogue = "tma";
+          Result<CompiledKernel> kt = SpecCompiler().compile(tmaStore);
+          REQUIRE(kt.isOk());
+          CHECK(kt->meta.mappingWhy.find("epilogue tma") != std::string::npos);
+          assembles(tmaStore, /*mustNotSpill=*/true);
+        }
         // No stream-K tail: the items' KV loops differ in length.
         for (const KernelParam &p : kc->meta.params)
           CHECK(p.name != abi::kAttentionWorkspaceParam);

@@ -88,21 +88,42 @@
 // PERSIST: gpu.grid_dim x
 // PERSIST: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (i32, i32)
 // PERSIST: memref.load %{{.*}} : memref<?xi32>
-// epilogue tma: a warpgroup whose 64 rows lie inside the sequence (row0 +
-// 64 (warpgroup) + 64 <= the view's length) stores them by TMA at the
-// sequence's first row plus its rows; one reaching past the end stores
-// from registers, bounded per row (a box would write into the next
-// sequence's rows).
+// epilogue tma (an opt-in for varlen): a warpgroup whose 64 rows lie
+// inside the sequence (row0 + 64 (warpgroup) + 64 <= the view's length)
+// stores them by TMA at the sequence's first row (the view's offset over
+// its row stride) plus row0 plus its rows, batch coordinate 0, with the
+// persistent blocks' unaligned stores and barrier; one reaching past the
+// end stores from registers, bounded per row by the same view's length (a
+// box would write into the next sequence's rows).
 // TMASTORE: gpu.func @attention_fwd(
 // TMASTORE-SAME: tile.param = "o_tmap"
 // TMASTORE: %[[LEN:.*]] = memref.dim %[[OV:.*]], %{{.*}} : memref<1x4x?x64xbf16
-// TMASTORE: %[[INSIDE:.*]] = arith.cmpi ule, %{{.*}}, %[[LEN]] : index
+// TMASTORE: %[[WG:.*]] = arith.divui %thread_id_x, %{{.*}} : index
+// TMASTORE: %[[WGROWS:.*]] = arith.muli %[[WG]], %{{.*}} : index
+// TMASTORE: %[[END0:.*]] = arith.addi %[[ROW0:.*]], %[[WGROWS]] : index
+// TMASTORE: %[[END:.*]] = arith.addi %[[END0]], %{{.*}} : index
+// TMASTORE: %[[INSIDE:.*]] = arith.cmpi ule, %[[END]], %[[LEN]] : index
 // TMASTORE: scf.if %[[INSIDE]] {
-// TMASTORE: memref.extract_strided_metadata %[[OV]]
-// TMASTORE: nvvm.cp.async.bulk.tensor.global.shared.cta
+// TMASTORE: nvvm.cp.async.bulk.wait_group 0 {read}
+// TMASTORE-NOT: nvvm.stmatrix
+// TMASTORE-NOT: nvvm.barrier
+// TMASTORE: "barrier.sync $0, $1;"
+// TMASTORE: %{{.*}}, %[[OFF:.*]], %{{.*}}:4, %[[STR:.*]]:4 = memref.extract_strided_metadata %[[OV]]
+// TMASTORE: %[[ST:.*]] = arith.maxui %[[STR]]#2, %{{.*}} : index
+// TMASTORE: %[[FIRST:.*]] = arith.divui %[[OFF]], %[[ST]] : index
+// TMASTORE: %[[SEQROW0:.*]] = arith.addi %[[ROW0]], %[[FIRST]] : index
+// TMASTORE: %[[BOXROW:.*]] = arith.addi %[[SEQROW0]], %{{.*}} : index
+// TMASTORE: %[[BOXROW32:.*]] = arith.index_cast %[[BOXROW]] : index to i32
+// TMASTORE: %[[B0:.*]] = arith.index_cast %c0{{.*}} : index to i32
+// TMASTORE: nvvm.cp.async.bulk.tensor.global.shared.cta %{{.*}}, %{{.*}}, box[%{{.*}}, %[[BOXROW32]], %{{.*}}, %[[B0]]]
+// TMASTORE: nvvm.cp.async.bulk.commit.group
 // TMASTORE: } else {
-// TMASTORE: arith.cmpi slt, %{{.*}}, %{{.*}} : index
+// TMASTORE: %[[LEN2:.*]] = memref.dim %[[OV]], %{{.*}} : memref<1x4x?x64xbf16
+// TMASTORE: %[[IN:.*]] = arith.cmpi slt, %{{.*}}, %[[LEN2]] : index
+// TMASTORE: scf.if %[[IN]] {
 // TMASTORE: vector.store %{{.*}}, %[[OV]]
+// The block's last bulk store is waited for after the item loop.
+// TMASTORE: nvvm.cp.async.bulk.wait_group 0 {read}
 func.func @attention_fwd(%q: tensor<?x4x64xbf16>, %k: tensor<?x2x64xbf16>,
                          %v: tensor<?x2x64xbf16>, %cuq: tensor<?xi32>,
                          %cuk: tensor<?xi32>)
