@@ -210,18 +210,25 @@ class AttncModel:
         self.workspace = self.attnc.decode_workspace(
             q, self.k_cache[0], self.block_table, max_kv_len=bt.capacity)
 
-    def decode_step(self):
-        """One token per sequence, in place on the static buffers."""
-        a, bt = self.attnc, self.batch
-        slot_mapping = self.slots(self.seq, self.pos)
+    def decode_attend(self, kv_lens):
+        """layer()'s attend for one query row per sequence: paged decode
+        over the caches up to kv_lens."""
+        bt = self.batch
 
         def attend(l, q, k, v):
-            o = a.decode(q.view(bt.b, 1, HEADS, HEAD_DIM), self.k_cache[l],
-                         self.v_cache[l], self.block_table, self.kv_lens,
-                         max_kv_len=bt.capacity, workspace=self.workspace)
+            o = self.attnc.decode(
+                q.view(bt.b, 1, HEADS, HEAD_DIM), self.k_cache[l],
+                self.v_cache[l], self.block_table, kv_lens,
+                max_kv_len=bt.capacity, workspace=self.workspace)
             return o.view(bt.b, HEADS, HEAD_DIM)
 
-        out = self.run_layers(self.x, self.pos, attend, slot_mapping)
+        return attend
+
+    def decode_step(self):
+        """One token per sequence, in place on the static buffers."""
+        slot_mapping = self.slots(self.seq, self.pos)
+        out = self.run_layers(self.x, self.pos,
+                              self.decode_attend(self.kv_lens), slot_mapping)
         self.x.copy_(out)
         self.pos += 1
         self.kv_lens += 1
@@ -232,21 +239,13 @@ class AttncModel:
         the same layer run eagerly: relative L2 of the two outputs. Writes
         the same K/V into the cache slots of the next step twice; the step
         overwrites them."""
-        t, a, bt = self.torch, self.attnc, self.batch
+        t, bt = self.torch, self.batch
         h = t.randn(bt.b, HIDDEN, device=DEVICE).to(t.bfloat16)
         r = t.randn(bt.b, HIDDEN, device=DEVICE).to(t.bfloat16)
 
         def layer(h, r, pos, kv_lens):
-            slot_mapping = self.slots(self.seq, pos)
-
-            def attend(l, q, k, v):
-                o = a.decode(q.view(bt.b, 1, HEADS, HEAD_DIM),
-                             self.k_cache[l], self.v_cache[l],
-                             self.block_table, kv_lens,
-                             max_kv_len=bt.capacity, workspace=self.workspace)
-                return o.view(bt.b, HEADS, HEAD_DIM)
-
-            return self.layer(0, h, r, pos, attend, slot_mapping)
+            return self.layer(0, h, r, pos, self.decode_attend(kv_lens),
+                              self.slots(self.seq, pos))
 
         eager = layer(h, r, self.pos, self.kv_lens)
         compiled = t.compile(layer, fullgraph=True)(h, r, self.pos,

@@ -568,12 +568,12 @@ def _make_plan(torch, dtype, q, k, v, causal, window, softcap, scale,
         if captured:
             plan.capture_array = (
                 _Capture * len(captured)).from_buffer_copy
+    if varlen is not None:
+        from . import _varlen
     with torch.cuda.device(device):
         plan.ctx = ctx = context(device.index)
         sizes = None
-        if varlen is not None:
-            from . import _varlen
-
+        if varlen is not None:  # the sequences and the longest lengths
             sizes = VarlenDesc(0, 0, varlen[0].shape[0] - 1, int(varlen[2]),
                                int(varlen[3]))
         plan.kernel = _kernel_for(ctx, q, k, dtype, device, arch, causal,
