@@ -89,8 +89,9 @@ inline llvm::SmallVector<mlir::Type> kvAppendParamTypes(mlir::MLIRContext *ctx,
   return abiParamTypes(ctx, abi::kKVAppendParams, elt);
 }
 
-/// An integer attribute on a decode split kernel: its paged, length-bounded
-/// K/V loads are copied into rings of that many tiles (tuning.stages >= 2),
+/// An integer attribute on a kernel with paged, length-bounded K/V loads (a
+/// decode split kernel, paged varlen attention): they are copied into rings
+/// of that many tiles (tuning.stages >= 2; 0: the schedule's kv_stages),
 /// the tiles of the next stages - 1 iterations in flight.
 inline constexpr const char *kPrefetchPagedAttr = "tile.prefetch_paged";
 

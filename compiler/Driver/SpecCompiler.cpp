@@ -104,6 +104,8 @@ attnc::AttentionConfig attnc::attentionConfigOf(const KernelSpec &spec) {
   c.withLse = spec.hasLse;
   c.sinks = spec.sinks;
   c.varlen = spec.varlen;
+  if (spec.varlen)
+    c.pageSize = spec.pageSize; // paged varlen: K/V are the caches
   return c;
 }
 
@@ -361,9 +363,11 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   int64_t headDim = spec.headDim;
   int64_t elementBits = 16;
   bool sinks = false, varlen = false, kvBounds = false;
+  int64_t pageSize = 0;
   std::vector<CaptureDesc> captures;
   module->walk([&](attn::AttentionOp op) {
     kvBounds = op.hasKVBounds();
+    pageSize = op.getPageSize();
     headDim = op.getHeadDim();
     elementBits = op.getElementType().getIntOrFloatBitWidth();
     sinks = op.hasSinks();
@@ -385,6 +389,16 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
                          "say varlen=true"
                        : "the spec says varlen=true but the IR's "
                          "attn.attention is not varlen");
+  // And a paged cache's page size (the runtime checks the caches by it).
+  if (varlen && pageSize != spec.pageSize)
+    return fail(
+        pageSize
+            ? "the IR's attn.attention reads a paged cache of "
+              "page size " +
+                  std::to_string(pageSize) +
+                  ": the spec must say page_size=" + std::to_string(pageSize)
+            : "the spec says page_size=" + std::to_string(spec.pageSize) +
+                  " but the IR's attn.attention is not paged");
   TileOptions tile = defaultTileOptions(
       GPUMapping::MMA, headDim, attentionVariantOf(*module), spec.tuning.blockM,
       spec.tuning.blockN, spec.tuning.warps, spec.tuning.stages,
@@ -394,7 +408,7 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   // else (and any other target) mma.sync. The metadata names the choice.
   MappingChoice choice =
       chooseTensorCoreMapping(spec.arch, headDim, elementBits, tile,
-                              /*leftWindow=*/spec.windowLeft >= 0);
+                              /*leftWindow=*/spec.windowLeft >= 0, pageSize);
   // A tuned spec may name its mapping (attnc tune sweeps both on sm_90a).
   if (spec.tuning.mapping == "mma" && choice.mapping != GPUMapping::MMA) {
     choice.mapping = GPUMapping::MMA;
@@ -516,11 +530,18 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   // its order: the sinks, then the cu_seqlens (TileAttention).
   if (spec.sinks)
     meta.params.push_back({abi::kAttentionSinksParam, ParamKind::Ptr});
-  if (varlen)
+  if (varlen) // paged: cu_seqlens_q alone
     for (const char *name : abi::kAttentionCuSeqlensParams)
-      meta.params.push_back({name, ParamKind::Ptr});
+      if (!pageSize || name == abi::kAttentionCuSeqlensParams[0])
+        meta.params.push_back({name, ParamKind::Ptr});
   if (kvBounds)
     meta.params.push_back({abi::kAttentionKVBoundsParam, ParamKind::Ptr});
+  if (pageSize)
+    for (const char *name : abi::kAttentionPagedParams)
+      meta.params.push_back({name, name == abi::kAttentionPagedParams[0] ||
+                                           name == abi::kAttentionPagedParams[1]
+                                       ? ParamKind::Ptr
+                                       : ParamKind::I64});
   // The captured tensors' data, sizes and strides (TileAttention), and what
   // the runtime checks each launch's tensors against.
   meta.captures = captures;
@@ -535,10 +556,11 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   // v_tmap), each for boxes of the kernel's tile rows.
   if (choice.mapping == GPUMapping::WGMMA && tmaSchedule)
     for (const char *name : abi::kAttentionTensorMapParams)
-      meta.params.push_back({name, ParamKind::TensorMap,
-                             name == abi::kAttentionTensorMapParams[0]
-                                 ? tile.blockM
-                                 : tile.blockN});
+      meta.params.push_back(
+          {name, ParamKind::TensorMap,
+           name == abi::kAttentionTensorMapParams[0] ? tile.blockM
+           : pageSize ? abi::pagedBoxRows(pageSize, tile.blockN) // per page
+                      : tile.blockN});
   // epilogue "tma": O's tensor map after those (the mapping appends it
   // after v_tmap), boxes of one consumer warpgroup's rows.
   if (tile.epilogue == tgpu::Epilogue::tma)

@@ -30,6 +30,11 @@ struct AttentionConfig {
   /// Q/K/V [total, heads, head_dim] with cu_seqlens_q/k (attn.attention's
   /// `varlen` operands); the LSE is [heads, total_q].
   bool varlen = false;
+  /// Varlen queries over a paged KV cache (attn.attention's `paged`
+  /// operands): K/V [pages, kv_heads, pageSize, head_dim] with a block
+  /// table and kv_lens instead of cu_seqlens_k. 0: not paged.
+  int64_t pageSize = 0;
+  bool paged() const { return pageSize > 0; }
 
   /// The window's right bound as the IR takes it (abi::windowRight:
   /// causal with (left, -1) is causal with (left, 0)).

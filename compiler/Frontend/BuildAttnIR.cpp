@@ -29,8 +29,12 @@ attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
           ? RankedTensorType::get({dyn, config.heads, config.headDim}, elt)
           : RankedTensorType::get({dyn, config.heads, dyn, config.headDim},
                                   elt);
+  // Paged: the cache [pages, Hkv, page_size, D].
   auto kvT =
-      config.varlen
+      config.paged()
+          ? RankedTensorType::get(
+                {dyn, config.kvHeads, config.pageSize, config.headDim}, elt)
+      : config.varlen
           ? RankedTensorType::get({dyn, config.kvHeads, config.headDim}, elt)
           : RankedTensorType::get({dyn, config.kvHeads, dyn, config.headDim},
                                   elt);
@@ -48,7 +52,9 @@ attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
     args.push_back(sinksT);
   auto cuT = RankedTensorType::get({dyn}, b.getI32Type());
   const unsigned cuArg = args.size();
-  if (config.varlen)
+  if (config.paged())
+    args.append({cuT, RankedTensorType::get({dyn, dyn}, b.getI32Type()), cuT});
+  else if (config.varlen)
     args.append({cuT, cuT});
   auto fn = func::FuncOp::create(b, loc, "attention_fwd",
                                  b.getFunctionType(args, results));
@@ -73,8 +79,11 @@ attnc::buildAttentionModule(MLIRContext &ctx, const AttentionConfig &config) {
       body->getArgument(1), body->getArgument(2),
       config.sinks ? body->getArgument(3) : Value(),
       config.varlen ? body->getArgument(cuArg) : Value(),
-      config.varlen ? body->getArgument(cuArg + 1) : Value(),
-      /*kv_bounds=*/Value(), /*captures=*/ValueRange(), scale,
+      config.varlen && !config.paged() ? body->getArgument(cuArg + 1) : Value(),
+      /*kv_bounds=*/Value(),
+      config.paged() ? body->getArgument(cuArg + 1) : Value(),
+      config.paged() ? body->getArgument(cuArg + 2) : Value(),
+      /*captures=*/ValueRange(), scale,
       config.causal ? b.getUnitAttr() : UnitAttr(), window, softcap);
   func::ReturnOp::create(b, loc, op->getResults());
 

@@ -15,21 +15,24 @@ const char *attnc::mappingName(GPUMapping mapping) {
   return "?";
 }
 
-attnc::MappingChoice attnc::chooseTensorCoreMapping(const std::string &arch,
-                                                    int64_t headDim,
-                                                    int64_t elementBits,
-                                                    const TileOptions &tile,
-                                                    bool leftWindow) {
+attnc::MappingChoice
+attnc::chooseTensorCoreMapping(const std::string &arch, int64_t headDim,
+                               int64_t elementBits, const TileOptions &tile,
+                               bool leftWindow, int64_t pageSize) {
   MappingChoice c;
   if (arch != "sm_90a") {
     c.mapping = GPUMapping::MMA;
     c.why = arch + " has no wgmma";
   } else if (std::string reason = wgmma::unsupportedReason(
                  headDim, tile.blockM, tile.blockN, elementBits, tile.kvStages,
-                 leftWindow);
+                 leftWindow, pageSize);
              !reason.empty()) {
     c.mapping = GPUMapping::MMA;
     c.why = "fallback: the wgmma mapping " + reason;
+  } else if (pageSize > 0 && tile.kvSync != tgpu::KVSync::tma) {
+    c.mapping = GPUMapping::MMA;
+    c.why = "fallback: the wgmma mapping copies a paged cache by TMA only "
+            "(kv_sync tma, block_m >= 128)";
   } else {
     c.mapping = GPUMapping::WGMMA;
     c.why = "sm_90a, head dim " + std::to_string(headDim) + ", " +

@@ -28,7 +28,8 @@ struct MappingChoice {
 MappingChoice chooseTensorCoreMapping(const std::string &arch, int64_t headDim,
                                       int64_t elementBits,
                                       const TileOptions &tile,
-                                      bool leftWindow = false);
+                                      bool leftWindow = false,
+                                      int64_t pageSize = 0);
 
 /// The name a mapping goes by ("wgmma", "mma.sync", "simt").
 const char *mappingName(GPUMapping mapping);

@@ -30,6 +30,7 @@ attnc::AttentionVariant attnc::attentionVariantOf(ModuleOp module) {
     variant.softcap =
         op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
     variant.varlen = op.isVarlen();
+    variant.pageSize = op.getPageSize();
   });
   return variant;
 }
@@ -52,6 +53,7 @@ attnc::TileOptions attnc::defaultTileOptions(GPUMapping mapping,
     spec.windowRight = variant.windowRight;
     spec.softcap = variant.softcap;
     spec.varlen = variant.varlen;
+    spec.pageSize = variant.pageSize;
     spec.arch = arch.empty() ? "sm_80" : arch;
     TuningConfig h = heuristicTuning(spec);
     t.blockM = h.blockM;

@@ -57,7 +57,8 @@ struct AttentionVariant {
   bool causal = false;
   int64_t windowLeft = -1, windowRight = -1;
   double softcap = 0.0;
-  bool varlen = false; // packed sequences (attn.attention's `varlen`)
+  bool varlen = false;  // packed sequences (attn.attention's `varlen`)
+  int64_t pageSize = 0; // K/V from a paged cache (attn.attention's `paged`)
 };
 /// The variant of the (last) attn.attention in `module`; none without one.
 AttentionVariant attentionVariantOf(mlir::ModuleOp module);

@@ -150,12 +150,20 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   if (att.hasSinks())
     params.push_back(abiParamType(ctx, abi::ParamType::F32Ptr, elt));
   const bool varlen = att.isVarlen();
+  const bool paged = att.isPaged(); // cu_seqlens_q alone
   const unsigned cuArg = params.size();
   if (varlen)
-    params.append(2, abiParamType(ctx, abi::ParamType::I32Ptr, elt));
+    params.append(paged ? 1 : 2,
+                  abiParamType(ctx, abi::ParamType::I32Ptr, elt));
   const unsigned boundsArg = params.size();
   if (att.hasKVBounds())
     params.push_back(abiParamType(ctx, abi::ParamType::I32Ptr, elt));
+  // Paged: block_table, kv_lens, max_blocks, num_pages.
+  const unsigned pagedArg = params.size();
+  if (paged) {
+    params.append(2, abiParamType(ctx, abi::ParamType::I32Ptr, elt));
+    params.append(2, b.getI64Type());
+  }
   // Each captured tensor: its data, then its sizes and strides
   // (abi::captureParamName).
   static_assert(attn::AttentionOp::kMaxCaptures == abi::kMaxCaptures);
@@ -177,10 +185,14 @@ func::FuncOp KernelBuilder::build(StringRef name) {
                   b.getStringAttr(abi::kAttentionSinksParam));
   if (varlen)
     for (auto [i, name] : llvm::enumerate(abi::kAttentionCuSeqlensParams))
-      fn.setArgAttr(cuArg + i, "tile.param", b.getStringAttr(name));
+      if (i == 0 || !paged)
+        fn.setArgAttr(cuArg + i, "tile.param", b.getStringAttr(name));
   if (att.hasKVBounds())
     fn.setArgAttr(boundsArg, "tile.param",
                   b.getStringAttr(abi::kAttentionKVBoundsParam));
+  if (paged)
+    for (auto [i, name] : llvm::enumerate(abi::kAttentionPagedParams))
+      fn.setArgAttr(pagedArg + i, "tile.param", b.getStringAttr(name));
   for (unsigned k = 0, at = captureArg; k < att.getCaptures().size(); ++k) {
     auto param = [&](abi::CapturePart part, unsigned dim) {
       fn.setArgAttr(at++, "tile.param",
@@ -233,16 +245,61 @@ func::FuncOp KernelBuilder::build(StringRef name) {
               index(memref::LoadOp::create(b, loc, cu, ValueRange{next}))};
     };
     auto [qStart, qEnd] = startEnd(cuArg);
-    auto [kStart, kEnd] = startEnd(cuArg + 1);
+    Value kStart, kEnd;
+    if (!paged)
+      std::tie(kStart, kEnd) = startEnd(cuArg + 1);
     firstQ = qStart;
     firstK = kStart;
     seqQ = arith::SubIOp::create(b, loc, qEnd, qStart);
-    seqKV = arith::SubIOp::create(b, loc, kEnd, kStart);
+    if (paged) {
+      // The sequence's key count, from kv_lens.
+      auto lensT = MemRefType::get({ShapedType::kDynamic}, b.getI32Type());
+      Value lens = memref::ReinterpretCastOp::create(
+          b, loc, lensT, arg(pagedArg + 1), b.getIndexAttr(0),
+          ArrayRef<OpFoldResult>{batch},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      seqKV = index(memref::LoadOp::create(b, loc, lens, ValueRange{bIdx}));
+    } else {
+      seqKV = arith::SubIOp::create(b, loc, kEnd, kStart);
+    }
     viewBatch = cst(0);
   }
   Value qView = view(arg(0), hq, seqQ, strides(8), true, firstQ);
-  Value kView = view(arg(1), hkv, seqKV, strides(11), true, firstK);
-  Value vView = view(arg(2), hkv, seqKV, strides(14), true, firstK);
+  Value kView, vView, blockTable, kvLength;
+  if (paged) {
+    // The caches [num_pages, Hkv, page_size, D] (k_stride_b is the page
+    // stride) and the [B, max_blocks] block table; the tile loads look up
+    // each key's page, bounded by the sequence's key count.
+    int64_t page = att.getPageSize(), dyn = ShapedType::kDynamic;
+    Value maxBlocks = index(arg(pagedArg + 2));
+    Value numPages = index(arg(pagedArg + 3));
+    auto cache = [&](Value ptr, int first) -> Value {
+      auto type =
+          MemRefType::get({dyn, hkv, page, headDim}, elt,
+                          StridedLayoutAttr::get(ctx, 0, {dyn, dyn, dyn, 1}));
+      SmallVector<Value> st = strides(first);
+      return memref::ReinterpretCastOp::create(
+          b, loc, type, ptr, b.getIndexAttr(0),
+          ArrayRef<OpFoldResult>{numPages, b.getIndexAttr(hkv),
+                                 b.getIndexAttr(page), b.getIndexAttr(headDim)},
+          ArrayRef<OpFoldResult>{st[0], st[1], st[2], b.getIndexAttr(1)});
+    };
+    kView = cache(arg(1), 11);
+    vView = cache(arg(2), 14);
+    auto tableT = MemRefType::get({dyn, dyn}, b.getI32Type(),
+                                  StridedLayoutAttr::get(ctx, 0, {dyn, 1}));
+    blockTable = memref::ReinterpretCastOp::create(
+        b, loc, tableT, arg(pagedArg), b.getIndexAttr(0),
+        ArrayRef<OpFoldResult>{batch, maxBlocks},
+        ArrayRef<OpFoldResult>{maxBlocks, b.getIndexAttr(1)});
+    kvLength = seqKV; // the loads' batch is the block table's row, bIdx
+    // Paged tiles go into the KV loop's rings like contiguous ones (the
+    // schedule's stages).
+    fn->setAttr(kPrefetchPagedAttr, b.getI64IntegerAttr(0));
+  } else {
+    kView = view(arg(1), hkv, seqKV, strides(11), true, firstK);
+    vView = view(arg(2), hkv, seqKV, strides(14), true, firstK);
+  }
   Value oView = view(arg(3), hq, seqQ, strides(17), true, firstQ);
   Value lseView =
       view(arg(4), hq, seqQ, {index(arg(20)), index(arg(21))}, false, firstQ);
@@ -399,12 +456,14 @@ func::FuncOp KernelBuilder::build(StringRef name) {
   auto fin = buildOnlineSoftmaxLoop(
       b, loc, qTile, lo, hi, blockN, elt,
       {[&](Value k0) -> Value {
-         return tile::LoadOp::create(b, loc, kvTileT, kView, viewBatch, kvHead,
-                                     k0);
+         return tile::LoadOp::create(b, loc, kvTileT, kView,
+                                     paged ? bIdx : viewBatch, kvHead, k0,
+                                     kvLength, blockTable);
        },
        [&](Value k0) -> Value {
-         return tile::LoadOp::create(b, loc, kvTileT, vView, viewBatch, kvHead,
-                                     k0);
+         return tile::LoadOp::create(b, loc, kvTileT, vView,
+                                     paged ? bIdx : viewBatch, kvHead, k0,
+                                     kvLength, blockTable);
        },
        [&](Value s, Value k0) -> Value {
          auto score = tile::ScoreOp::create(

@@ -57,6 +57,7 @@ class _Spec(ctypes.Structure):
         ("warps", ctypes.c_int64),
         ("sinks", ctypes.c_int32),
         ("varlen", ctypes.c_int32),
+        ("page_size", ctypes.c_int64),
     ]
 
 
@@ -95,6 +96,10 @@ class _AttentionArgs(ctypes.Structure):
         ("captures", ctypes.POINTER(_Capture)),
         ("num_captures", ctypes.c_int64),
         ("kv_bounds", ctypes.c_void_p),
+        # Paged varlen kernels: [B, max_blocks] i32 pages, [B] i32 key counts.
+        ("block_table", ctypes.c_void_p),
+        ("max_blocks", ctypes.c_int64),
+        ("kv_lens", ctypes.c_void_p),
     ]
 
 
@@ -395,6 +400,8 @@ class Spec:
     sinks: bool = False
     # Varlen prefill: packed [total, H, D] sequences with cu_seqlens.
     varlen: bool = False
+    # Varlen over a paged KV cache of this page size (0: packed K/V).
+    page_size: int = 0
 
     def to_json(self):
         """The spec as a spec-file JSON object (text)."""
@@ -402,6 +409,8 @@ class Spec:
         extra = {"sinks": True} if self.sinks else {}
         if self.varlen:
             extra["varlen"] = True
+        if self.page_size:
+            extra["page_size"] = self.page_size
         return json.dumps({**extra,
             "op": self.op, "dtype": self.dtype, "heads": self.heads,
             "kv_heads": self.kv_heads, "head_dim": self.head_dim,
@@ -437,6 +446,7 @@ class Spec:
         spec.custom_ir = self.custom_ir.encode() if self.custom_ir else None
         spec.sinks = int(bool(self.sinks))
         spec.varlen = int(bool(self.varlen))
+        spec.page_size = int(self.page_size)
         return spec
 
 
@@ -557,6 +567,10 @@ def _args_to_c(q, k, v, o, lse, sinks=0, varlen=None, captures=None):
              varlen.cu_seqlens_q or None, varlen.cu_seqlens_k or None,
              int(varlen.batch), int(varlen.max_seqlen_q),
              int(varlen.max_seqlen_k))
+        if varlen.block_table:
+            (args.block_table, args.max_blocks, args.kv_lens) = (
+                varlen.block_table, int(varlen.max_blocks),
+                varlen.kv_lens or None)
     _set_captures(args, _captures_to_c(captures))
     return args
 
@@ -565,13 +579,20 @@ class VarlenDesc(NamedTuple):
     """A varlen launch's sequences: the device addresses of the B + 1 i32
     sequence starts of each side, B, and the longest lengths. With it, q,
     k, v and o are the packed [total, H, D] tensors as [1, H, total, D]
-    descriptors and lse the [H, total_q] LSE as [1, H, total_q]."""
+    descriptors and lse the [H, total_q] LSE as [1, H, total_q]. Paged
+    (a spec with page_size): cu_seqlens_k is 0, k and v are the caches as
+    [pages, Hkv, page_size, D] descriptors, and block_table / kv_lens the
+    addresses of the [B, max_blocks] i32 page indices and [B] i32 key
+    counts."""
 
     cu_seqlens_q: int
     cu_seqlens_k: int
     batch: int
     max_seqlen_q: int
     max_seqlen_k: int
+    block_table: int = 0
+    max_blocks: int = 0
+    kv_lens: int = 0
 
 
 def validate_attention(spec, q, k, v, o, lse=None, sinks=0, varlen=None,

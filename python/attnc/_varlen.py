@@ -23,6 +23,96 @@ def _fail(message):
     raise AttncError("attnc.attention_varlen: " + message)
 
 
+def _cache_perm(layout):
+    """The permutation of a paged cache to the runtime's [pages, Hkv,
+    page_size, D]."""
+    if layout == "NHD":
+        return (0, 2, 1, 3)  # [pages, page_size, Hkv, D]
+    if layout == "HND":
+        return (0, 1, 2, 3)
+    _fail("layout must be 'NHD' or 'HND', got %r" % (layout,))
+
+
+def check_paged_shapes(q, k_cache, v_cache, cu_seqlens_q, block_table,
+                       seqused_k, max_seqlen_q, max_seqlen_k, layout="NHD"):
+    """The paged form's checks (needing no device): q [total_q, heads, D],
+    the caches [pages, page_size, kv_heads, D] (NHD) or [pages, kv_heads,
+    page_size, D] (HND), block_table [B, max_blocks] and seqused_k [B]
+    int32. Returns (dtype name, page size)."""
+    dtype = check_dtypes(q, k_cache, v_cache)
+    perm = _cache_perm(layout)
+    if len(q.shape) != 3:
+        _fail("q has shape %s (%d dims); expected 3 dims [total, heads, "
+              "head_dim] (packed sequences)" % (tuple(q.shape), len(q.shape)))
+    for name, t in (("k", k_cache), ("v", v_cache)):
+        if len(t.shape) != 4:
+            _fail("with block_table, %s is a paged cache of 4 dims (%s), got "
+                  "shape %s" % (name, "[pages, page_size, kv_heads, head_dim]"
+                                if layout == "NHD" else
+                                "[pages, kv_heads, page_size, head_dim]",
+                                tuple(t.shape)))
+        if t.stride()[3] != 1:
+            _fail("%s.stride(3) (head_dim) is %d; it must be 1"
+                  % (name, t.stride()[3]))
+    if tuple(v_cache.shape) != tuple(k_cache.shape):
+        _fail("k has shape %s but v has %s; they must match"
+              % (tuple(k_cache.shape), tuple(v_cache.shape)))
+    if q.stride()[2] != 1:
+        _fail("q.stride(2) (head_dim) is %d; it must be 1" % q.stride()[2])
+    _, h, d = q.shape
+    hk = k_cache.shape[perm[1]]
+    page_size = int(k_cache.shape[perm[2]])
+    if k_cache.shape[3] != d:
+        _fail("head_dim differs: q.shape[2] = %d but the caches' is %d"
+              % (d, k_cache.shape[3]))
+    if hk < 1 or h % hk != 0:
+        _fail("q has %d heads, which is not a multiple of the caches' %d "
+              "heads" % (h, hk))
+    if str(cu_seqlens_q.dtype) != "torch.int32" or len(cu_seqlens_q.shape) != 1 \
+            or cu_seqlens_q.shape[0] < 1:
+        _fail("cu_seqlens_q must be a 1-D torch.int32 tensor of B + 1 "
+              "sequence starts, got %s of shape %s"
+              % (cu_seqlens_q.dtype, tuple(cu_seqlens_q.shape)))
+    if cu_seqlens_q.shape[0] > 1 and cu_seqlens_q.stride()[0] != 1:
+        _fail("cu_seqlens_q must be contiguous")
+    batch = cu_seqlens_q.shape[0] - 1
+    if str(block_table.dtype) != "torch.int32" or len(block_table.shape) != 2 \
+            or block_table.shape[0] != batch or block_table.shape[1] < 1 or (
+                block_table.shape[1] > 1 and block_table.stride()[1] != 1) or (
+                batch > 1 and block_table.stride()[0] != block_table.shape[1]):
+        _fail("block_table must be a contiguous [B, max_blocks] torch.int32 "
+              "tensor (B = %d sequences), got %s of shape %s"
+              % (batch, block_table.dtype, tuple(block_table.shape)))
+    if seqused_k is None or str(seqused_k.dtype) != "torch.int32" or \
+            tuple(seqused_k.shape) != (batch,) or (
+                batch > 1 and seqused_k.stride()[0] != 1):
+        _fail("with block_table, seqused_k must be a contiguous [B] "
+              "torch.int32 tensor of key counts (B = %d), got %s"
+              % (batch, None if seqused_k is None else
+                 "%s of shape %s" % (seqused_k.dtype,
+                                     tuple(seqused_k.shape))))
+    capacity = block_table.shape[1] * page_size
+    for name, value, top in (("max_seqlen_q", max_seqlen_q, q.shape[0]),
+                             ("max_seqlen_k", max_seqlen_k, capacity)):
+        if isinstance(value, (bool, float)) or not hasattr(value,
+                                                            "__index__"):
+            _fail("%s must be an int, got %r" % (name, value))
+        if value < 0 or value > top:
+            _fail("%s is %d; it must be 0 to %d" % (name, value, top))
+    if max_seqlen_q == 0 and q.shape[0] > 0 and batch > 0:
+        _fail("max_seqlen_q is 0 but q has %d rows: pass the longest "
+              "sequence's length" % q.shape[0])
+    return dtype, page_size
+
+
+def describe_cache(t, layout):
+    """TensorDesc of a paged cache as [pages, Hkv, page_size, D]."""
+    perm = _cache_perm(layout)
+    s, st = t.shape, t.stride()
+    return TensorDesc(int(t.data_ptr()), tuple(int(s[i]) for i in perm),
+                      tuple(int(st[i]) for i in perm))
+
+
 def check_varlen_shapes(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                         max_seqlen_k):
     """Dtypes, ranks, heads, head-dim strides, the cu_seqlens and the
@@ -94,25 +184,28 @@ def describe_varlen_lse(lse):
 
 def make_varlen_spec(q, k, *, dtype, arch, causal=False, window=None,
                      softcap=None, scale=None, return_lse=False, block_m=0,
-                     block_n=0, sinks=False):
-    """The Spec of a checked varlen call."""
+                     block_n=0, sinks=False, page_size=0, kv_heads=None):
+    """The Spec of a checked varlen call (paged: page_size and the caches'
+    kv_heads)."""
     left, right = window_bounds(window)
     if scale is not None and scale != scale:
         scale = None
-    return Spec(heads=int(q.shape[1]), kv_heads=int(k.shape[1]),
+    return Spec(heads=int(q.shape[1]),
+                kv_heads=int(k.shape[1] if kv_heads is None else kv_heads),
                 head_dim=int(q.shape[2]), dtype=dtype, causal=bool(causal),
                 has_lse=bool(return_lse), window_left=left,
                 window_right=right,
                 softcap=0.0 if softcap is None else float(softcap),
                 scale=None if scale is None else float(scale), arch=arch,
                 block_m=int(block_m), block_n=int(block_n),
-                sinks=bool(sinks), varlen=True)
+                sinks=bool(sinks), varlen=True, page_size=int(page_size))
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                      max_seqlen_k, *, causal=False, window=None, softcap=None,
                      sinks=None, scale=None, return_lse=False, arch=None,
-                     block_m=0, block_n=0, score_mod=None, mask_mod=None):
+                     block_m=0, block_n=0, score_mod=None, mask_mod=None,
+                     block_table=None, seqused_k=None, layout="NHD"):
     """Attention forward of packed variable-length sequences
     (FlashAttention's flash_attn_varlen_func).
 
@@ -131,6 +224,19 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     those V rows by 0: every row of v must be finite, padding after the
     last sequence included (0 * NaN is NaN; docs/variants.md).
 
+    Paged prefill (vLLM's single call over a mixed prefill and decode
+    batch): with block_table ([B, max_blocks] int32 page indices) and
+    seqused_k ([B] int32 key counts), k and v are a paged cache
+    [pages, page_size, kv_heads, head_dim] (layout "NHD", vLLM's and
+    FlashAttention's) or [pages, kv_heads, page_size, head_dim] ("HND"),
+    cu_seqlens_k is None, and key j of sequence b is row j mod page_size
+    of page block_table[b, j // page_size]. Each sequence's queries are its
+    last keys' positions (causal is bottom-right aligned: chunked prefill).
+    max_seqlen_k bounds seqused_k. On sm_90a pages of a multiple of 8 rows
+    go by TMA, other page sizes by the mma.sync kernel; the rows of a
+    sequence's last page past its length are read and weighted 0 (they
+    must be finite, like v's padding above).
+
     score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx, kv_idx)
     as in attnc.attention, where b is the sequence and q_idx, kv_idx are
     positions within it (a captured per-sequence tensor is indexed
@@ -140,6 +246,20 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     call goes through torch.ops.attnc.attention_varlen.
     """
     ops = _route.ops_for(q)
+    if block_table is not None:
+        if cu_seqlens_k is not None:
+            _fail("with block_table the key counts are seqused_k; pass "
+                  "cu_seqlens_k=None")
+        if score_mod is not None or mask_mod is not None or ops is not None:
+            _fail("a paged cache (block_table) runs in eager calls without "
+                  "score_mod / mask_mod for now")
+        return launch_paged(q, k, v, cu_seqlens_q, block_table, seqused_k,
+                            max_seqlen_q, max_seqlen_k, layout, causal,
+                            window, softcap, scale, return_lse, arch,
+                            block_m, block_n, sinks)
+    if seqused_k is not None:
+        _fail("seqused_k is the key counts of a paged cache: pass "
+              "block_table too")
     if score_mod is not None or mask_mod is not None:
         if ops is not None:
             _fail("score_mod and mask_mod run in eager calls only; under "
@@ -226,6 +346,71 @@ def launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                             int(max_seqlen_k))
         args = _args_to_c(describe_packed(q), describe_packed(k),
                           describe_packed(v), describe_packed(o),
+                          None if lse is None else describe_varlen_lse(lse),
+                          0 if sinks is None else sinks.data_ptr(), varlen)
+        stream = _route.current_stream(torch, device.index)
+        _check(lib().attnc_attention_launch(ctx._handle, kernel, _byref(args),
+                                            stream or None),
+               "attnc_attention_launch")
+    return (o, lse) if return_lse else o
+
+
+def launch_paged(q, k_cache, v_cache, cu_seqlens_q, block_table, seqused_k,
+                 max_seqlen_q, max_seqlen_k, layout="NHD", causal=False,
+                 window=None, softcap=None, scale=None, return_lse=False,
+                 arch=None, block_m=0, block_n=0, sinks=None):
+    """attention_varlen()'s eager launch over a paged cache."""
+    if scale is not None and scale != scale:
+        scale = None
+    dtype, page_size = check_paged_shapes(
+        q, k_cache, v_cache, cu_seqlens_q, block_table, seqused_k,
+        max_seqlen_q, max_seqlen_k, layout)
+    check_devices(q, k_cache, v_cache, cu_seqlens_q, block_table)
+    check_devices(q, q, q, seqused_k, seqused_k)
+    import torch
+
+    if sinks is not None:
+        check_sinks(torch, sinks, q.unsqueeze(0))
+    device = q.device
+    kv_heads = int(k_cache.shape[_cache_perm(layout)[1]])
+    key = ("paged", q.dtype, device, q.shape[1:], kv_heads, page_size,
+           causal, window, softcap, scale, return_lse, arch, block_m,
+           block_n, sinks_key(sinks))
+    kernel_plan = _plans.get(key)
+    if kernel_plan is not None and _contexts.get(device.index) is not \
+            kernel_plan[0]:
+        kernel_plan = None
+    with torch.cuda.device(device):
+        if kernel_plan is None:
+            ctx = context(device.index)
+            use_arch = arch or arch_for_capability(
+                torch.cuda.get_device_capability(device))
+            spec = make_varlen_spec(
+                q, None, dtype=dtype, arch=use_arch, causal=causal,
+                window=window, softcap=softcap, scale=scale,
+                return_lse=return_lse, block_m=block_m, block_n=block_n,
+                sinks=sinks is not None, page_size=page_size,
+                kv_heads=kv_heads)
+            kernel = ctx.get_kernel_for(spec, max(cu_seqlens_q.shape[0] - 1,
+                                                  1),
+                                        max(int(max_seqlen_q), 1),
+                                        max(int(max_seqlen_k), 1))
+            kernel_plan = (ctx, kernel)
+            _route.remember(_plans, key, kernel_plan)
+        ctx, kernel = kernel_plan
+        o = torch.empty_like(q)
+        lse = None
+        if return_lse:
+            lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32,
+                              device=device)
+        varlen = VarlenDesc(int(cu_seqlens_q.data_ptr()), 0,
+                            cu_seqlens_q.shape[0] - 1, int(max_seqlen_q),
+                            int(max_seqlen_k), int(block_table.data_ptr()),
+                            int(block_table.shape[1]),
+                            int(seqused_k.data_ptr()))
+        args = _args_to_c(describe_packed(q),
+                          describe_cache(k_cache, layout),
+                          describe_cache(v_cache, layout), describe_packed(o),
                           None if lse is None else describe_varlen_lse(lse),
                           0 if sinks is None else sinks.data_ptr(), varlen)
         stream = _route.current_stream(torch, device.index)

@@ -118,6 +118,7 @@ attnc::Result<attnc::KernelSpec> specFromC(const attnc_spec *in) {
   spec.tuning.warps = in->warps;
   spec.sinks = in->sinks != 0;
   spec.varlen = in->varlen != 0;
+  spec.pageSize = in->page_size;
   return spec;
 }
 
@@ -186,6 +187,9 @@ attnc::Result<attnc::AttentionArgs> argsFromC(const attnc_attention_args &a) {
   args.maxSeqlenQ = a.max_seqlen_q;
   args.maxSeqlenK = a.max_seqlen_k;
   args.kvBounds = a.kv_bounds;
+  args.blockTable = a.block_table;
+  args.maxBlocks = a.max_blocks;
+  args.kvLens = a.kv_lens;
   return args;
 }
 

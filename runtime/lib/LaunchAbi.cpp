@@ -43,6 +43,12 @@ static_assert(
     abi::kAttentionOptionalParams[size_t(ParamSource::KvBounds) -
                                   kContractParams]
             .name == abi::kAttentionKVBoundsParam &&
+    abi::kAttentionOptionalParams[size_t(ParamSource::BlockTable) -
+                                  kContractParams]
+            .name == abi::kAttentionPagedParams[0] &&
+    abi::kAttentionOptionalParams[size_t(ParamSource::NumPages) -
+                                  kContractParams]
+            .name == abi::kAttentionPagedParams[3] &&
     abi::kAttentionOptionalParams[size_t(ParamSource::QTensorMap) -
                                   kContractParams]
             .name == abi::kAttentionTensorMapParams[0] &&
@@ -120,6 +126,10 @@ const void *pointerValue(ParamSource source, const AttentionArgs &args) {
     return args.cuSeqlensK;
   case ParamSource::KvBounds:
     return args.kvBounds;
+  case ParamSource::BlockTable:
+    return args.blockTable;
+  case ParamSource::KvLens:
+    return args.kvLens;
   default:
     return args.lse.data;
   }
@@ -149,6 +159,11 @@ int64_t integerValue(ParamSource source, const AttentionArgs &args,
     return args.cuSeqlensQ ? args.maxSeqlenQ : args.q.shape[2];
   case ParamSource::SeqKv:
     return args.cuSeqlensQ ? args.maxSeqlenK : args.k.shape[2];
+  // Paged: K/V are the caches [pages, Hkv, page_size, D].
+  case ParamSource::MaxBlocks:
+    return args.maxBlocks;
+  case ParamSource::NumPages:
+    return args.k.shape[0];
   case ParamSource::QStrideB:
     return args.q.stride[0];
   case ParamSource::QStrideH:

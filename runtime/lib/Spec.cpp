@@ -134,8 +134,8 @@ std::string KernelSpec::canonical() const {
     intField("page_size", pageSize);
     intField("max_q_len", maxQLen);
   }
-  if (op == "kv_append")
-    intField("page_size", pageSize);
+  if (op == "kv_append" || (op == "attention_fwd" && pageSize))
+    intField("page_size", pageSize); // a paged varlen attention's
   return out;
 }
 
@@ -310,8 +310,19 @@ Status validateSpec(const KernelSpec &spec) {
                      std::to_string(16 * keyWarps) +
                      " (16 keys per warp; got " +
                      std::to_string(spec.tuning.blockN) + ")");
+  } else if (spec.op == "attention_fwd" && spec.pageSize != 0) {
+    // Paged prefill: varlen queries over a paged cache.
+    if (!spec.varlen)
+      return invalid("page_size on attention_fwd (a paged KV cache) needs "
+                     "varlen=true: paged prefill takes packed queries");
+    if (spec.pageSize < 1 || spec.pageSize > kMaxPageSize)
+      return invalid("page_size must be 1 to " + std::to_string(kMaxPageSize) +
+                     " (got " + std::to_string(spec.pageSize) + ")");
+    if (spec.maxQLen != 0)
+      return invalid("max_q_len is a decode field; attention_fwd takes 0");
   } else if (spec.pageSize != 0 || spec.maxQLen != 0) {
-    return invalid("page_size and max_q_len are decode fields; op \"" +
+    return invalid("page_size and max_q_len are decode (and paged varlen "
+                   "attention_fwd) fields; op \"" +
                    spec.op + "\" takes 0");
   }
   if (!oneOf(spec.dtype, {"bf16", "fp16"}))
@@ -465,7 +476,7 @@ Json specToJson(const KernelSpec &spec) {
     out.set("page_size", spec.pageSize);
     out.set("max_q_len", spec.maxQLen);
   }
-  if (spec.op == "kv_append")
+  if (spec.op == "kv_append" || (spec.op == "attention_fwd" && spec.pageSize))
     out.set("page_size", spec.pageSize);
   return out;
 }

@@ -148,7 +148,12 @@ Status TuningDb::save(const std::string &path) const {
 
 TuningConfig heuristicTuning(const KernelSpec &spec) {
   TuningConfig t;
-  if (spec.arch == "sm_90a" && spec.headDim % 64 == 0 && spec.headDim <= 256) {
+  // A paged cache goes by TMA in boxes of whole swizzle atoms inside a page
+  // (abi::pagedBoxRows): pages of a multiple of 8 rows; other pages take
+  // the mma.sync tiles below (cp.async, a table lookup per 16 bytes).
+  const bool pagedTma = spec.pageSize == 0 || spec.pageSize % 8 == 0;
+  if (spec.arch == "sm_90a" && spec.headDim % 64 == 0 && spec.headDim <= 256 &&
+      pagedTma) {
     // The wgmma mapping with warp specialisation by TMA (kv_sync "tma": one
     // producer thread, two consumer warpgroups taking turns). H200, D128
     // S4k (bench/NOTES-hopper.md, 2026-12-01): 128x128 s2 650 TFLOP/s
@@ -209,6 +214,10 @@ TuningConfig heuristicTuning(const KernelSpec &spec) {
       t.epilogue = "registers";
       if (t.blockM == 192 && spec.windowLeft >= 0)
         t.blockM = 128;
+      // Paged: one block per query tile (the persistent item walk does not
+      // carry a sequence's key count and block-table row).
+      if (spec.pageSize > 0)
+        t.grid = "tiles";
     }
     return t;
   } else if (spec.headDim <= 128) {

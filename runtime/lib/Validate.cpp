@@ -143,8 +143,53 @@ Status checkDisjoint(const char *output, const Extent &o, const char *other,
 // A varlen launch (spec.varlen): the packed tensors as [1, H, total, D]
 // views, B + 1 sequence starts per side, and the longest lengths that size
 // the grid. The starts' values live on the device and are not read here.
+// A paged varlen launch (spec.pageSize): the block table and key counts in
+// place of cu_seqlens_k, the caches [pages, Hkv, page_size, D].
+Status validatePagedSizes(const KernelSpec &spec, const AttentionArgs &args) {
+  if (args.cuSeqlensK)
+    return bad("cu_seqlens_k must be null for a paged kernel (spec "
+               "page_size=" +
+               std::to_string(spec.pageSize) +
+               "): the key counts are kv_lens (seqused_k)");
+  for (auto [name, p] : {std::pair<const char *, const int32_t *>{
+                             "block_table", args.blockTable},
+                         {"kv_lens", args.kvLens}}) {
+    if (!p)
+      return bad(std::string(name) +
+                 ": data pointer is null but the paged kernel reads it");
+    if (reinterpret_cast<uintptr_t>(p) % alignof(int32_t))
+      return bad(std::string(name) + ": data pointer " + pointerText(p) +
+                 " is not 4-byte aligned");
+  }
+  if (args.maxBlocks < 1 || args.maxBlocks > abi::kMaxSeqLen / spec.pageSize)
+    return bad("max_blocks (the block table's columns) must be 1 to " +
+               std::to_string(abi::kMaxSeqLen / spec.pageSize) +
+               " (2^30 keys of page size " + std::to_string(spec.pageSize) +
+               "), got " + std::to_string(args.maxBlocks));
+  if (args.maxSeqlenK < 0 || args.maxSeqlenK > args.maxBlocks * spec.pageSize)
+    return bad("max_seqlen_k is " + std::to_string(args.maxSeqlenK) +
+               "; it must be 0 to max_blocks x page_size = " +
+               std::to_string(args.maxBlocks * spec.pageSize) +
+               " (no sequence holds more keys than its block table row)");
+  for (auto [name, t] :
+       {std::pair<const char *, const TensorArg *>{"k_cache", &args.k},
+        {"v_cache", &args.v}}) {
+    if (t->shape[0] < 1)
+      return bad(std::string(name) + ".shape[0] (pages) must be >= 1, got " +
+                 std::to_string(t->shape[0]));
+    ATTNC_RETURN_IF_ERROR(
+        expectDim(name, *t, 2, spec.pageSize, "the kernel's spec page_size"));
+  }
+  return Status::ok();
+}
+
 Status validateVarlenSizes(const KernelSpec &spec, const AttentionArgs &args) {
-  if (!args.cuSeqlensQ || !args.cuSeqlensK)
+  const bool paged = spec.pageSize > 0;
+  if (!paged && (args.blockTable || args.kvLens || args.maxBlocks))
+    return bad("block_table and kv_lens must be null and max_blocks 0 "
+               "because the kernel was built without a paged cache (spec "
+               "page_size=0)");
+  if (!args.cuSeqlensQ || (!paged && !args.cuSeqlensK))
     return bad(std::string(args.cuSeqlensQ ? "cu_seqlens_k" : "cu_seqlens_q") +
                ": data pointer is null but the kernel reads B + 1 i32 "
                "sequence starts (spec varlen=true)");
@@ -157,12 +202,14 @@ Status validateVarlenSizes(const KernelSpec &spec, const AttentionArgs &args) {
   if (args.varlenBatch < 0 || args.varlenBatch > 65535)
     return bad("varlen batch (sequences) must be 0 to 65535 (grid z), got " +
                std::to_string(args.varlenBatch));
+  if (paged)
+    ATTNC_RETURN_IF_ERROR(validatePagedSizes(spec, args));
   for (auto [name, t] :
        {std::pair<const char *, const TensorArg *>{"q", &args.q},
         {"k", &args.k},
         {"v", &args.v},
         {"o", &args.o}})
-    if (t->shape[0] != 1)
+    if (t->shape[0] != 1 && !(paged && (t == &args.k || t == &args.v)))
       return bad(std::string(name) +
                  ".shape[0] must be 1 for a varlen kernel (packed [total, H, "
                  "D] tensors as [1, H, total, D] views), got " +
@@ -175,6 +222,8 @@ Status validateVarlenSizes(const KernelSpec &spec, const AttentionArgs &args) {
   const std::pair<const char *, int64_t> sides[] = {{"q", args.maxSeqlenQ},
                                                     {"k", args.maxSeqlenK}};
   for (auto [side, maxLen] : sides) {
+    if (paged && side[0] == 'k')
+      continue; // validatePagedSizes
     const int64_t total = side[0] == 'q' ? totalQ : totalK;
     const std::string name = std::string("max_seqlen_") + side;
     if (total < 0)
@@ -314,10 +363,12 @@ Status validateAttentionArgs(const KernelSpec &spec,
 
   const bool varlen = spec.varlen;
   if (!varlen && (args.cuSeqlensQ || args.cuSeqlensK || args.varlenBatch ||
-                  args.maxSeqlenQ || args.maxSeqlenK))
-    return bad("cu_seqlens_q/k must be null and varlen_batch, max_seqlen_q/k "
-               "0 because the kernel was built without varlen (spec "
-               "varlen=false)");
+                  args.maxSeqlenQ || args.maxSeqlenK || args.blockTable ||
+                  args.kvLens || args.maxBlocks))
+    return bad("cu_seqlens_q/k, block_table and kv_lens must be null and "
+               "varlen_batch, max_seqlen_q/k, max_blocks 0 because the kernel "
+               "was built without varlen (spec varlen=false)");
+  const bool paged = varlen && spec.pageSize > 0;
   if (varlen)
     ATTNC_RETURN_IF_ERROR(validateVarlenSizes(spec, args));
   // A varlen tensor with no rows (every sequence empty) is never read or
@@ -355,10 +406,13 @@ Status validateAttentionArgs(const KernelSpec &spec,
       expectDim("q", q, 3, spec.headDim, "the kernel's spec head_dim"));
   for (auto [name, t] :
        {std::pair<const char *, const TensorArg *>{"k", &k}, {"v", &v}}) {
-    ATTNC_RETURN_IF_ERROR(expectDim(name, *t, 0, batch, "q's batch"));
+    // A paged cache has its own pages (validatePagedSizes).
+    if (!paged)
+      ATTNC_RETURN_IF_ERROR(expectDim(name, *t, 0, batch, "q's batch"));
     ATTNC_RETURN_IF_ERROR(
         expectDim(name, *t, 1, spec.kvHeads, "the kernel's spec kv_heads"));
-    ATTNC_RETURN_IF_ERROR(expectDim(name, *t, 2, seqKv, "k's seq_kv"));
+    if (!paged)
+      ATTNC_RETURN_IF_ERROR(expectDim(name, *t, 2, seqKv, "k's seq_kv"));
     ATTNC_RETURN_IF_ERROR(
         expectDim(name, *t, 3, spec.headDim, "the kernel's spec head_dim"));
   }

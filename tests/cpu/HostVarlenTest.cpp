@@ -28,6 +28,8 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <numeric>
+#include <optional>
 #include <random>
 
 using namespace attnc;
@@ -49,6 +51,21 @@ struct VarlenCase {
   std::string ir; // attn IR to compile instead of `config`'s built-in op
   // The reference's causal flag for sequence b (a mask region's meaning).
   std::function<bool(int)> causalOf;
+  // Paged prefill: K/V in a cache of pages of this many rows (NHD: [pages,
+  // page_size, Hkv, D]) through a shuffled block table; 0: packed K/V.
+  int pageSize = 0;
+};
+
+/// A paged cache holding each sequence's keys (NHD pages [pages,
+/// page_size, Hkv, D], row stride Hkv·D + pad), the pages shuffled and
+/// spare pages between them, and its block table: entries past a
+/// sequence's pages hold an index far outside the cache, which no kernel
+/// may read.
+struct PagedCache {
+  std::vector<uint16_t> k, v;
+  std::vector<int32_t> table, lens;
+  int pages = 0, maxBlocks = 0;
+  int64_t rowStride = 0, pageStride = 0;
 };
 
 uint64_t seedFromEnvOrClock() {
@@ -75,9 +92,56 @@ std::vector<int> randomLengths(int n, int maxLen, std::mt19937_64 &rng) {
   return out;
 }
 
+PagedCache makePagedCache(const std::vector<int> &lensK, int pageSize,
+                          int64_t rowStride, const std::vector<uint16_t> &k,
+                          const std::vector<uint16_t> &v,
+                          const std::vector<int32_t> &cuK,
+                          std::mt19937_64 &rng) {
+  PagedCache c;
+  const int batch = int(lensK.size());
+  c.rowStride = rowStride;
+  c.pageStride = rowStride * pageSize;
+  int used = 0;
+  for (int l : lensK) {
+    c.maxBlocks = std::max(c.maxBlocks, (l + pageSize - 1) / pageSize);
+    used += (l + pageSize - 1) / pageSize;
+  }
+  c.maxBlocks += 1; // a spare column past every sequence's pages
+  c.pages = 2 * used + 3;
+  std::vector<int32_t> order(c.pages);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  // Every page starts random (finite: rows past a sequence's end are read
+  // and weighted 0), then the sequences' rows go into their pages.
+  c.k.resize(size_t(c.pages) * c.pageStride);
+  c.v.resize(c.k.size());
+  std::uniform_int_distribution<size_t> pick(0,
+                                             std::max<size_t>(k.size(), 1) - 1);
+  for (size_t i = 0; i < c.k.size(); ++i) {
+    c.k[i] = k.empty() ? 0 : k[pick(rng)];
+    c.v[i] = v.empty() ? 0 : v[pick(rng)];
+  }
+  c.table.assign(size_t(batch) * c.maxBlocks, 0x3fffffff);
+  c.lens.assign(lensK.begin(), lensK.end());
+  int next = 0;
+  for (int b = 0; b < batch; ++b)
+    for (int blk = 0; blk * pageSize < lensK[b]; ++blk) {
+      const int page = order[next++];
+      c.table[size_t(b) * c.maxBlocks + blk] = page;
+      for (int r = 0; r < pageSize && blk * pageSize + r < lensK[b]; ++r) {
+        const size_t from = size_t(cuK[b] + blk * pageSize + r) * rowStride;
+        const size_t to = size_t(page) * c.pageStride + size_t(r) * rowStride;
+        std::copy_n(k.begin() + from, rowStride, c.k.begin() + to);
+        std::copy_n(v.begin() + from, rowStride, c.v.begin() + to);
+      }
+    }
+  return c;
+}
+
 void runCase(VarlenCase c, std::mt19937_64 &rng) {
   AttentionConfig &cfg = c.config;
   cfg.varlen = true;
+  cfg.pageSize = c.pageSize;
   const bool bf16 = cfg.dtype == "bf16";
   auto toBits = [&](float x) { return test::toHalfBits(bf16, x); };
 
@@ -131,23 +195,41 @@ void runCase(VarlenCase c, std::mt19937_64 &rng) {
                          std::numeric_limits<float>::quiet_NaN());
   const std::vector<float> sinks = test::randomSinks(cfg.sinks, hq, rng);
 
+  // Paged: the keys move into a shuffled cache; the packed K/V stay the
+  // reference's.
+  std::optional<PagedCache> cache;
+  if (c.pageSize)
+    cache = makePagedCache(lensK, c.pageSize, sK, k, v, cuK, rng);
+
   // The launch ABI: pointers, then batch = B, seq_q/seq_kv = the longest
-  // lengths, the [1, H, total, D] views' strides (b unused), the LSE's;
-  // then the optional sinks and cu_seqlens.
+  // lengths, the [1, H, total, D] views' strides (b unused; paged: the
+  // caches' [pages, Hkv, page_size, D] strides), the LSE's; then the
+  // optional sinks and cu_seqlens (paged: cu_seqlens_q, then the block
+  // table, kv_lens, max_blocks and the page count).
   std::vector<uint64_t> words;
-  for (const void *p :
-       {(const void *)q.data(), (const void *)k.data(), (const void *)v.data(),
-        (const void *)o.data(), (const void *)lse.data()})
+  const void *kPtr = cache ? cache->k.data() : k.data();
+  const void *vPtr = cache ? cache->v.data() : v.data();
+  for (const void *p : {(const void *)q.data(), kPtr, vPtr,
+                        (const void *)o.data(), (const void *)lse.data()})
     HostKernel::pointerWords(words, p);
+  const int64_t kvStrideB = cache ? cache->pageStride : 0;
+  const int64_t kvStrideS = cache ? cache->rowStride : sK;
   for (int64_t s :
        {int64_t(c.batch), int64_t(maxQ), int64_t(maxK), int64_t(0), int64_t(d),
-        sQ, int64_t(0), int64_t(d), sK, int64_t(0), int64_t(d), sK, int64_t(0),
-        int64_t(d), sQ, int64_t(0), int64_t(totalQ)})
+        sQ, kvStrideB, int64_t(d), kvStrideS, kvStrideB, int64_t(d), kvStrideS,
+        int64_t(0), int64_t(d), sQ, int64_t(0), int64_t(totalQ)})
     words.push_back(uint64_t(s));
   if (!sinks.empty())
     HostKernel::pointerWords(words, sinks.data());
   HostKernel::pointerWords(words, cuQ.data());
-  HostKernel::pointerWords(words, cuK.data());
+  if (cache) {
+    HostKernel::pointerWords(words, cache->table.data());
+    HostKernel::pointerWords(words, cache->lens.data());
+    words.push_back(uint64_t(cache->maxBlocks));
+    words.push_back(uint64_t(cache->pages));
+  } else {
+    HostKernel::pointerWords(words, cuK.data());
+  }
   (*kernel)->runWords(words);
 
   auto toDouble = [&](uint16_t x) {
@@ -351,6 +433,67 @@ func.func @varlen_mask(%q: tensor<?x2x64xbf16>, %k: tensor<?x1x64xbf16>,
     VarlenCase c{"no queries at all", config(2, 2, 64, "bf16")};
     c.maxLenQ = 0;
     c.padQ = 4;
+    cases.push_back(c);
+  }
+  for (const VarlenCase &c : cases)
+    runCase(c, rng);
+}
+
+TEST_CASE("paged varlen attention (prefill over a paged KV cache) on the "
+          "host matches the float64 reference per sequence",
+          "[cpu]") {
+  uint64_t seed = seedFromEnvOrClock();
+  std::cout << "seed " << seed << " (set ATTNC_TEST_SEED to repeat)\n";
+  std::mt19937_64 rng(seed);
+
+  std::vector<VarlenCase> cases;
+  {
+    // Chunked prefill: each sequence's new queries after its cached keys.
+    VarlenCase c{"paged 16, causal, Skv = Sq + 21 (chunked prefill), GQA "
+                 "4/2, D64",
+                 config(4, 2, 64, "bf16")};
+    c.pageSize = 16;
+    c.config.causal = true;
+    c.keysMinusQueries = 21;
+    c.batch = 5;
+    c.maxLenQ = 50;
+    cases.push_back(c);
+  }
+  {
+    // Pages smaller than a KV tile, lengths drawn apart (including 0 and 1
+    // on both sides), a tile spanning several pages.
+    VarlenCase c{"paged 8, block 16x32, own lengths, fp16 D128",
+                 config(2, 1, 128, "fp16")};
+    c.pageSize = 8;
+    c.blockM = 16;
+    c.blockN = 32;
+    c.maxLenK = 75;
+    cases.push_back(c);
+  }
+  {
+    // Pages larger than a KV tile (several tiles per page), a window, a
+    // soft-cap and sinks, padded cache rows.
+    VarlenCase c{"paged 48, window (19, 0), softcap 30 + sinks, padded rows, "
+                 "D96",
+                 config(4, 1, 96, "bf16")};
+    c.pageSize = 48;
+    c.config.windowLeft = 19;
+    c.config.windowRight = 0;
+    c.config.softcap = 30.f;
+    c.config.sinks = true;
+    c.rowPadElems = 8;
+    c.keysMinusQueries = 9;
+    c.maxLenQ = 60;
+    cases.push_back(c);
+  }
+  {
+    // Page size 1 (FlashInfer's token-level pages), large logits.
+    VarlenCase c{"paged 1, large logits (Q x 20), D64",
+                 config(2, 2, 64, "bf16")};
+    c.pageSize = 1;
+    c.qScale = 20.f;
+    c.maxLenQ = 20;
+    c.maxLenK = 33;
     cases.push_back(c);
   }
   for (const VarlenCase &c : cases)

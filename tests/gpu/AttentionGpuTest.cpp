@@ -34,6 +34,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -956,6 +957,15 @@ std::vector<Case> benchCases() {
           e.tiles = std::string("varlen epilogue ") + epilogue;
           cs.push_back(e);
         }
+      // Paged prefill over the same keys (issue #35: >= 0.95x contiguous):
+      // the packed K/V memory as a cache of 16- and 128-row pages, its
+      // pages in shuffled order.
+      for (int64_t page : {16, 128}) {
+        Case paged = packed;
+        paged.spec.pageSize = page;
+        paged.tiles = "varlen paged " + std::to_string(page);
+        cs.push_back(paged);
+      }
       packed.spec.tuning.kvSync = "mbarrier";
       packed.spec.tuning.blockM = d <= 128 ? 192 : 128;
       packed.spec.tuning.blockN = 64;
@@ -1296,6 +1306,29 @@ double timeCase(Context &ctx, const Case &c, int reps, bool useWorkspace,
         reinterpret_cast<const int32_t *>(dcu.ptr);
     args.varlenBatch = c.batch;
     args.maxSeqlenQ = args.maxSeqlenK = c.seqQ;
+  }
+  // Paged: the same K/V memory as NHD pages [total / page, page, H, D],
+  // each sequence's pages drawn from a shuffled order.
+  const int64_t page = c.spec.pageSize;
+  const int64_t blocksPerSeq = page ? (c.seqKV + page - 1) / page : 0;
+  std::vector<int32_t> table(size_t(c.batch) * blocksPerSeq),
+      lens(size_t(c.batch), int32_t(c.seqKV));
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  DeviceBuffer dtable(api, std::max<size_t>(table.size(), 1) * 4),
+      dlens(api, lens.size() * 4);
+  if (page) {
+    CHECK_CU(api->cuMemcpyHtoD(dtable.ptr, table.data(), table.size() * 4));
+    CHECK_CU(api->cuMemcpyHtoD(dlens.ptr, lens.data(), lens.size() * 4));
+    const int64_t pages = int64_t(table.size());
+    for (TensorArg *t : {&args.k, &args.v}) {
+      t->shape = {pages, hq, page, d};
+      t->stride = {page * hq * d, d, int64_t(hq) * d, 1};
+    }
+    args.cuSeqlensK = nullptr;
+    args.blockTable = reinterpret_cast<const int32_t *>(dtable.ptr);
+    args.maxBlocks = blocksPerSeq;
+    args.kvLens = reinterpret_cast<const int32_t *>(dlens.ptr);
   }
   auto wsBytes = ctx.workspaceSize(**kernel, args);
   DeviceBuffer dws(api, wsBytes.isOk() ? *wsBytes : 0);

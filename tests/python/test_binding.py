@@ -347,6 +347,110 @@ def validate_varlen_rejects_bad_arguments():
     check(varlen_desc(), "overlaps q", descs=d2)
 
 
+# --- paged varlen: packed queries over a paged KV cache ---------------------
+
+
+PAGED = attnc.Spec(heads=8, kv_heads=2, head_dim=64, varlen=True,
+                   has_lse=True, page_size=16)
+
+
+def paged_args(pages=40, page=16, layout="NHD"):
+    """q [100, 8, 64], NHD/HND caches, their descriptors and a VarlenDesc."""
+    from attnc import _varlen
+    q = FakeTensor((100, 8, 64))
+    shape = (pages, page, 2, 64) if layout == "NHD" else (pages, 2, page, 64)
+    kc, vc = FakeTensor(shape), FakeTensor(shape)
+    o = FakeTensor(q.shape)
+    lse = FakeTensor((8, 100), dtype="torch.float32")
+    d = [_varlen.describe_packed(q), _varlen.describe_cache(kc, layout),
+         _varlen.describe_cache(vc, layout), _varlen.describe_packed(o)]
+    return q, kc, vc, d, _varlen.describe_varlen_lse(lse)
+
+
+def paged_desc(batch=3, max_q=60, max_k=200, table=0x7f0000400000,
+               max_blocks=16, lens=0x7f0000500000, cu_k=0):
+    return attnc.VarlenDesc(0x7f0000200000, cu_k, batch, max_q, max_k,
+                            table, max_blocks, lens)
+
+
+@test
+def validate_paged_valid_and_cache_views():
+    # An NHD cache [pages, page_size, Hkv, D] becomes the runtime's [pages,
+    # Hkv, page_size, D] view with the cache's own strides; HND as it is.
+    _, _, _, d, lse = paged_args()
+    assert tuple(d[1].shape) == (40, 2, 16, 64), d[1]
+    assert tuple(d[1].stride) == (16 * 2 * 64, 64, 128, 1), d[1]
+    attnc.validate_attention(PAGED, *d, lse=lse, varlen=paged_desc())
+    _, _, _, d, lse = paged_args(layout="HND")
+    assert tuple(d[1].stride) == (2 * 16 * 64, 16 * 64, 64, 1), d[1]
+    attnc.validate_attention(PAGED, *d, lse=lse, varlen=paged_desc())
+
+
+@test
+def validate_paged_rejects_bad_arguments():
+    _, _, _, d, lse = paged_args()
+
+    def check(varlen, *fragments, spec=PAGED, descs=None):
+        expect_error(lambda: attnc.validate_attention(
+            spec, *(descs or d), lse=lse, varlen=varlen), *fragments,
+            status=INVALID_ARGUMENT)
+
+    check(paged_desc(table=0), "block_table: data pointer is null")
+    check(paged_desc(lens=0x7f0000500002), "kv_lens", "not 4-byte aligned")
+    check(paged_desc(cu_k=0x7f0000300000), "cu_seqlens_k must be null")
+    check(paged_desc(max_blocks=0), "max_blocks", "must be 1 to")
+    check(paged_desc(max_k=16 * 16 + 1), "max_seqlen_k is 257",
+          "max_blocks x page_size = 256")
+    # The cache's page size is the spec's.
+    _, _, _, d32, _ = paged_args(page=32)
+    check(paged_desc(), "k_cache", "the kernel's spec page_size", descs=d32)
+    # A varlen kernel without pages takes no block table.
+    check(paged_desc(cu_k=0x7f0000300000), "built without a paged cache",
+          spec=VARLEN)
+    # page_size is a varlen attention's only.
+    expect_error(lambda: attnc.validate_attention(
+        attnc.Spec(heads=8, kv_heads=2, head_dim=64, page_size=16), *d),
+        "needs varlen=true", status=INVALID_ARGUMENT)
+
+
+@test
+def paged_python_checks():
+    # attention_varlen's paged checks, before any device or torch.
+    from attnc import _varlen
+    i32 = "torch.int32"
+    q, kc, vc, _, _ = paged_args()
+    cu = FakeTensor((4,), dtype=i32)
+    table = FakeTensor((3, 16), dtype=i32)
+    lens = FakeTensor((3,), dtype=i32)
+    assert _varlen.check_paged_shapes(q, kc, vc, cu, table, lens, 60,
+                                      200) == ("bf16", 16)
+
+    def check(*fragments, **kw):
+        args = dict(q=q, k_cache=kc, v_cache=vc, cu_seqlens_q=cu,
+                    block_table=table, seqused_k=lens, max_seqlen_q=60,
+                    max_seqlen_k=200)
+        args.update(kw)
+        expect_error(lambda: _varlen.check_paged_shapes(**args), *fragments)
+
+    check("is a paged cache of 4 dims", k_cache=FakeTensor((640, 2, 64)),
+          v_cache=FakeTensor((640, 2, 64)))
+    check("block_table must be a contiguous [B, max_blocks]",
+          block_table=FakeTensor((2, 16), dtype=i32))
+    check("block_table must be", block_table=FakeTensor((3, 16)))
+    check("seqused_k must be a contiguous [B]", seqused_k=None)
+    check("max_seqlen_k is 257; it must be 0 to 256", max_seqlen_k=257)
+    check("not a multiple of the caches' 3 heads",
+          k_cache=FakeTensor((40, 16, 3, 64)), v_cache=FakeTensor((40, 16, 3, 64)))
+    check("layout must be 'NHD' or 'HND'", layout="BHSD")
+    # attention_varlen itself: cu_seqlens_k and seqused_k belong to one form
+    # each.
+    expect_error(lambda: attnc.attention_varlen(
+        q, kc, vc, cu, cu, 60, 200, block_table=table, seqused_k=lens),
+        "pass cu_seqlens_k=None")
+    expect_error(lambda: attnc.attention_varlen(
+        q, kc, vc, cu, cu, 60, 200, seqused_k=lens), "pass block_table too")
+
+
 @test
 def varlen_python_checks():
     # attnc.attention_varlen's own checks, before any device or torch.

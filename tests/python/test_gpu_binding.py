@@ -4,7 +4,8 @@
 attnc.attention on real CUDA tensors against a float64 reference: BSHD and
 transposed-BHSD inputs, GQA, causal with Sq != Skv, window + softcap, LSE,
 fully masked rows, attention sinks (eager and under torch.compile), varlen
-batches (attnc.attention_varlen, random lengths with 0 and 1); outputs
+batches (attnc.attention_varlen, random lengths with 0 and 1) and varlen
+over a paged cache (block_table, seqused_k; pages of 1 to 256 rows); outputs
 checked for NaN/Inf; the error paths that need a
 GPU (a CPU tensor, a kernel that is not bundled). Fresh random inputs each
 run. Exits 77 with "skipped: no CUDA device" without torch or a GPU. Needs
@@ -190,6 +191,91 @@ varlen_case("varlen, sinks GQA 4/2 D128 causal (rows without keys), B=5", 5, 300
             torch.bfloat16, causal=True, sinks=True)
 varlen_case("varlen under torch.compile(fullgraph=True), GQA 8/2 D128 causal", 3, 200, 200, 8, 2,
             128, torch.bfloat16, causal=True, compiled=True)
+
+def paged_case(name, b, max_q, max_prefix, hq, hk, d, dtype, page_size, layout="NHD",
+               causal=False, window=None, sinks=False):
+    """attnc.attention_varlen over a paged cache (block_table, seqused_k):
+    each sequence's keys are a random prefix (cached) plus its queries
+    (chunked prefill; lengths 0 and 1 among both), scattered over shuffled
+    pages among spare random pages; block-table entries past a sequence's
+    pages point far outside the cache. Checked per sequence against
+    reference() on the packed keys."""
+    g = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
+    lens_q = torch.randint(0, max_q + 1, (b,), generator=g, device="cuda").tolist()
+    prefix = torch.randint(0, max_prefix + 1, (b,), generator=g, device="cuda").tolist()
+    zero, one = torch.randperm(b, generator=g, device="cuda")[:2].tolist()
+    lens_q[zero], lens_q[one], prefix[zero], prefix[one] = 0, 1, 1, 0
+    lens_k = [p + n for p, n in zip(prefix, lens_q)]
+    cu_q = torch.tensor([0] + lens_q, device="cuda").cumsum(0).to(torch.int32)
+    tq = int(cu_q[-1])
+    q = torch.randn(tq, hq, d, device="cuda", dtype=dtype, generator=g)
+    keys = [torch.randn(n, hk, d, device="cuda", dtype=dtype, generator=g) for n in lens_k]
+    vals = [torch.randn(n, hk, d, device="cuda", dtype=dtype, generator=g) for n in lens_k]
+    blocks = [(n + page_size - 1) // page_size for n in lens_k]
+    max_blocks = max(blocks) + 1
+    pages = 2 * sum(blocks) + 3
+    order = torch.randperm(pages, generator=g, device="cuda").tolist()
+    shape = (pages, page_size, hk, d) if layout == "NHD" else (pages, hk, page_size, d)
+    kc = torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
+    vc = torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
+    table = torch.full((b, max_blocks), 1 << 30, dtype=torch.int32)
+    at = 0
+    for i in range(b):
+        for blk in range(blocks[i]):
+            page = order[at]
+            at += 1
+            table[i, blk] = page
+            r0, r1 = blk * page_size, min(lens_k[i], (blk + 1) * page_size)
+            for cache, src in ((kc, keys[i]), (vc, vals[i])):
+                if layout == "NHD":
+                    cache[page, :r1 - r0] = src[r0:r1]
+                else:
+                    cache[page, :, :r1 - r0] = src[r0:r1].transpose(0, 1)
+    table = table.cuda()
+    seqused = torch.tensor(lens_k, dtype=torch.int32, device="cuda")
+    s = random_sinks(torch, hq, g) if sinks else None
+    try:
+        o, lse = attnc.attention_varlen(q, kc, vc, cu_q, None, max(lens_q), max(lens_k),
+                                        block_table=table, seqused_k=seqused, layout=layout,
+                                        causal=causal, window=window, return_lse=True,
+                                        sinks=s)
+        torch.cuda.synchronize()
+    except attnc.AttncError as e:
+        check(name, False, str(e))
+        return
+    ok, worst_rel, worst_lse, detail = True, 0.0, 0.0, ""
+    for i in range(b):
+        q0, q1 = int(cu_q[i]), int(cu_q[i + 1])
+        if q1 == q0:
+            continue
+        ro, rlse = reference(q[None, q0:q1], keys[i][None], vals[i][None], causal, window,
+                             None, s)
+        so, slse = o[q0:q1].double(), lse[:, q0:q1].double()
+        ro, rlse = ro[0], rlse[0]
+        finite = bool(torch.isfinite(so).all())
+        rel = float((so - ro).norm() / ro.norm().clamp_min(1e-300)) if ro.norm() > 0 else float(so.abs().max())
+        masked = torch.isinf(rlse)
+        lse_err = float((slse[~masked] - rlse[~masked]).abs().max()) if (~masked).any() else 0.0
+        masked_ok = bool((slse[masked] == rlse[masked]).all())
+        worst_rel, worst_lse = max(worst_rel, rel), max(worst_lse, lse_err)
+        if not (finite and masked_ok):
+            ok, detail = False, f"sequence {i}: finite {finite}, masked rows {masked_ok}; "
+    ok = ok and worst_rel <= 1e-2 and worst_lse <= 1e-3
+    check(name, ok, detail + f"lengths q/k {list(zip(lens_q, lens_k))}, worst rel L2 "
+          f"{worst_rel:.2e}, LSE err {worst_lse:.2e}")
+
+
+# Paged prefill (vLLM's varlen call over a paged cache): pages of 16 and 48
+# rows (several per KV tile, by TMA), 256 (several tiles per page), 1 (the
+# mma.sync kernel), NHD and HND caches.
+paged_case("paged 16 NHD, GQA 8/2 D128 bf16 causal chunked prefill, B=6", 6, 300, 700, 8, 2,
+           128, torch.bfloat16, 16, causal=True)
+paged_case("paged 256 HND, D64 fp16 window (32, 0), B=4", 4, 200, 600, 4, 4, 64,
+           torch.float16, 256, layout="HND", window=(32, 0))
+paged_case("paged 48 NHD, sinks GQA 4/2 D128 causal, B=5", 5, 150, 400, 4, 2, 128,
+           torch.bfloat16, 48, causal=True, sinks=True)
+paged_case("paged 1 NHD (mma.sync), GQA 8/2 D128 bf16 causal, B=3", 3, 100, 150, 8, 2, 128,
+           torch.bfloat16, 1, causal=True)
 
 # Error paths that need a GPU.
 x = torch.randn(1, 16, 8, 128, device="cuda", dtype=torch.bfloat16)

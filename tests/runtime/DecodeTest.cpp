@@ -85,10 +85,16 @@ TEST_CASE("decode specs: validation, canonical form and JSON", "[decode]") {
   CHECK(validateSpec(s).message() ==
         "invalid kernel spec: decode packs heads / kv_heads x max_q_len "
         "query rows into one program, at most 64 (got 32 x 16)");
-  att.pageSize = 16;
+  att.pageSize = 16; // a paged cache is a varlen attention's
   CHECK(validateSpec(att).message() ==
-        "invalid kernel spec: page_size and max_q_len are decode fields; op "
-        "\"attention_fwd\" takes 0");
+        "invalid kernel spec: page_size on attention_fwd (a paged KV cache) "
+        "needs varlen=true: paged prefill takes packed queries");
+  att.varlen = true;
+  CHECK(validateSpec(att).isOk());
+  att.maxQLen = 4;
+  CHECK(validateSpec(att).message() ==
+        "invalid kernel spec: max_q_len is a decode field; attention_fwd "
+        "takes 0");
 }
 
 TEST_CASE("decode arguments are checked with clear messages", "[decode]") {

@@ -790,8 +790,9 @@ TEST_CASE("varlen launches: validation, packing and the grid", "[launch]") {
   KernelSpec dense = spec;
   dense.varlen = false;
   CHECK(error([](AttentionArgs &) {}, dense) ==
-        "cu_seqlens_q/k must be null and varlen_batch, max_seqlen_q/k 0 "
-        "because the kernel was built without varlen (spec varlen=false)");
+        "cu_seqlens_q/k, block_table and kv_lens must be null and "
+        "varlen_batch, max_seqlen_q/k, max_blocks 0 because the kernel was "
+        "built without varlen (spec varlen=false)");
 
   // Packing: batch is B and seq_q/seq_kv the longest lengths; the
   // cu_seqlens go by name.
@@ -828,6 +829,90 @@ TEST_CASE("varlen launches: validation, packing and the grid", "[launch]") {
   g = attentionGeometry(meta, args, 20);
   REQUIRE(g.isOk());
   CHECK(g->grid == std::array<uint32_t, 3>{20, 1, 1});
+}
+
+TEST_CASE("paged varlen launches: validation and packing", "[launch]") {
+  KernelSpec spec = sampleSpec();
+  spec.hasLse = true;
+  spec.varlen = true;
+  spec.pageSize = 16;
+  // Packed queries; K/V a cache of 40 NHD pages [40, 16, Hkv, D] seen as
+  // [40, Hkv, 16, D]; 3 sequences with block tables of 8 columns.
+  auto pagedArgs = [&] {
+    AttentionArgs args = varlenArgs(spec, 150, 200);
+    const int64_t hkv = spec.kvHeads, d = spec.headDim;
+    for (TensorArg *t : {&args.k, &args.v}) {
+      t->shape = {40, hkv, 16, d};
+      t->stride = {16 * hkv * d, d, hkv * d, 1};
+    }
+    args.v.data =
+        static_cast<const char *>(args.k.data) + 40 * 16 * hkv * d * 2;
+    args.cuSeqlensK = nullptr;
+    args.blockTable = reinterpret_cast<const int32_t *>(0x7002000);
+    args.maxBlocks = 8;
+    args.kvLens = reinterpret_cast<const int32_t *>(0x7003000);
+    args.maxSeqlenK = 128;
+    return args;
+  };
+  REQUIRE(validateAttentionArgs(spec, pagedArgs()).isOk());
+  auto error = [&](std::function<void(AttentionArgs &)> mutate,
+                   const KernelSpec &s) {
+    AttentionArgs args = pagedArgs();
+    mutate(args);
+    Status status = validateAttentionArgs(s, args);
+    REQUIRE_FALSE(status.isOk());
+    CHECK(status.code() == ErrorCode::InvalidArgument);
+    return status.message().substr(kPrefix.size());
+  };
+  CHECK(error([](AttentionArgs &a) { a.kvLens = nullptr; }, spec) ==
+        "kv_lens: data pointer is null but the paged kernel reads it");
+  CHECK(error(
+            [](AttentionArgs &a) {
+              a.blockTable = reinterpret_cast<const int32_t *>(0x7002001);
+            },
+            spec)
+            .find("block_table: data pointer") == 0);
+  CHECK(error(
+            [](AttentionArgs &a) {
+              a.cuSeqlensK = reinterpret_cast<const int32_t *>(0x7001000);
+            },
+            spec)
+            .find("cu_seqlens_k must be null for a paged kernel") == 0);
+  CHECK(error([](AttentionArgs &a) { a.maxSeqlenK = 129; }, spec) ==
+        "max_seqlen_k is 129; it must be 0 to max_blocks x page_size = 128 "
+        "(no sequence holds more keys than its block table row)");
+  CHECK(error([](AttentionArgs &a) { a.maxBlocks = 0; }, spec)
+            .find("max_blocks (the block table's columns) must be 1 to") == 0);
+  CHECK(error([](AttentionArgs &a) { a.k.shape[2] = 32; }, spec)
+            .find("k_cache.shape[2]") == 0);
+  KernelSpec contiguous = spec;
+  contiguous.pageSize = 0;
+  CHECK(error([](AttentionArgs &) {}, contiguous)
+            .find("block_table and kv_lens must be null") == 0);
+
+  // Packing: k_stride_b is the page stride; after cu_seqlens_q come the
+  // block table, kv_lens, max_blocks and the page count.
+  AttentionArgs args = pagedArgs();
+  std::vector<KernelParam> params = attentionFwdV1Params();
+  params.push_back({"cu_seqlens_q", ParamKind::Ptr});
+  for (const char *name : abi::kAttentionPagedParams)
+    params.push_back({name, std::string_view(name) == "max_blocks" ||
+                                    std::string_view(name) == "num_pages"
+                                ? ParamKind::I64
+                                : ParamKind::Ptr});
+  Result<std::vector<ParamSlot>> plan = planAttentionParams(params);
+  REQUIRE(plan.isOk());
+  PackedParams packed;
+  REQUIRE(packAttentionParams(*plan, spec, args, packed).isOk());
+  REQUIRE(packed.count == 27);
+  CHECK(packed.storage[7] == 128); // seq_kv: max_seqlen_k
+  CHECK(packed.storage[11] == 16 * spec.kvHeads * spec.headDim); // page
+  CHECK(packed.storage[13] == spec.kvHeads * spec.headDim);      // row stride
+  CHECK(packed.storage[22] == 0x7000000);
+  CHECK(packed.storage[23] == 0x7002000);
+  CHECK(packed.storage[24] == 0x7003000);
+  CHECK(packed.storage[25] == 8);
+  CHECK(packed.storage[26] == 40);
 }
 
 TEST_CASE("captured tensors: names, validation and packing", "[launch]") {

@@ -42,10 +42,13 @@ struct EmitOptions {
   bool noStreamK = false;
   int64_t blockM = 0; // 0: the mapping's default for the head dim
   int64_t blockN = 0;
-  int64_t warps = 0;     // 0: one warp per 16 query rows (mma)
-  int64_t stages = 0;    // K/V tiles in flight (0: the op's default)
-  int64_t pageSize = 16; // --op decode: the paged cache's page size
-  int64_t maxQLen = 1;   // --op decode: most query rows per sequence
+  int64_t warps = 0;  // 0: one warp per 16 query rows (mma)
+  int64_t stages = 0; // K/V tiles in flight (0: the op's default)
+  // --op decode / kv-append: the paged cache's page size (0: 16); --op
+  // attention --varlen: a paged cache of this page size (0: contiguous).
+  int64_t pageSize = 0;
+  int64_t pageSizeOr16() const { return pageSize ? pageSize : 16; }
+  int64_t maxQLen = 1; // --op decode: most query rows per sequence
   // Fused elementwise ops (--op add-rmsnorm | silu-mul | gelu-mul).
   int64_t hidden = 4096;
   double eps = 1e-6;

@@ -82,8 +82,9 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                  "softmax's denominator (the kernel takes a 'sinks' array)");
   emit->add_flag("--varlen", o.attention.varlen,
                  "Varlen prefill: packed [total, heads, head_dim] sequences "
-                 "with cu_seqlens_q/k (the kernel takes both arrays; no TMA "
-                 "or persistent grid)");
+                 "with cu_seqlens_q/k (the kernel takes both arrays); with "
+                 "--page-size, K/V from a paged cache through a block table "
+                 "and kv_lens instead of cu_seqlens_k");
   emit->add_option("--arch", o.arch, "Target")
       ->check(CLI::IsMember({"sm_80", "sm_90a"}));
   emit->add_option("--emit", o.stage, "Stage to emit")
@@ -154,7 +155,8 @@ void addEmitCommand(CLI::App &app, EmitOptions &o) {
                    "used) to 4 (the next 3 in flight), default 3")
       ->check(CLI::Range(1, 4));
   emit->add_option("--page-size", o.pageSize,
-                   "--op decode: tokens per page of the paged KV cache")
+                   "--op decode, --op attention --varlen (paged prefill): "
+                   "tokens per page of the paged KV cache")
       ->check(CLI::Range(int64_t(1), kMaxPageSize));
   emit->add_option("--max-q-len", o.maxQLen,
                    "--op decode: most query rows per sequence (1..16)")
@@ -222,7 +224,7 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
   }
   if (o.op == "kv-append") // the cache's KV heads, head dim, page size
     return buildKVAppendModule(ctx, {o.attention.kvHeads, o.attention.headDim,
-                                     o.attention.dtype, o.pageSize});
+                                     o.attention.dtype, o.pageSizeOr16()});
   if (o.op == "lse-merge")
     return buildLseMergeModule(ctx, o.attention);
   if (o.op == "rope") {
@@ -252,7 +254,15 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx, EmitOptions &o,
     return nullptr;
   }
   if (o.op == "decode")
-    return buildDecodeModule(ctx, {o.attention, o.pageSize, o.maxQLen});
+    return buildDecodeModule(ctx, {o.attention, o.pageSizeOr16(), o.maxQLen});
+  if (o.pageSize > 0) {
+    if (!o.attention.varlen) {
+      fmt::print(stderr, "attnc: error: --op attention takes --page-size "
+                         "only with --varlen (paged prefill)\n");
+      return nullptr;
+    }
+    o.attention.pageSize = o.pageSize;
+  }
   return buildAttentionModule(ctx, o.attention);
 }
 
@@ -408,7 +418,7 @@ int runEmit(EmitOptions &o) {
     } else {
       MappingChoice choice = chooseTensorCoreMapping(
           o.arch, headDimOf(*module), elementBitsOf(*module), tile,
-          /*leftWindow=*/variant.windowLeft >= 0);
+          /*leftWindow=*/variant.windowLeft >= 0, variant.pageSize);
       if (decodeModule) {
         choice.mapping = GPUMapping::MMA;
         choice.why = "decode's split-KV kernels have no wgmma mapping yet";

@@ -304,7 +304,8 @@ void MapTileToMMAPass::runOnOperation() {
                 !llvm::is_contained(gpu_emit::prefetchableLoads(loop), load))
               return 1;
             Operation *kernel = load->getParentOfType<FunctionOpInterface>();
-            if (auto n = kernel->getAttrOfType<IntegerAttr>(kPrefetchPagedAttr))
+            if (auto n = kernel->getAttrOfType<IntegerAttr>(kPrefetchPagedAttr);
+                n && n.getInt() > 0)
               return n.getInt();
             return scheduleOf(kernel).getKvStages();
           },

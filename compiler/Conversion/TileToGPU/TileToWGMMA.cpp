@@ -135,6 +135,19 @@ void MapTileToWGMMAPass::runOnOperation() {
                        << " bytes), more than the 227 KiB of shared "
                           "memory a block can have";
             }
+            // A paged cache's tiles go by TMA only (issueStage's cp.async
+            // reads contiguous rows), one block per query tile (the
+            // persistent item walk carries no key count or table row).
+            bool paged = false;
+            kernel.walk([&](tile::LoadOp load) { paged |= load.isPaged(); });
+            if (paged && (sync != KVSync::tma ||
+                          sched.getGrid() == tgpu::Grid::persistent))
+              return kernel.emitError()
+                     << "the wgmma mapping copies a paged cache's K/V by "
+                        "TMA with one block per query tile: it needs kv-sync "
+                        "tma and grid tiles, not kv-sync "
+                     << tgpu::stringifyKVSync(sync) << ", grid "
+                     << tgpu::stringifyGrid(sched.getGrid());
             if (sched.takesTurns() && launch.getBlockM() < 128)
               return kernel.emitError()
                      << "kv-sync " << tgpu::stringifyKVSync(sync)

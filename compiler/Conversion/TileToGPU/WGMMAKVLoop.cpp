@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/TileToGPU/WGMMAEmitter.h"
 
+#include "attnc/abi/TensorMaps.h"
+
 using namespace mlir;
 using namespace attnc;
 using namespace attnc::wgmma;
@@ -215,9 +217,38 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
   auto firstRowOf = [&](tile::LoadOp load) -> Value {
     return viewFirstRow(map.lookup(load.getSource()));
   };
+  // A paged cache's tile (tensor map [pages, H, page_size, D]) goes in
+  // boxes of abi::pagedBoxRows rows, each inside one page: box i's rows
+  // [row + iR, row + (i+1)R) are rows (row + iR) mod page_size of page
+  // table[batch, (row + iR) / page_size], landing iR rows down the stage
+  // (whole 8-row swizzle atoms, so the boxes tile it as one box would).
+  // Rows past the sequence's end read the last page's rows (masked by
+  // tile.score, V's weighted by P = 0), so no table entry past the
+  // sequence's is read.
+  auto pagedBox = [&](tile::LoadOp load, Value r) -> std::pair<Value, Value> {
+    int64_t page = cast<MemRefType>(load.getSource().getType()).getDimSize(2);
+    int64_t rows = load.getResult().getType().getDimSize(0);
+    int64_t boxRows = abi::pagedBoxRows(page, rows);
+    Value seqEnd = arith::MaxSIOp::create(
+        b, loc,
+        arith::SubIOp::create(b, loc, map.lookup(load.getLength()), idx(1)),
+        idx(0));
+    Value clamped = arith::MinSIOp::create(b, loc, r, seqEnd);
+    Value pageIdx = memref::LoadOp::create(
+        b, loc, map.lookup(load.getBlockTable()),
+        ValueRange{map.lookup(load.getBatch()),
+                   arith::DivUIOp::create(b, loc, clamped, idx(page))});
+    // The clamped row's box: r's own (r is a multiple of boxRows) while
+    // inside the sequence.
+    Value inPage = arith::RemUIOp::create(b, loc, clamped, idx(page));
+    Value boxStart = arith::SubIOp::create(
+        b, loc, inPage, arith::RemUIOp::create(b, loc, inPage, idx(boxRows)));
+    return {boxStart,
+            arith::IndexCastOp::create(b, loc, b.getIndexType(), pageIdx)};
+  };
   auto tmaTile = [&](tile::LoadOp load, Value buf, Value row, Value offset,
                      Value bar, Value tensorMap) {
-    if (varlen)
+    if (varlen && !load.isPaged())
       row = add(row, firstRowOf(load));
     auto tt = load.getResult().getType();
     int64_t rows = tt.getDimSize(0), dim = tt.getDimSize(1);
@@ -233,20 +264,33 @@ LogicalResult WGMMAEmitter::emitKVLoop(scf::ForOp op) {
     auto asI32 = [&](Value v) {
       return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
     };
-    Value coords[] = {Value(), asI32(row), asI32(map.lookup(load.getHead())),
-                      asI32(map.lookup(load.getBatch()))};
+    // Boxes of the whole tile, or of abi::pagedBoxRows rows of one page
+    // each, looked up as they are issued (one page index live at a time).
+    int64_t boxRows = rows;
+    if (load.isPaged())
+      boxRows = abi::pagedBoxRows(
+          cast<MemRefType>(load.getSource().getType()).getDimSize(2), rows);
     auto clusterPtrT = LLVM::LLVMPointerType::get(b.getContext(), 7);
-    for (int64_t block = 0; block < dim / wgmma::kSwizzleElems; ++block) {
-      Value at = arith::AddIOp::create(
-          b, loc, base, i64(block * rows * wgmma::kSwizzleBytes));
-      Value dst = LLVM::IntToPtrOp::create(b, loc, sharedPtrT, at);
-      coords[0] = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
-                                           block * wgmma::kSwizzleElems);
-      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, loc, LLVM::AddrSpaceCastOp::create(b, loc, clusterPtrT, dst),
-          tensorMap, ValueRange(coords), bar, ValueRange{}, Value(), Value(),
-          NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
-          NVVM::CTAGroupKindAttr(), Value());
+    for (int64_t i = 0; i < rows / boxRows; ++i) {
+      auto [boxRow, outer] =
+          load.isPaged()
+              ? pagedBox(load, add(row, idx(i * boxRows)))
+              : std::pair<Value, Value>{row, map.lookup(load.getBatch())};
+      Value coords[] = {Value(), asI32(boxRow),
+                        asI32(map.lookup(load.getHead())), asI32(outer)};
+      for (int64_t block = 0; block < dim / wgmma::kSwizzleElems; ++block) {
+        Value at = arith::AddIOp::create(
+            b, loc, base,
+            i64((block * rows + i * boxRows) * wgmma::kSwizzleBytes));
+        Value dst = LLVM::IntToPtrOp::create(b, loc, sharedPtrT, at);
+        coords[0] = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                             block * wgmma::kSwizzleElems);
+        NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+            b, loc, LLVM::AddrSpaceCastOp::create(b, loc, clusterPtrT, dst),
+            tensorMap, ValueRange(coords), bar, ValueRange{}, Value(), Value(),
+            NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+            NVVM::CTAGroupKindAttr(), Value());
+      }
     }
   };
   // Copies of tile t (K or V) into its stage, nothing past the loop's end.

@@ -3,13 +3,21 @@
 
 #include "compiler/Conversion/TileToGPU/GPUEmitCommon.h"
 
+#include "attnc/abi/TensorMaps.h"
+
 using namespace mlir;
 
 std::string attnc::wgmma::unsupportedReason(int64_t headDim, int64_t blockM,
                                             int64_t blockN, int64_t elementBits,
-                                            int64_t stages, bool leftWindow) {
+                                            int64_t stages, bool leftWindow,
+                                            int64_t pageSize) {
   if (elementBits != 16)
     return "needs 16-bit (bf16/f16) inputs";
+  if (pageSize > 0 && abi::pagedBoxRows(pageSize, blockN) == 0)
+    return "copies a paged cache's K/V tiles by TMA in boxes of whole "
+           "8-row swizzle atoms inside one page: needs gcd(page size, "
+           "block_n) a multiple of 8, not gcd(" +
+           std::to_string(pageSize) + ", " + std::to_string(blockN) + ")";
   if (headDim % 64 != 0 || headDim > 256)
     return "supports head dims 64, 128, 192 and 256, not " +
            std::to_string(headDim);
@@ -61,8 +69,13 @@ std::string attnc::wgmma::unsupportedReason(func::FuncOp kernel,
     if (auto w = score.getWindowAttr())
       leftWindow |= w.getLeft() >= 0;
   });
+  int64_t pageSize = 0;
+  kernel.walk([&](tile::LoadOp load) {
+    if (load.isPaged())
+      pageSize = cast<MemRefType>(load.getSource().getType()).getDimSize(2);
+  });
   return unsupportedReason(headDim, launch.getBlockM(), blockN, bits, stages,
-                           leftWindow);
+                           leftWindow, pageSize);
 }
 
 attnc::wgmma::TileLayouts::TileLayouts(MLIRContext *ctx, int64_t blockM)

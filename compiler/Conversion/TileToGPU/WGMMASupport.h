@@ -120,9 +120,11 @@ inline bool tmaEpilogueByDefault(int64_t headDim, int64_t blockM,
 /// of a sentence "the wgmma mapping ...".
 /// `leftWindow`: the variant has a sliding window with a left bound (at
 /// head dim 256 its index arithmetic and the accumulator spill).
+/// `pageSize`: K/V come from a paged cache of that page size (0: not
+/// paged), copied by TMA in boxes of abi::pagedBoxRows rows.
 std::string unsupportedReason(int64_t headDim, int64_t blockM, int64_t blockN,
                               int64_t elementBits, int64_t stages,
-                              bool leftWindow = false);
+                              bool leftWindow = false, int64_t pageSize = 0);
 
 /// The same for a tile kernel (its Q/K/V tile shapes and launch).
 std::string unsupportedReason(mlir::func::FuncOp kernel,

@@ -78,20 +78,36 @@ static LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qT,
                                            RankedTensorType kT,
                                            RankedTensorType vT, FloatAttr scale,
                                            FloatAttr softcap, WindowAttr window,
-                                           bool causal, bool varlen = false) {
+                                           bool causal, bool varlen = false,
+                                           bool paged = false) {
   auto emitOpError = [&]() { return op->emitOpError(); };
   const std::pair<const char *, RankedTensorType> operands[] = {
       {"query", qT}, {"key", kT}, {"value", vT}};
-  const int64_t rank = varlen ? 3 : 4, dDim = rank - 1, sDim = varlen ? 0 : 2;
+  const int64_t rank = varlen ? 3 : 4, sDim = varlen ? 0 : 2;
+  // A paged cache's K/V: [pages, heads, page_size, head_dim].
+  const int64_t kvRank = paged ? 4 : rank;
+  auto rankOf = [&](RankedTensorType t) { return t == qT ? rank : kvRank; };
+  auto dDimOf = [&](RankedTensorType t) { return rankOf(t) - 1; };
   for (auto [name, t] : operands)
-    if (t.getRank() != rank)
+    if (t.getRank() != rankOf(t))
       return emitOpError() << "expected " << name
-                           << (varlen ? " to have rank 3 ([total, heads, "
-                                        "head_dim], packed sequences of a "
-                                        "varlen batch), got rank "
-                                      : " to have rank 4 ([batch, heads, seq, "
-                                        "head_dim]), got rank ")
+                           << (paged && t != qT
+                                   ? " to have rank 4 ([pages, heads, "
+                                     "page_size, head_dim], a paged cache), "
+                                     "got rank "
+                               : varlen
+                                   ? " to have rank 3 ([total, heads, "
+                                     "head_dim], packed sequences of a "
+                                     "varlen batch), got rank "
+                                   : " to have rank 4 ([batch, heads, seq, "
+                                     "head_dim]), got rank ")
                            << t.getRank();
+  if (paged)
+    for (auto [name, t] : ArrayRef(operands).drop_front())
+      if (t.isDynamicDim(2) || t.getDimSize(2) < 1)
+        return emitOpError()
+               << "expected " << name
+               << " to have a static page size (dim 2), got " << Type(t);
 
   Type elt = qT.getElementType();
   if (!elt.isBF16() && !elt.isF16())
@@ -103,7 +119,7 @@ static LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qT,
                            << " to match the query, got " << t.getElementType();
 
   for (auto [name, t] : operands)
-    if (t.isDynamicDim(1) || t.isDynamicDim(dDim))
+    if (t.isDynamicDim(1) || t.isDynamicDim(dDimOf(t)))
       return emitOpError() << "expected " << name
                            << " to have static heads and head dim, got "
                            << Type(t);
@@ -120,12 +136,14 @@ static LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qT,
                          << ") must be a multiple of key/value heads (" << hk
                          << ") for grouped-query attention";
 
-  int64_t d = qT.getDimSize(dDim);
-  if (kT.getDimSize(dDim) != d)
-    return emitOpError() << "expected key head dim " << kT.getDimSize(dDim)
+  int64_t d = qT.getDimSize(rank - 1);
+  if (kT.getDimSize(kvRank - 1) != d)
+    return emitOpError() << "expected key head dim "
+                         << kT.getDimSize(kvRank - 1)
                          << " to match query head dim " << d;
-  if (vT.getDimSize(dDim) != d)
-    return emitOpError() << "expected value head dim " << vT.getDimSize(dDim)
+  if (vT.getDimSize(kvRank - 1) != d)
+    return emitOpError() << "expected value head dim "
+                         << vT.getDimSize(kvRank - 1)
                          << " to match query head dim " << d;
   if (!llvm::is_contained(kSupportedHeadDims, d))
     return emitOpError() << "head dim " << d
@@ -139,7 +157,8 @@ static LogicalResult verifyAttentionInputs(Operation *op, RankedTensorType qT,
                          << dimStr(qT.getDimSize(0)) << ", "
                          << dimStr(kT.getDimSize(0)) << " and "
                          << dimStr(vT.getDimSize(0));
-  if (!compatible(kT.getDimSize(sDim), vT.getDimSize(sDim)))
+  if (!compatible(kT.getDimSize(sDim), vT.getDimSize(sDim)) ||
+      (paged && (kT.getDimSize(2) != vT.getDimSize(2))))
     return emitOpError() << "expected key and value sequence lengths to "
                             "match, got "
                          << dimStr(kT.getDimSize(sDim)) << " and "
@@ -182,15 +201,47 @@ static RankedTensorType varlenLseTypeOf(RankedTensorType qT) {
 }
 
 /// The varlen operands: both or neither, each a 1-D i32 tensor of B + 1
-/// sequence starts.
+/// sequence starts; paged, cu_seqlens_q with the block table ([B,
+/// max_blocks] i32) and kv_lens ([B] i32) in place of cu_seqlens_k.
 static LogicalResult verifyCuSeqlens(AttentionOp op) {
   Value cuQ = op.getCuSeqlensQ(), cuK = op.getCuSeqlensK();
+  auto i32 = IntegerType::get(op.getContext(), 32);
+  if (Value table = op.getBlockTable()) {
+    if (!cuQ || cuK)
+      return op.emitOpError()
+             << "expected a paged attention to take varlen(cu_seqlens_q) "
+                "alone (the key lengths are kv_lens)";
+    auto tableT = cast<RankedTensorType>(table.getType());
+    auto lensT = cast<RankedTensorType>(op.getKvLens().getType());
+    auto cuT = cast<RankedTensorType>(cuQ.getType());
+    if (tableT.getRank() != 2 || tableT.getElementType() != i32)
+      return op.emitOpError() << "expected the block table to be a 2-D i32 "
+                                 "tensor ([B, max_blocks] page indices), got "
+                              << Type(tableT);
+    if (lensT.getRank() != 1 || lensT.getElementType() != i32)
+      return op.emitOpError()
+             << "expected kv_lens to be a 1-D i32 tensor ([B] key counts), got "
+             << Type(lensT);
+    if (cuT.getRank() != 1 || cuT.getElementType() != i32)
+      return op.emitOpError()
+             << "expected cu_seqlens_q to be a 1-D i32 tensor (B + 1 "
+                "sequence starts), got "
+             << Type(cuT);
+    int64_t b = lensT.getDimSize(0);
+    if (!compatible(tableT.getDimSize(0), b) ||
+        (!cuT.isDynamicDim(0) && !ShapedType::isDynamic(b) &&
+         cuT.getDimSize(0) != b + 1))
+      return op.emitOpError()
+             << "expected the block table, kv_lens and cu_seqlens_q to "
+                "describe one batch ([B, max_blocks], [B], [B + 1]), got "
+             << Type(tableT) << ", " << Type(lensT) << " and " << Type(cuT);
+    return success();
+  }
   if (!cuQ && !cuK)
     return success();
   if (!cuQ || !cuK)
     return op.emitOpError() << "expected both cu_seqlens_q and cu_seqlens_k "
                                "for a varlen attention, got only one";
-  auto i32 = IntegerType::get(op.getContext(), 32);
   int64_t sizes[2];
   const std::pair<const char *, Value> operands[] = {{"cu_seqlens_q", cuQ},
                                                      {"cu_seqlens_k", cuK}};
@@ -221,7 +272,7 @@ LogicalResult AttentionOp::verify() {
   const bool varlen = isVarlen();
   if (failed(verifyAttentionInputs(
           *this, qT, getKey().getType(), getValue().getType(), getScaleAttr(),
-          getSoftcapAttr(), getWindowAttr(), getCausal(), varlen)))
+          getSoftcapAttr(), getWindowAttr(), getCausal(), varlen, isPaged())))
     return failure();
 
   if (getOutput().getType() != qT)

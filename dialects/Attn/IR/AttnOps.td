@@ -70,6 +70,22 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
         -> tensor<?x32x128xbf16>, tensor<32x?xf32>
     ```
 
+    Paged prefill (vLLM's single call over a mixed prefill and decode batch;
+    `flash_attn_varlen_func` with `block_table` and `seqused_k`): with
+    `varlen(%cu_seqlens_q)` and `paged(%block_table, %kv_lens)`, K and V are
+    a paged cache `[pages, Hkv, page_size, head_dim]` (any strides: NHD or
+    HND pages; the page size static), `block_table` is `[B, max_blocks]`
+    i32 page indices and `kv_lens` `[B]` i32 each sequence's key count: key
+    `j` of sequence `b` is row `j mod page_size` of page
+    `block_table[b, j / page_size]`. The query rows are the sequence's last
+    `cu_seqlens_q[b+1] - cu_seqlens_q[b]` positions, as for varlen.
+    ```mlir
+    %o = attn.attention %q, %kc, %vc varlen(%cuq : tensor<?xi32>)
+        paged(%table, %lens : tensor<?x?xi32>, tensor<?xi32>) {causal}
+        : tensor<?x32x128xbf16>, tensor<?x8x16x128xbf16>, tensor<?x8x16x128xbf16>
+        -> tensor<?x32x128xbf16>
+    ```
+
     Captured tensors (FlexAttention's tensors a mod closes over: ALiBi
     slopes, document ids, bias tables): `captures(%t0, ... : types)` takes
     ranked tensors (rank 1 to 4, element f32, f16, bf16, i32, i64 or i8),
@@ -119,6 +135,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
     Optional<AnyRankedTensor>:$cu_seqlens_q,
     Optional<AnyRankedTensor>:$cu_seqlens_k,
     Optional<AnyRankedTensor>:$kv_bounds,
+    Optional<AnyRankedTensor>:$block_table,
+    Optional<AnyRankedTensor>:$kv_lens,
     Variadic<AnyRankedTensor>:$captures,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
@@ -131,8 +149,10 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
-    (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q) `,`
-       type($cu_seqlens_k) `)`)?
+    (`varlen` `(` $cu_seqlens_q^ (`,` $cu_seqlens_k^)? `:`
+       type($cu_seqlens_q) (`,` type($cu_seqlens_k)^)? `)`)?
+    (`paged` `(` $block_table^ `,` $kv_lens `:` type($block_table) `,`
+       type($kv_lens) `)`)?
     (`kv_bounds` `(` $kv_bounds^ `:` type($kv_bounds) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)? attr-dict
     `:` type($query) `,` type($key) `,` type($value)
@@ -159,6 +179,12 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, IsolatedFromAbove,
     /// Packed variable-length sequences (`varlen`): Q/K/V are
     /// [total, heads, head_dim].
     bool isVarlen() { return static_cast<bool>(getCuSeqlensQ()); }
+    /// Varlen queries over a paged KV cache (`paged`): K/V are
+    /// [pages, heads, page_size, head_dim].
+    bool isPaged() { return static_cast<bool>(getBlockTable()); }
+    int64_t getPageSize() {
+      return isPaged() ? getKey().getType().getDimSize(2) : 0;
+    }
     bool hasKVBounds() { return static_cast<bool>(getKvBounds()); }
   }];
 }

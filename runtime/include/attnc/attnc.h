@@ -74,6 +74,9 @@ typedef struct attnc_spec {
   /* 0 | 1: varlen prefill (op attention_fwd): packed sequences with
    * cu_seqlens (attnc_attention_args.cu_seqlens_q...) */
   int32_t varlen;
+  /* Varlen only: 0, or the page size of the paged KV cache the keys come
+   * from (paged prefill: attnc_attention_args.block_table...). */
+  int64_t page_size;
 } attnc_spec;
 
 /* A tensor in the logical [B, H, S, D] layout, strides in elements. LSE uses
@@ -135,6 +138,17 @@ typedef struct attnc_attention_args {
    * the kernel's masks anyway: the kernel skips the KV tiles outside a
    * query tile's range); NULL otherwise. */
   const int32_t *kv_bounds;
+  /* Paged varlen kernels (spec page_size > 0; vLLM's flash_attn_varlen_func
+   * with block_table and seqused_k): k and v are the caches [pages, Hkv,
+   * page_size, D] (any strides: NHD pages as a permuted view), cu_seqlens_k
+   * NULL, block_table the contiguous [varlen_batch, max_blocks] i32 page
+   * indices and kv_lens the [varlen_batch] i32 key counts (each at most
+   * max_seqlen_k <= max_blocks x page_size; not checked), in device memory.
+   * Key j of sequence b is row j mod page_size of page
+   * block_table[b, j / page_size]. NULL / 0 for other kernels. */
+  const int32_t *block_table;
+  int64_t max_blocks;
+  const int32_t *kv_lens;
 } attnc_attention_args;
 
 ATTNC_API void attnc_attention_args_init(attnc_attention_args *args);

@@ -278,7 +278,7 @@ func.func @sinks_bf16(%q: tensor<?x4x?x64xbf16>, %kv: tensor<?x2x?x64xbf16>, %s:
 
 func.func @varlen_one_cu(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %cu: tensor<?xi32>) {
   // expected-error @+1 {{expected both cu_seqlens_q and cu_seqlens_k for a varlen attention, got only one}}
-  %o = "attn.attention"(%q, %k, %v, %cu) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0>}> ({}, {}) : (tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?xi32>) -> tensor<?x8x128xbf16>
+  %o = "attn.attention"(%q, %k, %v, %cu) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0, 0>}> ({}, {}) : (tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?xi32>) -> tensor<?x8x128xbf16>
   return
 }
 
@@ -447,5 +447,45 @@ func.func @kv_bounds_rows(%q: tensor<2x8x100x128xbf16>, %k: tensor<2x8x?x128xbf1
 func.func @kv_bounds_varlen(%q: tensor<?x8x128xbf16>, %k: tensor<?x8x128xbf16>, %v: tensor<?x8x128xbf16>, %cu: tensor<?xi32>, %r: tensor<?x?x2xi32>) {
   // expected-error @+1 {{kv_bounds are not supported with varlen}}
   %o = attn.attention %q, %k, %v varlen(%cu, %cu : tensor<?xi32>, tensor<?xi32>) kv_bounds(%r : tensor<?x?x2xi32>) : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x8x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @paged_with_cu_k(%q: tensor<?x8x128xbf16>, %kc: tensor<?x2x16x128xbf16>, %vc: tensor<?x2x16x128xbf16>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>, %t: tensor<?x?xi32>, %l: tensor<?xi32>) {
+  // expected-error @+1 {{expected a paged attention to take varlen(cu_seqlens_q) alone (the key lengths are kv_lens)}}
+  %o = attn.attention %q, %kc, %vc varlen(%cuq, %cuk : tensor<?xi32>, tensor<?xi32>) paged(%t, %l : tensor<?x?xi32>, tensor<?xi32>) : tensor<?x8x128xbf16>, tensor<?x2x16x128xbf16>, tensor<?x2x16x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @paged_rank3_cache(%q: tensor<?x8x128xbf16>, %k: tensor<?x2x128xbf16>, %v: tensor<?x2x128xbf16>, %cuq: tensor<?xi32>, %t: tensor<?x?xi32>, %l: tensor<?xi32>) {
+  // expected-error @+1 {{expected key to have rank 4 ([pages, heads, page_size, head_dim], a paged cache), got rank 3}}
+  %o = attn.attention %q, %k, %v varlen(%cuq : tensor<?xi32>) paged(%t, %l : tensor<?x?xi32>, tensor<?xi32>) : tensor<?x8x128xbf16>, tensor<?x2x128xbf16>, tensor<?x2x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @paged_dynamic_page(%q: tensor<?x8x128xbf16>, %kc: tensor<?x2x?x128xbf16>, %vc: tensor<?x2x?x128xbf16>, %cuq: tensor<?xi32>, %t: tensor<?x?xi32>, %l: tensor<?xi32>) {
+  // expected-error @+1 {{expected key to have a static page size (dim 2)}}
+  %o = attn.attention %q, %kc, %vc varlen(%cuq : tensor<?xi32>) paged(%t, %l : tensor<?x?xi32>, tensor<?xi32>) : tensor<?x8x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @paged_table_rank(%q: tensor<?x8x128xbf16>, %kc: tensor<?x2x16x128xbf16>, %vc: tensor<?x2x16x128xbf16>, %cuq: tensor<?xi32>, %t: tensor<?xi32>, %l: tensor<?xi32>) {
+  // expected-error @+1 {{expected the block table to be a 2-D i32 tensor ([B, max_blocks] page indices)}}
+  %o = attn.attention %q, %kc, %vc varlen(%cuq : tensor<?xi32>) paged(%t, %l : tensor<?xi32>, tensor<?xi32>) : tensor<?x8x128xbf16>, tensor<?x2x16x128xbf16>, tensor<?x2x16x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @paged_batch(%q: tensor<?x8x128xbf16>, %kc: tensor<?x2x16x128xbf16>, %vc: tensor<?x2x16x128xbf16>, %cuq: tensor<4xi32>, %t: tensor<3x?xi32>, %l: tensor<2xi32>) {
+  // expected-error @+1 {{expected the block table, kv_lens and cu_seqlens_q to describe one batch ([B, max_blocks], [B], [B + 1])}}
+  %o = attn.attention %q, %kc, %vc varlen(%cuq : tensor<4xi32>) paged(%t, %l : tensor<3x?xi32>, tensor<2xi32>) : tensor<?x8x128xbf16>, tensor<?x2x16x128xbf16>, tensor<?x2x16x128xbf16> -> tensor<?x8x128xbf16>
   return
 }

@@ -130,3 +130,19 @@ func.func @key_ranges(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x8x?x64xbf16>, %v: 
   }
   return %o : tensor<?x8x?x64xbf16>
 }
+
+// -----
+
+// Paged prefill: varlen queries over a paged cache [pages, Hkv, page_size,
+// D] through a block table and kv_lens (no cu_seqlens_k).
+// CHECK-LABEL: func.func @paged
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} varlen(%{{.*}} : tensor<?xi32>) paged(%{{.*}}, %{{.*}} : tensor<?x?xi32>, tensor<?xi32>) {causal}
+func.func @paged(%q: tensor<?x8x128xbf16>, %kc: tensor<?x2x16x128xbf16>, %vc: tensor<?x2x16x128xbf16>,
+                 %cuq: tensor<?xi32>, %table: tensor<?x?xi32>, %lens: tensor<?xi32>)
+    -> tensor<?x8x128xbf16> {
+  %o = attn.attention %q, %kc, %vc varlen(%cuq : tensor<?xi32>)
+      paged(%table, %lens : tensor<?x?xi32>, tensor<?xi32>) {causal}
+      : tensor<?x8x128xbf16>, tensor<?x2x16x128xbf16>, tensor<?x2x16x128xbf16>
+      -> tensor<?x8x128xbf16>
+  return %o : tensor<?x8x128xbf16>
+}

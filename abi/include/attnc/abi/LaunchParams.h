@@ -193,6 +193,14 @@ inline constexpr std::array<const char *, 2> kAttentionCuSeqlensParams = {
 /// along the rows), after the cu_seqlens. The kernel skips the KV tiles
 /// outside a query tile's range.
 inline constexpr const char *kAttentionKVBoundsParam = "kv_bounds";
+/// Paged varlen kernels (attn.attention's `paged`): after cu_seqlens_q
+/// (there is no cu_seqlens_k) and the kv_bounds slot, the contiguous
+/// [B, max_blocks] i32 block table, the [B] i32 key counts, max_blocks and
+/// the cache's page count. K/V are the caches [pages, Hkv, page_size, D]:
+/// k_stride_b / v_stride_b are their page strides, `seq_kv` the longest
+/// key count.
+inline constexpr std::array<const char *, 4> kAttentionPagedParams = {
+    "block_table", "kv_lens", "max_blocks", "num_pages"};
 /// Captured tensors (attn.attention's `captures`, the tensors a score or
 /// mask mod reads), after the cu_seqlens: capture k (0-based, in the op's
 /// order) is `capture<k>` (its data pointer), then `capture<k>_size<d>` for
@@ -255,13 +263,17 @@ inline std::optional<CaptureParam> parseCaptureParam(std::string_view name) {
   return CaptureParam{*index, part, *dim};
 }
 
-inline constexpr std::array<ParamDesc, 18> kAttentionOptionalParams = {{
+inline constexpr std::array<ParamDesc, 22> kAttentionOptionalParams = {{
     {"scale", ParamType::F32},
     {"softcap", ParamType::F32},
     {kAttentionSinksParam, ParamType::F32Ptr},
     {kAttentionCuSeqlensParams[0], ParamType::I32Ptr},
     {kAttentionCuSeqlensParams[1], ParamType::I32Ptr},
     {kAttentionKVBoundsParam, ParamType::I32Ptr},
+    {kAttentionPagedParams[0], ParamType::I32Ptr},
+    {kAttentionPagedParams[1], ParamType::I32Ptr},
+    {kAttentionPagedParams[2], ParamType::I64},
+    {kAttentionPagedParams[3], ParamType::I64},
     {kAttentionTensorMapParams[0], ParamType::TensorMap},
     {kAttentionTensorMapParams[1], ParamType::TensorMap},
     {kAttentionTensorMapParams[2], ParamType::TensorMap},

@@ -40,6 +40,20 @@ inline constexpr int64_t kTensorMapSwizzleAtomBytes =
     8 * kTensorMapSwizzleBytes;
 /// The most rows of a box (TMA's limit of 256 per box dimension).
 inline constexpr int64_t kTensorMapMaxBoxRows = 256;
+/// A paged cache (paged varlen attention) is mapped as [pages, H,
+/// page_size, D]: a K/V tile of `blockN` rows is copied in boxes that each
+/// lie in one page, gcd(page_size, blockN) rows, at row offsets that keep
+/// the swizzle's 8-row atoms whole. 0 where that box is not a multiple of 8
+/// rows (such kernels copy without TMA).
+inline constexpr int64_t pagedBoxRows(int64_t pageSize, int64_t blockN) {
+  int64_t a = pageSize, b = blockN;
+  while (b != 0) {
+    int64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a > 0 && a % 8 == 0 && a <= kTensorMapMaxBoxRows ? a : 0;
+}
 /// Rows of O's box (epilogue "tma"): one consumer warpgroup's 64 rows.
 inline constexpr int64_t kAttentionOutputTensorMapBoxRows = 64;
 /// TMA needs the base and every stride a multiple of 16 bytes, strides

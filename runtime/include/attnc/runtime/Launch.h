@@ -85,6 +85,15 @@ struct AttentionArgs {
   // outside a query tile's range; the keys outside must be masked anyway).
   // Null for other kernels.
   const int32_t *kvBounds = nullptr;
+  // Paged varlen kernels (spec.varlen with spec.pageSize; vLLM's
+  // flash_attn_varlen_func with block_table and seqused_k): k and v are the
+  // caches [pages, Hkv, page_size, D] (any strides), cuSeqlensK is null,
+  // blockTable the contiguous [varlenBatch, maxBlocks] i32 page indices and
+  // kvLens the [varlenBatch] i32 key counts, each at most maxSeqlenK (and
+  // maxBlocks · page_size), in device memory. Null and 0 otherwise.
+  const int32_t *blockTable = nullptr;
+  int64_t maxBlocks = 0;
+  const int32_t *kvLens = nullptr;
   // The captured tensors of a kernel whose mods read some, in the order of
   // its metadata's captures (none: null and 0).
   const CaptureArg *captures = nullptr;
@@ -171,6 +180,12 @@ enum class ParamSource : uint8_t {
   CuSeqlensK,
   // Key ranges: AttentionArgs::kvBounds.
   KvBounds,
+  // Paged varlen kernels: AttentionArgs::blockTable, kvLens, maxBlocks and
+  // the caches' page count.
+  BlockTable,
+  KvLens,
+  MaxBlocks,
+  NumPages,
   // TMA kernels (tuning.kv_sync "tma"): tensor maps of Q, K and V.
   QTensorMap,
   KTensorMap,
