@@ -34,27 +34,24 @@
 // MMA-LABEL: gpu.func @attention_fwd(
 // MMA: nvgpu.device_async_copy
 
-// The wgmma mapping copies by TMA, a 64-row K tile in four boxes of one 16-row page each (the
-// table entry of the box's first row, clamped into the sequence), 2048
-// bytes apart in the stage; the barrier expects the whole tile's bytes.
+// The wgmma mapping copies by TMA, a 64-row K tile in four boxes of one
+// 16-row page each, a loop over the boxes: the table entry of the box's
+// first row (clamped into the sequence), the box 16 rows (2048 bytes) down
+// the stage per step; the barrier expects the whole tile's bytes.
 // TMA-LABEL: gpu.func @attention_fwd(
 // TMA-SAME: {tile.param = "k_tmap"}
-// TMA: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %[[BYTES:.*]] : !llvm.ptr<3>, i32
+// TMA: nvvm.mbarrier.arrive.expect_tx
+// TMA: scf.for %[[FIRST:arg[0-9]+]] = %{{.*}} to %c64{{.*}} step %c16
 // TMA: %[[MIN:.*]] = arith.minsi
 // TMA: %[[BLK:.*]] = arith.divui %[[MIN]], %c16
 // TMA: %[[PAGE:.*]] = memref.load %{{.*}}[%{{.*}}, %[[BLK]]] : memref<?x?xi32, strided<[?, 1]>>
 // TMA: %[[IN:.*]] = arith.remui %[[MIN]], %c16
 // TMA: %[[PG:.*]] = arith.index_cast %[[PAGE]] : i32 to index
-// TMA: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
+// TMA: arith.muli %[[FIRST]], %c128
 // TMA: %[[PG32:.*]] = arith.index_cast %[[PG]] : index to i32
-// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg28, %{{.*}}, box[%{{.*}}, %[[ROW]], %{{.*}}, %[[PG32]]]
-// TMA: arith.constant 2048 : i64
-// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg28
-// TMA: arith.constant 4096 : i64
-// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg28
-// TMA: arith.constant 6144 : i64
-// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg28
-// TMA-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg28
+// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg28, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %[[PG32]]]
+// TMA-NEXT: }
+// TMA: scf.for %{{.*}} step %c16
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg29
 
 // NOTMA: error: the wgmma mapping copies a paged cache's K/V by TMA with one block per query tile: it needs kv-sync tma and grid tiles, not kv-sync mbarrier, grid tiles
