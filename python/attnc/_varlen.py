@@ -235,7 +235,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     max_seqlen_k bounds seqused_k. On sm_90a pages of a multiple of 8 rows
     go by TMA, other page sizes by the mma.sync kernel; the rows of a
     sequence's last page past its length are read and weighted 0 (they
-    must be finite, like v's padding above).
+    must be finite, like v's padding above). Under torch.compile the call
+    goes through torch.ops.attnc.attention_varlen_paged.
 
     score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx, kv_idx)
     as in attnc.attention, where b is the sequence and q_idx, kv_idx are
@@ -250,9 +251,18 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
         if cu_seqlens_k is not None:
             _fail("with block_table the key counts are seqused_k; pass "
                   "cu_seqlens_k=None")
-        if score_mod is not None or mask_mod is not None or ops is not None:
-            _fail("a paged cache (block_table) runs in eager calls without "
-                  "score_mod / mask_mod for now")
+        if score_mod is not None or mask_mod is not None:
+            _fail("score_mod and mask_mod do not take a paged cache "
+                  "(block_table) yet")
+        if ops is not None:
+            left, right = window_bounds(window)
+            o, lse = ops.attention_varlen_paged(
+                q, k, v, cu_seqlens_q, block_table, seqused_k,
+                int(max_seqlen_q), int(max_seqlen_k), layout, bool(causal),
+                left, right, None if softcap is None else float(softcap),
+                None if scale is None else float(scale), bool(return_lse),
+                arch, int(block_m), int(block_n), sinks)
+            return (o, lse) if return_lse else o
         return launch_paged(q, k, v, cu_seqlens_q, block_table, seqused_k,
                             max_seqlen_q, max_seqlen_k, layout, causal,
                             window, softcap, scale, return_lse, arch,
@@ -365,8 +375,13 @@ def launch_paged(q, k_cache, v_cache, cu_seqlens_q, block_table, seqused_k,
     dtype, page_size = check_paged_shapes(
         q, k_cache, v_cache, cu_seqlens_q, block_table, seqused_k,
         max_seqlen_q, max_seqlen_k, layout)
-    check_devices(q, k_cache, v_cache, cu_seqlens_q, block_table)
-    check_devices(q, q, q, seqused_k, seqused_k)
+    for name, t in (("q", q), ("k", k_cache), ("v", v_cache),
+                    ("cu_seqlens_q", cu_seqlens_q),
+                    ("block_table", block_table), ("seqused_k", seqused_k)):
+        if getattr(t.device, "type", None) != "cuda" or \
+                str(t.device) != str(q.device):
+            _fail("%s is on %s; every tensor must be on q's CUDA device (%s)"
+                  % (name, t.device, q.device))
     import torch
 
     if sinks is not None:

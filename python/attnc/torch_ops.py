@@ -19,6 +19,10 @@ prints them):
   max_seqlen_k, causal, window_left, window_right, softcap, scale,
   return_lse, arch, block_m, block_n, sinks=None) -> (o, lse); lse is
   [heads, total_q]
+- attention_varlen_paged(q, k_cache, v_cache, cu_seqlens_q, block_table,
+  seqused_k, max_seqlen_q, max_seqlen_k, layout, causal, window_left,
+  window_right, softcap, scale, return_lse, arch, block_m, block_n,
+  sinks=None) -> (o, lse): attention_varlen over a paged cache
 - decode(q, k_cache, v_cache, block_table, kv_lens, max_kv_len, layout,
   causal, window_left, window_right, softcap, scale, return_lse, max_q_len,
   num_splits, workspace, arch, block_n, sinks=None) -> (o, lse); writes
@@ -50,8 +54,8 @@ from . import _attention, _cache_ops, _decode, _rows, _varlen
 from ._capi import AttncError
 
 # Every op this module registers, by name in torch.ops.attnc.
-OPS = ("attention", "attention_varlen", "decode", "kv_append", "merge_state", "silu_and_mul",
-       "silu_and_mul_out", "gelu_and_mul", "gelu_and_mul_out",
+OPS = ("attention", "attention_varlen", "attention_varlen_paged", "decode",
+       "kv_append", "merge_state", "silu_and_mul", "silu_and_mul_out", "gelu_and_mul", "gelu_and_mul_out",
        "fused_add_rms_norm", "fused_add_rms_norm_inplace",
        "fused_add_rms_norm_out", "rotary_embedding")
 
@@ -115,6 +119,40 @@ def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
       block_m, block_n, sinks=None):
     _varlen.check_varlen_shapes(q, k, v, cu_seqlens_q, cu_seqlens_k,
                                 max_seqlen_q, max_seqlen_k)
+    if sinks is not None:
+        _attention.check_sinks(torch, sinks, q.unsqueeze(0))
+    return (torch.empty_like(q),
+            _lse(q, (q.shape[1], q.shape[0]), return_lse))
+
+
+@torch.library.custom_op("attnc::attention_varlen_paged", mutates_args=())
+def attention_varlen_paged(q: Tensor, k_cache: Tensor, v_cache: Tensor,
+                           cu_seqlens_q: Tensor, block_table: Tensor,
+                           seqused_k: Tensor, max_seqlen_q: int,
+                           max_seqlen_k: int, layout: str, causal: bool,
+                           window_left: int, window_right: int,
+                           softcap: Optional[float], scale: Optional[float],
+                           return_lse: bool, arch: Optional[str],
+                           block_m: int, block_n: int,
+                           sinks: Optional[Tensor] = None
+                           ) -> Tuple[Tensor, Tensor]:
+    out = _varlen.launch_paged(q, k_cache, v_cache, cu_seqlens_q,
+                               block_table, seqused_k, max_seqlen_q,
+                               max_seqlen_k, layout, causal,
+                               (window_left, window_right), softcap, scale,
+                               return_lse, arch, block_m, block_n, sinks)
+    if return_lse:
+        return out
+    return out, _lse(q, None, False)
+
+
+@attention_varlen_paged.register_fake
+def _(q, k_cache, v_cache, cu_seqlens_q, block_table, seqused_k,
+      max_seqlen_q, max_seqlen_k, layout, causal, window_left, window_right,
+      softcap, scale, return_lse, arch, block_m, block_n, sinks=None):
+    _varlen.check_paged_shapes(q, k_cache, v_cache, cu_seqlens_q,
+                               block_table, seqused_k, max_seqlen_q,
+                               max_seqlen_k, layout)
     if sinks is not None:
         _attention.check_sinks(torch, sinks, q.unsqueeze(0))
     return (torch.empty_like(q),

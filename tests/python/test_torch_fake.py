@@ -187,11 +187,40 @@ def varlen_ref(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     return (o, lse) if return_lse else o
 
 
+def paged_varlen_ref(q, k_cache, v_cache, cu_seqlens_q, block_table,
+                     seqused_k, max_seqlen_q, max_seqlen_k, layout="NHD",
+                     causal=False, window=None, softcap=None, scale=None,
+                     return_lse=False, arch=None, block_m=0, block_n=0,
+                     sinks=None):
+    """A stand-in: each sequence's keys gathered from its pages (NHD),
+    then attention_ref."""
+    assert layout == "NHD"
+    page = k_cache.shape[1]
+    o = torch.empty_like(q)
+    o.zero_()
+    lse = torch.full((q.shape[1], q.shape[0]), float("-inf"))
+    for b in range(cu_seqlens_q.shape[0] - 1):
+        qs, qe = int(cu_seqlens_q[b]), int(cu_seqlens_q[b + 1])
+        n = int(seqused_k[b])
+        rows = [int(block_table[b, j // page]) * page + j % page
+                for j in range(n)]
+        k = k_cache.reshape(-1, *k_cache.shape[2:])[rows]
+        v = v_cache.reshape(-1, *v_cache.shape[2:])[rows]
+        if qe == qs:
+            continue
+        ob, lb = attention_ref(q[qs:qe][None], k[None], v[None],
+                               causal=causal, scale=scale, return_lse=True)
+        o[qs:qe] = ob[0]
+        lse[:, qs:qe] = lb[0]
+    return (o, lse) if return_lse else o
+
+
 @contextlib.contextmanager
 def cpu_launches():
     """The ops' launch functions replaced by the stand-ins above."""
     patches = [(_attention, "launch", attention_ref),
                (_varlen, "launch", varlen_ref),
+               (_varlen, "launch_paged", paged_varlen_ref),
                (_decode, "launch", decode_ref),
                (_cache_ops, "launch_kv_append", kv_append_ref),
                (_cache_ops, "launch_merge_state", merge_ref),
@@ -234,7 +263,8 @@ def paged(device="cpu", b=2, q_len=1, h=4, hk=2, d=32, page=4, pages=12):
 
 
 MUTATED = {
-    "attention": set(), "attention_varlen": set(), "decode": {"workspace"},
+    "attention": set(), "attention_varlen": set(),
+    "attention_varlen_paged": set(), "decode": {"workspace"},
     "kv_append": {"k_cache", "v_cache"}, "merge_state": set(),
     "silu_and_mul": set(), "silu_and_mul_out": {"out"},
     "gelu_and_mul": set(), "gelu_and_mul_out": {"out"},
@@ -329,6 +359,77 @@ def attention_varlen_fake_shapes():
         q, k, v, cuq.long(), cuk, mq, mk), "1-D torch.int32")
     expect_attnc_error(lambda: attnc.attention_varlen(
         q, k, v, cuq, cuk[:-1], mq, mk), "cu_seqlens_k 4")
+
+
+def paged_packed(device="cpu", lens_q=(5, 0, 1, 3), lens_k=(9, 3, 1, 3),
+                 h=4, hk=2, d=32, page=4):
+    """Packed queries and an NHD cache [pages, page, hk, d] holding each
+    sequence's keys in shuffled pages."""
+    cu = [0]
+    for lq in lens_q:
+        cu.append(cu[-1] + lq)
+    blocks = [(n + page - 1) // page for n in lens_k]
+    pages = sum(blocks) + 2
+    order = torch.randperm(pages).tolist()
+    table = torch.zeros(len(lens_k), max(blocks), dtype=torch.int32)
+    at = 0
+    for b, n in enumerate(blocks):
+        for j in range(n):
+            table[b, j] = order[at]
+            at += 1
+    q = torch.randn(cu[-1], h, d, dtype=BF, device=device)
+    kc = torch.randn(pages, page, hk, d, dtype=BF, device=device)
+    return (q, kc, torch.randn_like(kc),
+            torch.tensor(cu, dtype=torch.int32, device=device),
+            table.to(device), torch.tensor(lens_k, dtype=torch.int32,
+                                           device=device),
+            max(lens_q), max(lens_k))
+
+
+@test
+def attention_varlen_paged_fake_shapes():
+    q, kc, vc, cuq, table, lens, mq, mk = paged_packed("meta")
+    o, lse = attnc.attention_varlen(q, kc, vc, cuq, None, mq, mk,
+                                    block_table=table, seqused_k=lens,
+                                    causal=True, return_lse=True)
+    assert o.shape == q.shape and o.dtype == q.dtype, o
+    assert lse.shape == (4, 9) and lse.dtype == torch.float32, lse.shape
+    expect_attnc_error(lambda: attnc.attention_varlen(
+        q, kc, vc, cuq, None, mq, mk, block_table=table[:, :1].long(),
+        seqused_k=lens), "block_table must be")
+    expect_attnc_error(lambda: attnc.attention_varlen(
+        q, kc, vc, cuq, None, mq, 1000, block_table=table, seqused_k=lens),
+        "max_seqlen_k is 1000")
+
+
+@test
+def compile_fullgraph_traces_attention_varlen_paged():
+    # A paged varlen call is one torch.ops.attnc.attention_varlen_paged
+    # node, with eager's results.
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def step(q, kc, vc, cuq, table, lens):
+        o, lse = attnc.attention_varlen(q, kc, vc, cuq, None, 5, 9,
+                                        block_table=table, seqused_k=lens,
+                                        causal=True, return_lse=True)
+        return o * 2, lse
+
+    torch._dynamo.reset()
+    with cpu_launches():
+        args = paged_packed()[:6]
+        want = step(*args)
+        got = torch.compile(step, fullgraph=True, backend=backend)(*args)
+    assert len(graphs) == 1, len(graphs)
+    targets = {str(n.target) for n in graphs[0].graph.nodes
+               if n.op == "call_function"}
+    assert any("attention_varlen_paged" in t for t in targets), \
+        sorted(targets)
+    for a, b in zip(got, want):
+        assert torch.equal(a, b), (a, b)
 
 
 @test
@@ -520,6 +621,10 @@ def opcheck_every_op():
                                 None, 0, 0)),
         (ops.attention_varlen, (*packed(), False, -1, -1, None, None, False,
                                 None, 0, 0)),
+        (ops.attention_varlen_paged, (*paged_packed(), "NHD", True, -1,
+                                      -1, None, None, True, None, 0, 0)),
+        (ops.attention_varlen_paged, (*paged_packed(), "NHD", False, -1,
+                                      -1, None, None, False, None, 0, 0)),
         (ops.decode, (dq, kc, vc, table, lens, 13, "NHD", False, -1, -1,
                       None, None, True, None, 0,
                       torch.zeros(256, dtype=torch.uint8), None, 0)),
