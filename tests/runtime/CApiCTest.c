@@ -105,6 +105,29 @@ int main(void) {
            ATTNC_ERROR_INVALID_ARGUMENT);
     EXPECT(strstr(attnc_last_error(), "cu_seqlens_k: data pointer is null") !=
            NULL);
+
+    /* Paged: spec page_size, K/V as [pages, Hkv, page_size, D] views of NHD
+     * pages, the block table and kv_lens instead of cu_seqlens_k. */
+    spec.page_size = 16;
+    for (i = 1; i < 3; ++i) {
+      views[i]->shape[0] = 40;
+      views[i]->shape[2] = 16;
+      views[i]->stride[0] = 16 * 2 * d;
+      views[i]->stride[2] = 2 * d;
+    }
+    args.k.data = (const void *)(uintptr_t)0x1000000u;
+    args.v.data = (const void *)(uintptr_t)0x2000000u;
+    args.block_table = (const int32_t *)(uintptr_t)0x702000u;
+    args.max_blocks = 8;
+    args.kv_lens = (const int32_t *)(uintptr_t)0x703000u;
+    args.max_seqlen_k = 128;
+    EXPECT(attnc_attention_validate(&spec, &args) == ATTNC_OK);
+    args.max_seqlen_k = 129;
+    EXPECT(attnc_attention_validate(&spec, &args) ==
+           ATTNC_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(attnc_last_error(), "max_blocks x page_size = 128") !=
+           NULL);
+    spec.page_size = 0;
   }
 
   if (failures == 0)
