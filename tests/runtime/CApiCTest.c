@@ -125,8 +125,7 @@ int main(void) {
     args.max_seqlen_k = 129;
     EXPECT(attnc_attention_validate(&spec, &args) ==
            ATTNC_ERROR_INVALID_ARGUMENT);
-    EXPECT(strstr(attnc_last_error(), "max_blocks x page_size = 128") !=
-           NULL);
+    EXPECT(strstr(attnc_last_error(), "max_blocks x page_size = 128") != NULL);
     spec.page_size = 0;
   }
 
