@@ -172,9 +172,13 @@ std::string staticRejection(const KernelSpec &spec, const TuneCandidate &c) {
       return "epilogue registers is the only epilogue of kv_sync " +
              (t.kvSync.empty() ? std::string("mbarrier") : t.kvSync) +
              ": the default's kernel";
+    // A paged cache goes by TMA, one block per query tile.
+    if (spec.pageSize > 0 && (!tma || t.grid == "persistent"))
+      return "a paged cache's K/V go by TMA (kv_sync tma, block_m >= 128) "
+             "with grid tiles";
     std::string why = wgmma::unsupportedReason(
         spec.headDim, t.blockM, t.blockN, 16, t.stages > 0 ? t.stages : 2,
-        /*leftWindow=*/spec.windowLeft >= 0);
+        /*leftWindow=*/spec.windowLeft >= 0, spec.pageSize);
     return why.empty() ? "" : "the wgmma mapping " + why;
   }
   // mma.sync (explicitly, or the only mapping of the target).

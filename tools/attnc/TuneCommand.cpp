@@ -39,8 +39,9 @@ void addTuneCommand(CLI::App &app, TuneOptions &o) {
       ->check(CLI::IsMember({"bf16", "fp16"}));
   plan->add_flag("--causal", p.spec.causal);
   plan->add_flag("--varlen", p.spec.varlen,
-                 "varlen prefill (packed sequences; no TMA schedule)");
-  plan->add_option("--page-size", p.spec.pageSize, "decode: tokens per page")
+                 "varlen prefill (packed sequences)");
+  plan->add_option("--page-size", p.spec.pageSize,
+                   "decode, and varlen over a paged cache: tokens per page")
       ->check(CLI::PositiveNumber);
   plan->add_option("--arch", p.arch)->check(CLI::IsMember({"sm_80", "sm_90a"}));
   plan->add_option(
