@@ -399,6 +399,14 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
                   ": the spec must say page_size=" + std::to_string(pageSize)
             : "the spec says page_size=" + std::to_string(spec.pageSize) +
                   " but the IR's attn.attention is not paged");
+  // A paged cache goes by TMA on sm_90a (the mapping falls back to
+  // mma.sync where the pages cannot); the cp.async schedules have no paged
+  // copies.
+  if (pageSize && !spec.tuning.kvSync.empty() && spec.tuning.kvSync != "tma" &&
+      spec.tuning.kvSync != "barrier")
+    return fail("tuning.kv_sync \"" + spec.tuning.kvSync +
+                "\" cannot copy a paged cache; a paged varlen kernel takes "
+                "kv_sync tma (or unset)");
   TileOptions tile = defaultTileOptions(
       GPUMapping::MMA, headDim, attentionVariantOf(*module), spec.tuning.blockM,
       spec.tuning.blockN, spec.tuning.warps, spec.tuning.stages,

@@ -171,6 +171,10 @@ Status validatePagedSizes(const KernelSpec &spec, const AttentionArgs &args) {
                "; it must be 0 to max_blocks x page_size = " +
                std::to_string(args.maxBlocks * spec.pageSize) +
                " (no sequence holds more keys than its block table row)");
+  if (args.v.shape[0] != args.k.shape[0])
+    return bad("v_cache has " + std::to_string(args.v.shape[0]) +
+               " pages but k_cache " + std::to_string(args.k.shape[0]) +
+               "; the block table indexes both");
   for (auto [name, t] :
        {std::pair<const char *, const TensorArg *>{"k_cache", &args.k},
         {"v_cache", &args.v}}) {

@@ -885,6 +885,8 @@ TEST_CASE("paged varlen launches: validation and packing", "[launch]") {
             .find("max_blocks (the block table's columns) must be 1 to") == 0);
   CHECK(error([](AttentionArgs &a) { a.k.shape[2] = 32; }, spec)
             .find("k_cache.shape[2]") == 0);
+  CHECK(error([](AttentionArgs &a) { a.v.shape[0] = 39; }, spec) ==
+        "v_cache has 39 pages but k_cache 40; the block table indexes both");
   KernelSpec contiguous = spec;
   contiguous.pageSize = 0;
   CHECK(error([](AttentionArgs &) {}, contiguous)

@@ -206,6 +206,11 @@ static RankedTensorType varlenLseTypeOf(RankedTensorType qT) {
 static LogicalResult verifyCuSeqlens(AttentionOp op) {
   Value cuQ = op.getCuSeqlensQ(), cuK = op.getCuSeqlensK();
   auto i32 = IntegerType::get(op.getContext(), 32);
+  if (static_cast<bool>(op.getBlockTable()) !=
+      static_cast<bool>(op.getKvLens()))
+    return op.emitOpError()
+           << "expected both block_table and kv_lens for a paged attention, "
+              "got only one";
   if (Value table = op.getBlockTable()) {
     if (!cuQ || cuK)
       return op.emitOpError()
@@ -227,8 +232,10 @@ static LogicalResult verifyCuSeqlens(AttentionOp op) {
              << "expected cu_seqlens_q to be a 1-D i32 tensor (B + 1 "
                 "sequence starts), got "
              << Type(cuT);
-    int64_t b = lensT.getDimSize(0);
-    if (!compatible(tableT.getDimSize(0), b) ||
+    // B from kv_lens or the table, whichever is static.
+    int64_t b =
+        lensT.isDynamicDim(0) ? tableT.getDimSize(0) : lensT.getDimSize(0);
+    if (!compatible(tableT.getDimSize(0), lensT.getDimSize(0)) ||
         (!cuT.isDynamicDim(0) && !ShapedType::isDynamic(b) &&
          cuT.getDimSize(0) != b + 1))
       return op.emitOpError()

@@ -145,7 +145,10 @@ typedef struct attnc_attention_args {
    * indices and kv_lens the [varlen_batch] i32 key counts (each at most
    * max_seqlen_k <= max_blocks x page_size; not checked), in device memory.
    * Key j of sequence b is row j mod page_size of page
-   * block_table[b, j / page_size]. NULL / 0 for other kernels. */
+   * block_table[b, j / page_size]; a sequence's entries must be pages of
+   * the caches (not checked). The rows of its last page past its length
+   * are read and weighted 0: they must be finite. NULL / 0 for other
+   * kernels. */
   const int32_t *block_table;
   int64_t max_blocks;
   const int32_t *kv_lens;

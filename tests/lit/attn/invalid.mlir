@@ -489,3 +489,19 @@ func.func @paged_batch(%q: tensor<?x8x128xbf16>, %kc: tensor<?x2x16x128xbf16>, %
   %o = attn.attention %q, %kc, %vc varlen(%cuq : tensor<4xi32>) paged(%t, %l : tensor<3x?xi32>, tensor<2xi32>) : tensor<?x8x128xbf16>, tensor<?x2x16x128xbf16>, tensor<?x2x16x128xbf16> -> tensor<?x8x128xbf16>
   return
 }
+
+// -----
+
+func.func @paged_table_without_lens(%q: tensor<?x8x128xbf16>, %kc: tensor<?x2x16x128xbf16>, %vc: tensor<?x2x16x128xbf16>, %cuq: tensor<?xi32>, %t: tensor<?x?xi32>) {
+  // expected-error @+1 {{expected both block_table and kv_lens for a paged attention, got only one}}
+  %o = "attn.attention"(%q, %kc, %vc, %cuq, %t) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 1, 0, 0>}> ({}, {}) : (tensor<?x8x128xbf16>, tensor<?x2x16x128xbf16>, tensor<?x2x16x128xbf16>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x8x128xbf16>
+  return
+}
+
+// -----
+
+func.func @paged_table_rows(%q: tensor<?x8x128xbf16>, %kc: tensor<?x2x16x128xbf16>, %vc: tensor<?x2x16x128xbf16>, %cuq: tensor<4xi32>, %t: tensor<5x?xi32>, %l: tensor<?xi32>) {
+  // expected-error @+1 {{expected the block table, kv_lens and cu_seqlens_q to describe one batch}}
+  %o = attn.attention %q, %kc, %vc varlen(%cuq : tensor<4xi32>) paged(%t, %l : tensor<5x?xi32>, tensor<?xi32>) : tensor<?x8x128xbf16>, tensor<?x2x16x128xbf16>, tensor<?x2x16x128xbf16> -> tensor<?x8x128xbf16>
+  return
+}
