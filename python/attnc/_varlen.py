@@ -295,15 +295,58 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                   arch, block_m, block_n, sinks)
 
 
-def check_devices(q, k, v, cu_seqlens_q, cu_seqlens_k):
-    for name, t in (("q", q), ("k", k), ("v", v),
-                    ("cu_seqlens_q", cu_seqlens_q),
-                    ("cu_seqlens_k", cu_seqlens_k)):
+def check_on_q_device(q, named):
+    """Every (name, tensor) of ``named`` is a CUDA tensor on q's device."""
+    for name, t in named:
         if getattr(t.device, "type", None) != "cuda":
             _fail("%s is on %s; attnc runs on CUDA tensors" % (name, t.device))
         if str(t.device) != str(q.device):
             _fail("q is on %s but %s is on %s; all must be on one device"
                   % (q.device, name, t.device))
+
+
+def check_devices(q, k, v, cu_seqlens_q, cu_seqlens_k):
+    check_on_q_device(q, (("q", q), ("k", k), ("v", v),
+                          ("cu_seqlens_q", cu_seqlens_q),
+                          ("cu_seqlens_k", cu_seqlens_k)))
+
+
+def _launch(torch, q, key, spec_for, k_desc, v_desc, varlen, return_lse,
+            arch, sinks):
+    """The launch both forms share: the kernel for ``key`` (built from
+    ``spec_for(arch)`` on the first call), O and the LSE allocated, the
+    arguments packed and the kernel launched on the current stream."""
+    device = q.device
+    kernel_plan = _plans.get(key)
+    if kernel_plan is not None and _contexts.get(device.index) is not \
+            kernel_plan[0]:
+        kernel_plan = None  # the context was closed and replaced (tests)
+    with torch.cuda.device(device):
+        if kernel_plan is None:
+            ctx = context(device.index)
+            use_arch = arch or arch_for_capability(
+                torch.cuda.get_device_capability(device))
+            kernel = ctx.get_kernel_for(spec_for(use_arch),
+                                        max(varlen.batch, 1),
+                                        max(varlen.max_seqlen_q, 1),
+                                        max(varlen.max_seqlen_k, 1))
+            kernel_plan = (ctx, kernel)
+            _route.remember(_plans, key, kernel_plan)
+        ctx, kernel = kernel_plan
+        o = torch.empty_like(q)
+        lse = None
+        if return_lse:
+            lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32,
+                              device=device)
+        args = _args_to_c(describe_packed(q), k_desc, v_desc,
+                          describe_packed(o),
+                          None if lse is None else describe_varlen_lse(lse),
+                          0 if sinks is None else sinks.data_ptr(), varlen)
+        stream = _route.current_stream(torch, device.index)
+        _check(lib().attnc_attention_launch(ctx._handle, kernel, _byref(args),
+                                            stream or None),
+               "attnc_attention_launch")
+    return (o, lse) if return_lse else o
 
 
 def launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -320,49 +363,22 @@ def launch(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
 
     if sinks is not None:
         check_sinks(torch, sinks, q.unsqueeze(0))
-    device = q.device
-    key = ("varlen", q.dtype, device, q.shape[1:], k.shape[1:], causal,
+    key = ("varlen", q.dtype, q.device, q.shape[1:], k.shape[1:], causal,
            window, softcap, scale, return_lse, arch, block_m, block_n,
            sinks_key(sinks))
-    kernel_plan = _plans.get(key)
-    if kernel_plan is not None and _contexts.get(device.index) is not \
-            kernel_plan[0]:
-        kernel_plan = None  # the context was closed and replaced (tests)
-    with torch.cuda.device(device):
-        if kernel_plan is None:
-            ctx = context(device.index)
-            use_arch = arch or arch_for_capability(
-                torch.cuda.get_device_capability(device))
-            spec = make_varlen_spec(
-                q, k, dtype=dtype, arch=use_arch, causal=causal,
-                window=window, softcap=softcap, scale=scale,
-                return_lse=return_lse, block_m=block_m, block_n=block_n,
-                sinks=sinks is not None)
-            kernel = ctx.get_kernel_for(spec, max(cu_seqlens_q.shape[0] - 1,
-                                                  1),
-                                        max(int(max_seqlen_q), 1),
-                                        max(int(max_seqlen_k), 1))
-            kernel_plan = (ctx, kernel)
-            _route.remember(_plans, key, kernel_plan)
-        ctx, kernel = kernel_plan
-        o = torch.empty_like(q)
-        lse = None
-        if return_lse:
-            lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32,
-                              device=device)
-        varlen = VarlenDesc(int(cu_seqlens_q.data_ptr()),
-                            int(cu_seqlens_k.data_ptr()),
-                            cu_seqlens_q.shape[0] - 1, int(max_seqlen_q),
-                            int(max_seqlen_k))
-        args = _args_to_c(describe_packed(q), describe_packed(k),
-                          describe_packed(v), describe_packed(o),
-                          None if lse is None else describe_varlen_lse(lse),
-                          0 if sinks is None else sinks.data_ptr(), varlen)
-        stream = _route.current_stream(torch, device.index)
-        _check(lib().attnc_attention_launch(ctx._handle, kernel, _byref(args),
-                                            stream or None),
-               "attnc_attention_launch")
-    return (o, lse) if return_lse else o
+
+    def spec_for(use_arch):
+        return make_varlen_spec(
+            q, k, dtype=dtype, arch=use_arch, causal=causal, window=window,
+            softcap=softcap, scale=scale, return_lse=return_lse,
+            block_m=block_m, block_n=block_n, sinks=sinks is not None)
+
+    varlen = VarlenDesc(int(cu_seqlens_q.data_ptr()),
+                        int(cu_seqlens_k.data_ptr()),
+                        cu_seqlens_q.shape[0] - 1, int(max_seqlen_q),
+                        int(max_seqlen_k))
+    return _launch(torch, q, key, spec_for, describe_packed(k),
+                   describe_packed(v), varlen, return_lse, arch, sinks)
 
 
 def launch_paged(q, k_cache, v_cache, cu_seqlens_q, block_table, seqused_k,
@@ -375,61 +391,30 @@ def launch_paged(q, k_cache, v_cache, cu_seqlens_q, block_table, seqused_k,
     dtype, page_size = check_paged_shapes(
         q, k_cache, v_cache, cu_seqlens_q, block_table, seqused_k,
         max_seqlen_q, max_seqlen_k, layout)
-    for name, t in (("q", q), ("k", k_cache), ("v", v_cache),
-                    ("cu_seqlens_q", cu_seqlens_q),
-                    ("block_table", block_table), ("seqused_k", seqused_k)):
-        if getattr(t.device, "type", None) != "cuda" or \
-                str(t.device) != str(q.device):
-            _fail("%s is on %s; every tensor must be on q's CUDA device (%s)"
-                  % (name, t.device, q.device))
+    check_on_q_device(q, (("q", q), ("k", k_cache), ("v", v_cache),
+                          ("cu_seqlens_q", cu_seqlens_q),
+                          ("block_table", block_table),
+                          ("seqused_k", seqused_k)))
     import torch
 
     if sinks is not None:
         check_sinks(torch, sinks, q.unsqueeze(0))
-    device = q.device
     kv_heads = int(k_cache.shape[_cache_perm(layout)[1]])
-    key = ("paged", q.dtype, device, q.shape[1:], kv_heads, page_size,
+    key = ("paged", q.dtype, q.device, q.shape[1:], kv_heads, page_size,
            causal, window, softcap, scale, return_lse, arch, block_m,
            block_n, sinks_key(sinks))
-    kernel_plan = _plans.get(key)
-    if kernel_plan is not None and _contexts.get(device.index) is not \
-            kernel_plan[0]:
-        kernel_plan = None
-    with torch.cuda.device(device):
-        if kernel_plan is None:
-            ctx = context(device.index)
-            use_arch = arch or arch_for_capability(
-                torch.cuda.get_device_capability(device))
-            spec = make_varlen_spec(
-                q, None, dtype=dtype, arch=use_arch, causal=causal,
-                window=window, softcap=softcap, scale=scale,
-                return_lse=return_lse, block_m=block_m, block_n=block_n,
-                sinks=sinks is not None, page_size=page_size,
-                kv_heads=kv_heads)
-            kernel = ctx.get_kernel_for(spec, max(cu_seqlens_q.shape[0] - 1,
-                                                  1),
-                                        max(int(max_seqlen_q), 1),
-                                        max(int(max_seqlen_k), 1))
-            kernel_plan = (ctx, kernel)
-            _route.remember(_plans, key, kernel_plan)
-        ctx, kernel = kernel_plan
-        o = torch.empty_like(q)
-        lse = None
-        if return_lse:
-            lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32,
-                              device=device)
-        varlen = VarlenDesc(int(cu_seqlens_q.data_ptr()), 0,
-                            cu_seqlens_q.shape[0] - 1, int(max_seqlen_q),
-                            int(max_seqlen_k), int(block_table.data_ptr()),
-                            int(block_table.shape[1]),
-                            int(seqused_k.data_ptr()))
-        args = _args_to_c(describe_packed(q),
-                          describe_cache(k_cache, layout),
-                          describe_cache(v_cache, layout), describe_packed(o),
-                          None if lse is None else describe_varlen_lse(lse),
-                          0 if sinks is None else sinks.data_ptr(), varlen)
-        stream = _route.current_stream(torch, device.index)
-        _check(lib().attnc_attention_launch(ctx._handle, kernel, _byref(args),
-                                            stream or None),
-               "attnc_attention_launch")
-    return (o, lse) if return_lse else o
+
+    def spec_for(use_arch):
+        return make_varlen_spec(
+            q, None, dtype=dtype, arch=use_arch, causal=causal,
+            window=window, softcap=softcap, scale=scale,
+            return_lse=return_lse, block_m=block_m, block_n=block_n,
+            sinks=sinks is not None, page_size=page_size, kv_heads=kv_heads)
+
+    varlen = VarlenDesc(int(cu_seqlens_q.data_ptr()), 0,
+                        cu_seqlens_q.shape[0] - 1, int(max_seqlen_q),
+                        int(max_seqlen_k), int(block_table.data_ptr()),
+                        int(block_table.shape[1]), int(seqused_k.data_ptr()))
+    return _launch(torch, q, key, spec_for, describe_cache(k_cache, layout),
+                   describe_cache(v_cache, layout), varlen, return_lse, arch,
+                   sinks)
