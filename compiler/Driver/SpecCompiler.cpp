@@ -545,11 +545,8 @@ attnc::SpecCompiler::compileOp(const KernelSpec &spec) {
   if (kvBounds)
     meta.params.push_back({abi::kAttentionKVBoundsParam, ParamKind::Ptr});
   if (pageSize)
-    for (const char *name : abi::kAttentionPagedParams)
-      meta.params.push_back({name, name == abi::kAttentionPagedParams[0] ||
-                                           name == abi::kAttentionPagedParams[1]
-                                       ? ParamKind::Ptr
-                                       : ParamKind::I64});
+    for (KernelParam &p : contractParams(abi::kAttentionPagedParams))
+      meta.params.push_back(std::move(p));
   // The captured tensors' data, sizes and strides (TileAttention), and what
   // the runtime checks each launch's tensors against.
   meta.captures = captures;

@@ -160,10 +160,8 @@ func::FuncOp KernelBuilder::build(StringRef name) {
     params.push_back(abiParamType(ctx, abi::ParamType::I32Ptr, elt));
   // Paged: block_table, kv_lens, max_blocks, num_pages.
   const unsigned pagedArg = params.size();
-  if (paged) {
-    params.append(2, abiParamType(ctx, abi::ParamType::I32Ptr, elt));
-    params.append(2, b.getI64Type());
-  }
+  if (paged)
+    params.append(abiParamTypes(ctx, abi::kAttentionPagedParams, elt));
   // Each captured tensor: its data, then its sizes and strides
   // (abi::captureParamName).
   static_assert(attn::AttentionOp::kMaxCaptures == abi::kMaxCaptures);
@@ -191,8 +189,8 @@ func::FuncOp KernelBuilder::build(StringRef name) {
     fn.setArgAttr(boundsArg, "tile.param",
                   b.getStringAttr(abi::kAttentionKVBoundsParam));
   if (paged)
-    for (auto [i, name] : llvm::enumerate(abi::kAttentionPagedParams))
-      fn.setArgAttr(pagedArg + i, "tile.param", b.getStringAttr(name));
+    for (auto [i, p] : llvm::enumerate(abi::kAttentionPagedParams))
+      fn.setArgAttr(pagedArg + i, "tile.param", b.getStringAttr(p.name));
   for (unsigned k = 0, at = captureArg; k < att.getCaptures().size(); ++k) {
     auto param = [&](abi::CapturePart part, unsigned dim) {
       fn.setArgAttr(at++, "tile.param",
@@ -234,12 +232,15 @@ func::FuncOp KernelBuilder::build(StringRef name) {
     head = programId(1);
     bIdx = programId(2);
     auto cuT = MemRefType::get({ShapedType::kDynamic}, b.getI32Type());
-    auto startEnd = [&](unsigned argNo) -> std::pair<Value, Value> {
-      Value cu = memref::ReinterpretCastOp::create(
-          b, loc, cuT, arg(argNo), b.getIndexAttr(0),
-          ArrayRef<OpFoldResult>{
-              arith::AddIOp::create(b, loc, batch, cst(1)).getResult()},
+    // A 1-D i32 array parameter of `size` entries.
+    auto i32Array = [&](Value ptr, OpFoldResult size) -> Value {
+      return memref::ReinterpretCastOp::create(
+          b, loc, cuT, ptr, b.getIndexAttr(0), ArrayRef<OpFoldResult>{size},
           ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    };
+    auto startEnd = [&](unsigned argNo) -> std::pair<Value, Value> {
+      Value cu = i32Array(
+          arg(argNo), arith::AddIOp::create(b, loc, batch, cst(1)).getResult());
       Value next = arith::AddIOp::create(b, loc, bIdx, cst(1));
       return {index(memref::LoadOp::create(b, loc, cu, ValueRange{bIdx})),
               index(memref::LoadOp::create(b, loc, cu, ValueRange{next}))};
@@ -253,11 +254,7 @@ func::FuncOp KernelBuilder::build(StringRef name) {
     seqQ = arith::SubIOp::create(b, loc, qEnd, qStart);
     if (paged) {
       // The sequence's key count, from kv_lens.
-      auto lensT = MemRefType::get({ShapedType::kDynamic}, b.getI32Type());
-      Value lens = memref::ReinterpretCastOp::create(
-          b, loc, lensT, arg(pagedArg + 1), b.getIndexAttr(0),
-          ArrayRef<OpFoldResult>{batch},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      Value lens = i32Array(arg(pagedArg + 1), batch);
       seqKV = index(memref::LoadOp::create(b, loc, lens, ValueRange{bIdx}));
     } else {
       seqKV = arith::SubIOp::create(b, loc, kEnd, kStart);

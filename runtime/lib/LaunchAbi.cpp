@@ -45,10 +45,10 @@ static_assert(
             .name == abi::kAttentionKVBoundsParam &&
     abi::kAttentionOptionalParams[size_t(ParamSource::BlockTable) -
                                   kContractParams]
-            .name == abi::kAttentionPagedParams[0] &&
+            .name == abi::kAttentionPagedParams[0].name &&
     abi::kAttentionOptionalParams[size_t(ParamSource::NumPages) -
                                   kContractParams]
-            .name == abi::kAttentionPagedParams[3] &&
+            .name == abi::kAttentionPagedParams[3].name &&
     abi::kAttentionOptionalParams[size_t(ParamSource::QTensorMap) -
                                   kContractParams]
             .name == abi::kAttentionTensorMapParams[0] &&

@@ -897,11 +897,8 @@ TEST_CASE("paged varlen launches: validation and packing", "[launch]") {
   AttentionArgs args = pagedArgs();
   std::vector<KernelParam> params = attentionFwdV1Params();
   params.push_back({"cu_seqlens_q", ParamKind::Ptr});
-  for (const char *name : abi::kAttentionPagedParams)
-    params.push_back({name, std::string_view(name) == "max_blocks" ||
-                                    std::string_view(name) == "num_pages"
-                                ? ParamKind::I64
-                                : ParamKind::Ptr});
+  for (KernelParam &p : contractParams(abi::kAttentionPagedParams))
+    params.push_back(std::move(p));
   Result<std::vector<ParamSlot>> plan = planAttentionParams(params);
   REQUIRE(plan.isOk());
   PackedParams packed;

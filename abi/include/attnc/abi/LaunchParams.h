@@ -199,8 +199,12 @@ inline constexpr const char *kAttentionKVBoundsParam = "kv_bounds";
 /// the cache's page count. K/V are the caches [pages, Hkv, page_size, D]:
 /// k_stride_b / v_stride_b are their page strides, `seq_kv` the longest
 /// key count.
-inline constexpr std::array<const char *, 4> kAttentionPagedParams = {
-    "block_table", "kv_lens", "max_blocks", "num_pages"};
+inline constexpr std::array<ParamDesc, 4> kAttentionPagedParams = {{
+    {"block_table", ParamType::I32Ptr},
+    {"kv_lens", ParamType::I32Ptr},
+    {"max_blocks", ParamType::I64},
+    {"num_pages", ParamType::I64},
+}};
 /// Captured tensors (attn.attention's `captures`, the tensors a score or
 /// mask mod reads), after the cu_seqlens: capture k (0-based, in the op's
 /// order) is `capture<k>` (its data pointer), then `capture<k>_size<d>` for
@@ -270,10 +274,10 @@ inline constexpr std::array<ParamDesc, 22> kAttentionOptionalParams = {{
     {kAttentionCuSeqlensParams[0], ParamType::I32Ptr},
     {kAttentionCuSeqlensParams[1], ParamType::I32Ptr},
     {kAttentionKVBoundsParam, ParamType::I32Ptr},
-    {kAttentionPagedParams[0], ParamType::I32Ptr},
-    {kAttentionPagedParams[1], ParamType::I32Ptr},
-    {kAttentionPagedParams[2], ParamType::I64},
-    {kAttentionPagedParams[3], ParamType::I64},
+    kAttentionPagedParams[0],
+    kAttentionPagedParams[1],
+    kAttentionPagedParams[2],
+    kAttentionPagedParams[3],
     {kAttentionTensorMapParams[0], ParamType::TensorMap},
     {kAttentionTensorMapParams[1], ParamType::TensorMap},
     {kAttentionTensorMapParams[2], ParamType::TensorMap},
