@@ -402,30 +402,36 @@ def attention_varlen_paged_fake_shapes():
         "max_seqlen_k is 1000")
 
 
-@test
-def compile_fullgraph_traces_attention_varlen_paged():
-    # A paged varlen call is one torch.ops.attnc.attention_varlen_paged
-    # node, with eager's results.
+def compile_fullgraph(fn, *args):
+    """fn compiled with fullgraph=True and run on args: its result and the
+    call targets of its graph (exactly one graph: no break)."""
     graphs = []
 
     def backend(gm, example_inputs):
         graphs.append(gm)
         return gm.forward
 
+    torch._dynamo.reset()
+    got = torch.compile(fn, fullgraph=True, backend=backend)(*args)
+    assert len(graphs) == 1, len(graphs)
+    return got, {str(n.target) for n in graphs[0].graph.nodes
+                 if n.op == "call_function"}
+
+
+@test
+def compile_fullgraph_traces_attention_varlen_paged():
+    # A paged varlen call is one torch.ops.attnc.attention_varlen_paged
+    # node, with eager's results.
     def step(q, kc, vc, cuq, table, lens):
         o, lse = attnc.attention_varlen(q, kc, vc, cuq, None, 5, 9,
                                         block_table=table, seqused_k=lens,
                                         causal=True, return_lse=True)
         return o * 2, lse
 
-    torch._dynamo.reset()
     with cpu_launches():
         args = paged_packed()[:6]
         want = step(*args)
-        got = torch.compile(step, fullgraph=True, backend=backend)(*args)
-    assert len(graphs) == 1, len(graphs)
-    targets = {str(n.target) for n in graphs[0].graph.nodes
-               if n.op == "call_function"}
+        got, targets = compile_fullgraph(step, *args)
     assert any("attention_varlen_paged" in t for t in targets), \
         sorted(targets)
     for a, b in zip(got, want):
@@ -537,22 +543,11 @@ def block_inputs():
 
 @test
 def compile_fullgraph_traces_attnc_ops():
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
-    torch._dynamo.reset()
     with cpu_launches():
         eager_in = block_inputs()
         compiled_in = [t.clone() for t in eager_in]
         want = block(*eager_in)
-        got = torch.compile(block, fullgraph=True, backend=backend)(
-            *compiled_in)
-    assert len(graphs) == 1, len(graphs)
-    targets = {str(n.target) for n in graphs[0].graph.nodes
-               if n.op == "call_function"}
+        got, targets = compile_fullgraph(block, *compiled_in)
     for name in ("attention", "fused_add_rms_norm", "rotary_embedding",
                  "kv_append", "silu_and_mul", "fused_add_rms_norm_inplace"):
         assert "attnc.%s.default" % name in targets or \
@@ -569,26 +564,15 @@ def compile_fullgraph_traces_attnc_ops():
 def compile_fullgraph_traces_attention_varlen():
     # A varlen call (max lengths as Python ints, cu_seqlens as tensors) is
     # one torch.ops.attnc.attention_varlen node, with eager's results.
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
     def step(q, k, v, cuq, cuk):
         o, lse = attnc.attention_varlen(q, k, v, cuq, cuk, 9, 9, causal=True,
                                         return_lse=True)
         return o * 2, lse
 
-    torch._dynamo.reset()
     with cpu_launches():
         q, k, v, cuq, cuk, _, _ = packed()
         want = step(q, k, v, cuq, cuk)
-        got = torch.compile(step, fullgraph=True, backend=backend)(
-            q, k, v, cuq, cuk)
-    assert len(graphs) == 1, len(graphs)
-    targets = {str(n.target) for n in graphs[0].graph.nodes
-               if n.op == "call_function"}
+        got, targets = compile_fullgraph(step, q, k, v, cuq, cuk)
     assert "attnc.attention_varlen.default" in targets or \
         "attnc.attention_varlen" in targets, sorted(targets)
     for a, b in zip(got, want):
